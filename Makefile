@@ -1,0 +1,39 @@
+# diag-gateway: everything installs into .venv from PyPI (ROS 2 included); nothing else needed.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.install-stamp
+# Network rule: every ROS process this project starts stays on loopback.
+export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
+# make test requires the compiled Cython twins (a failed build is an error, not a fallback).
+export DIAG_GATEWAY_REQUIRE_EXT ?= 1
+
+.PHONY: install demo test unit lint bench clean fleet-demo
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard gateway/_fast/*.py gateway/_fast/*.pxd recorder/*_py.py recorder/*.pxd)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	@touch $@
+	@echo "installed into $(VENV)"
+
+demo: install
+	$(BIN)/diag-gateway demo $(ARGS)
+
+test: install lint
+	$(BIN)/python -m pytest -q -rs $(PYTEST_ARGS)
+
+unit: install
+	$(BIN)/python -m pytest -q tests/unit $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check gateway federation recorder tests bench setup.py
+	$(BIN)/mypy gateway/config.py gateway/http gateway/model gateway/discovery/runtime.py federation recorder
+
+bench: install
+	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf build *.egg-info $(VENV) gateway/_fast/*.so gateway/_fast/*.c recorder/*.so recorder/*.c

@@ -1,0 +1,73 @@
+"""make_app(): the aiohttp application, its ROS bridge and background tasks."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+
+from .config import Settings
+from .http.middleware import make_middleware
+from .http.routes import Registry
+from .state import STATE, GatewayState
+
+log = logging.getLogger(__name__)
+
+
+def build_registry(vendor: str, built: set[str]) -> Registry:
+    """Every route of this build, in matching order."""
+    from .resources import data, entities, server, unbuilt
+
+    reg = Registry(vendor)
+    server.register(reg)
+    entities.register(reg)
+    data.register(reg)
+    unbuilt.register(reg, built)
+    server.register_last(reg)
+    return reg
+
+
+def make_app(settings: Settings) -> web.Application:
+    """The gateway application; ROS starts with the app and stops with it."""
+    built: set[str] = set()
+    state = GatewayState(settings=settings, registry=build_registry(settings.vendor, built))
+    state.features = built
+    app = web.Application(client_max_size=16 * 1024 * 1024)
+    app[STATE] = state
+    state.route_table = state.registry.install(app)
+    app.middlewares.append(make_middleware(state))
+    app.cleanup_ctx.append(_ros_lifecycle)
+    return app
+
+
+async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
+    from .discovery.cache import EntityCache
+    from .discovery.poller import GraphPoller
+    from .discovery.runtime import HostInfo
+    from .ros.bridge import RosBridge
+    from .ros.topics import SamplePool
+
+    state = app[STATE]
+    s = state.settings
+    bridge = RosBridge(s["ros.node_name"], s["ros.domain_id"], s["server.executor_threads"])
+    bridge.start(asyncio.get_running_loop())
+    state.bridge = bridge
+    state.pool = SamplePool(bridge, s["data.pool_cap"])
+    state.cache = EntityCache(s["entity_cache.capacity"], HostInfo.local())
+    state.poller = GraphPoller(bridge, state.pool, state.cache,
+                               s["discovery.poll_interval_ms"] / 1000.0,
+                               s["discovery.refresh_debounce_ms"] / 1000.0)
+    state.poller.start()
+    try:
+        await asyncio.wait_for(state.poller.first.wait(), 10.0)
+    except asyncio.TimeoutError:
+        log.warning("no ROS graph snapshot within 10 s; serving an empty entity set")
+    log.info("ROS domain %d: %d apps discovered", bridge.domain_id,
+             len(state.cache.entities.apps))
+    try:
+        yield
+    finally:
+        await state.poller.stop()
+        bridge.close()

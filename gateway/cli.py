@@ -1,0 +1,155 @@
+"""Command line: `diag-gateway run | demo | robot`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+from .config import ConfigError, Settings, load
+
+log = logging.getLogger("gateway")
+
+EPILOG = """\
+settings use the interface's names, e.g. --set server.port=8081 --set sse.max_clients=10;
+values are read as YAML. See README.md for every setting and its default.
+"""
+
+
+def _add_config_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", metavar="FILE", help="YAML settings file")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one setting (repeatable)")
+    p.add_argument("--host", help="bind address (same as --set server.host=...)")
+    p.add_argument("--port", type=int, help="TCP port (same as --set server.port=...)")
+    p.add_argument("--domain", type=int, metavar="N",
+                   help="ROS domain id (default: $ROS_DOMAIN_ID or 0)")
+    p.add_argument("--log-level", default="info",
+                   choices=("debug", "info", "warning", "error"), help="log verbosity")
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser."""
+    p = argparse.ArgumentParser(
+        prog="diag-gateway",
+        description="SOVD-style HTTP/JSON diagnostic gateway for ROS 2 robots.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = sub.add_parser("run", help="serve the gateway for the ROS 2 nodes already running",
+                         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_config_args(run)
+    demo = sub.add_parser("demo", help="start the simulated demo robot and a gateway for it",
+                          epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_config_args(demo)
+    robot = sub.add_parser("robot", help="start only the simulated demo robot's nodes")
+    robot.add_argument("--domain", type=int, default=None, metavar="N", help="ROS domain id")
+    robot.add_argument("--only", default="", metavar="A,B", help="start only these nodes")
+    return p
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides = list(args.overrides)
+    if args.host:
+        overrides.append(f"server.host={args.host}")
+    if args.port is not None:
+        overrides.append(f"server.port={args.port}")
+    if args.domain is not None:
+        overrides.append(f"ros.domain_id={args.domain}")
+    return load(args.config, overrides)
+
+
+async def serve(settings: Settings, ready_message: str | None = None) -> None:
+    """Serve until SIGINT or SIGTERM."""
+    from aiohttp import web
+
+    from .app import make_app
+    from .http.server import GatewayRunner
+
+    app = make_app(settings)
+    runner = GatewayRunner(app, settings.vendor, access_log=None)
+    await runner.setup()
+    host, port = settings["server.host"], settings["server.port"]
+    site = web.TCPSite(runner, host, port, reuse_address=True)
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise ConfigError(f"setting 'server.port': cannot listen on {host}:{port}: "
+                          f"{exc.strerror}") from None
+    log.info("serving http://%s:%d/api/v1", host, port)
+    if ready_message:
+        print(ready_message, flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("stopping")
+    await runner.cleanup()
+
+
+def _logging(level: str) -> None:
+    logging.basicConfig(level=getattr(logging, level.upper()),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Serve a gateway."""
+    _logging(args.log_level)
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    settings = _settings(args)
+    asyncio.run(serve(settings))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Start the demo robot and a gateway in front of it."""
+    from .demo.robot import Robot, ros_env
+
+    _logging(args.log_level)
+    domain = args.domain if args.domain is not None else int(os.environ.get("ROS_DOMAIN_ID", 0))
+    os.environ.update(ros_env(domain))
+    args.domain = domain
+    settings = _settings(args)
+    base = f"http://{settings['server.host']}:{settings['server.port']}/api/v1"
+    with Robot.start(domain):
+        message = (
+            f"\nDemo robot running in ROS domain {domain}; gateway at {base}\n"
+            f"  curl {base}/apps\n"
+            f"  curl {base}/functions\n"
+            f"  curl {base}/apps/temp_sensor/data/%2Fpowertrain%2Fengine%2Ftemperature\n"
+            f"  curl {base}/health\n"
+            f"  OpenAPI document: {base}/docs\n"
+            "Ctrl-C stops the gateway and the robot.\n")
+        asyncio.run(serve(settings, message))
+    return 0
+
+
+def cmd_robot(args: argparse.Namespace) -> int:
+    """Start the demo robot alone."""
+    from .demo import robot
+
+    argv = []
+    if args.domain is not None:
+        argv += ["--domain", str(args.domain)]
+    if args.only:
+        argv += ["--only", args.only]
+    return int(robot.main(argv) or 0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the diag-gateway console script."""
+    args = parser().parse_args(argv)
+    try:
+        return {"run": cmd_run, "demo": cmd_demo, "robot": cmd_robot}[args.command](args)
+    except ConfigError as exc:
+        print(f"diag-gateway: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

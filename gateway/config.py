@@ -1,0 +1,267 @@
+"""Typed gateway settings: YAML file plus `--set key=value`, spec names, clamped with warnings."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+log = logging.getLogger(__name__)
+
+
+class ConfigError(ValueError):
+    """A setting that cannot be used; the message names the setting."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One known setting: its type, default, bounds and help text."""
+
+    key: str
+    type: type
+    default: Any
+    help: str
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] | None = None
+    clamp: bool = True  # out of range: clamp with a warning (True) or refuse (False)
+    secret: bool = False
+
+
+def _s(key: str, typ: type, default: Any, help: str, **kw: Any) -> Setting:
+    return Setting(key, typ, default, help, **kw)
+
+
+SETTINGS: tuple[Setting, ...] = (
+    _s("server.host", str, "127.0.0.1", "address the HTTP server binds to"),
+    _s("server.port", int, 8080, "TCP port of the HTTP server", minimum=1, maximum=65535,
+       clamp=False),
+    _s("server.executor_threads", int, 4, "threads for blocking ROS graph work",
+       minimum=1, maximum=64),
+    _s("server.max_uri_length", int, 8192, "longest request URI served (longer: 414)",
+       minimum=256, maximum=65536),
+    _s("server.tls.enabled", bool, False, "serve HTTPS"),
+    _s("server.tls.cert_file", str, "", "TLS certificate (PEM)"),
+    _s("server.tls.key_file", str, "", "TLS private key (PEM)", secret=True),
+    _s("api.vendor", str, "vendor", "vendor word in x-<vendor> keys and X-<Vendor>-* headers"),
+    _s("docs.enabled", bool, True, "serve the OpenAPI document at /docs"),
+    _s("ros.domain_id", int, -1, "ROS_DOMAIN_ID for the gateway node (-1: from environment)",
+       minimum=-1, maximum=232, clamp=False),
+    _s("ros.node_name", str, "_diag_gateway", "name of the gateway's own (hidden) ROS node"),
+    _s("discovery.mode", str, "runtime_only", "entity discovery mode",
+       choices=("runtime_only", "hybrid", "manifest_only")),
+    _s("discovery.refresh_debounce_ms", int, 1000,
+       "coalescing window for entity refreshes after graph changes", minimum=0, maximum=60000),
+    _s("discovery.poll_interval_ms", int, 200, "ROS graph poll period",
+       minimum=20, maximum=10000),
+    _s("discovery.manifest_path", str, "", "manifest file (hybrid and manifest_only modes)"),
+    _s("entity_cache.capacity", int, 256, "entity cache capacity", minimum=1, maximum=100000),
+    _s("topic_sample_timeout_sec", float, 2.0,
+       "how long a data read waits for a first sample", minimum=0.05, maximum=60.0),
+    _s("data.pool_cap", int, 64, "raw topic subscriptions kept (LRU)", minimum=1, maximum=4096),
+    _s("service_call_timeout_sec", float, 10.0, "budget of a service or action call",
+       minimum=0.1, maximum=3600.0),
+    _s("parameter_service_timeout_sec", float, 2.0, "budget of a parameter service call",
+       minimum=0.1, maximum=600.0),
+    _s("parameter_negative_cache_sec", float, 60.0,
+       "how long a node whose parameter services did not answer is skipped",
+       minimum=0.0, maximum=3600.0),
+    _s("logs.buffer_size", int, 200, "/rosout entries kept per node", minimum=1,
+       maximum=100000),
+    _s("sse.max_clients", int, 2, "concurrent SSE streams", minimum=1, maximum=10000),
+    _s("sse.max_subscriptions", int, 100, "cyclic subscriptions", minimum=1, maximum=100000),
+    _s("sse.max_duration_sec", int, 3600, "longest cyclic subscription", minimum=1,
+       maximum=86400),
+    _s("state_dir", str, "", "directory for persistent state (default: ~/.local/state/diag-gateway)"),
+)
+
+BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
+
+# Discovery parameters removed from the interface: warned about and ignored.
+REMOVED = frozenset(
+    "discovery." + k
+    for k in (
+        "create_synthetic_areas",
+        "create_synthetic_components",
+        "grouping_strategy",
+        "synthetic_component_name_pattern",
+        "topic_only_policy",
+        "min_topics_for_component",
+        "allow_heuristic_areas",
+        "allow_heuristic_components",
+    )
+)
+
+# Prefixes whose keys belong to features of later builds: accepted and kept, not validated.
+OPEN_PREFIXES = (
+    "auth.", "aggregation.", "snapshots.", "correlation.", "faults.", "locking.", "scripts.",
+    "bulk_data.", "rate_limiting.", "cors.", "triggers.", "fault_triggers.", "recorder.",
+    "entity_freeze_frame.", "updates.", "plugins.",
+)
+
+
+def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested mapping to dotted keys; leaves are non-mapping values."""
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value and dotted not in BY_KEY:
+            out.update(flatten(value, dotted + "."))
+        else:
+            out[dotted] = value
+    return out
+
+
+def _coerce(setting: Setting, value: Any) -> Any:
+    key, typ = setting.key, setting.type
+    if typ is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+            return value.lower() in ("true", "1", "yes")
+        raise ConfigError(f"setting '{key}': expected true or false, got {value!r}")
+    if typ is int:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ConfigError(f"setting '{key}': expected an integer, got {value!r}")
+        try:
+            number = float(value)
+        except ValueError:
+            raise ConfigError(f"setting '{key}': expected an integer, got {value!r}") from None
+        if number != int(number):
+            raise ConfigError(f"setting '{key}': expected an integer, got {value!r}")
+        return int(number)
+    if typ is float:
+        if isinstance(value, bool):
+            raise ConfigError(f"setting '{key}': expected a number, got {value!r}")
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"setting '{key}': expected a number, got {value!r}") from None
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list)):
+        raise ConfigError(f"setting '{key}': expected a string, got {type(value).__name__}")
+    return str(value)
+
+
+def _check(setting: Setting, value: Any, warnings: list[str]) -> Any:
+    key = setting.key
+    if setting.choices is not None and value not in setting.choices:
+        raise ConfigError(
+            f"setting '{key}': {value!r} is not one of {', '.join(setting.choices)}"
+        )
+    lo, hi = setting.minimum, setting.maximum
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            if not setting.clamp:
+                raise ConfigError(f"setting '{key}': {value} is outside {lo:g}..{hi:g}")
+            clamped = min(max(value, lo if lo is not None else value),
+                          hi if hi is not None else value)
+            clamped = setting.type(clamped)
+            warnings.append(f"setting '{key}': {value} is outside {lo:g}..{hi:g}; using {clamped}")
+            return clamped
+    return value
+
+
+class Settings:
+    """Resolved settings: defaults, then the YAML file, then `--set` overrides."""
+
+    def __init__(self, values: dict[str, Any], warnings: list[str]) -> None:
+        self._values = values
+        self.warnings = warnings
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Value of a setting, or default for an unset open-prefix key."""
+        return self._values.get(key, default)
+
+    def section(self, prefix: str) -> dict[str, Any]:
+        """All keys under prefix (e.g. 'aggregation.'), without the prefix."""
+        return {k[len(prefix):]: v for k, v in self._values.items() if k.startswith(prefix)}
+
+    def as_dict(self, redact: bool = True) -> dict[str, Any]:
+        """All values; secrets replaced by '***' when redact."""
+        out = dict(self._values)
+        if redact:
+            for key in out:
+                setting = BY_KEY.get(key)
+                if (setting and setting.secret) or key in ("auth.jwt_secret", "auth.clients"):
+                    out[key] = "***"
+        return out
+
+    @property
+    def vendor(self) -> str:
+        """The vendor word."""
+        return str(self._values["api.vendor"])
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """`key=value` with the value read as YAML (so 8080 is an int and true a bool)."""
+    if "=" not in text:
+        raise ConfigError(f"--set {text!r}: expected key=value")
+    key, _, raw = text.partition("=")
+    key = key.strip()
+    if not key:
+        raise ConfigError(f"--set {text!r}: the key is empty")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    return key, value
+
+
+def load(path: str | Path | None = None, overrides: Iterable[str] = ()) -> Settings:
+    """Resolve settings; ConfigError names the first bad setting."""
+    raw: dict[str, Any] = {}
+    if path:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"--config {path}: cannot read: {exc.strerror}") from None
+        try:
+            tree = yaml.safe_load(text) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"--config {path}: not valid YAML: {exc}") from None
+        if not isinstance(tree, Mapping):
+            raise ConfigError(f"--config {path}: the top level must be a mapping of settings")
+        raw.update(flatten(tree))
+    for item in overrides:
+        key, value = parse_override(item)
+        raw[key] = value
+    return resolve(raw)
+
+
+def resolve(raw: Mapping[str, Any]) -> Settings:
+    """Validate dotted raw values against SETTINGS."""
+    warnings: list[str] = []
+    values = {s.key: s.default for s in SETTINGS}
+    for key, value in raw.items():
+        if key in REMOVED:
+            warnings.append(f"setting '{key}' was removed from the interface; ignored")
+            continue
+        setting = BY_KEY.get(key)
+        if setting is None:
+            if key.startswith(OPEN_PREFIXES):
+                values[key] = value
+                continue
+            raise ConfigError(f"unknown setting '{key}'")
+        values[key] = _check(setting, _coerce(setting, value), warnings)
+    if values["discovery.mode"] != "runtime_only":
+        raise ConfigError(
+            f"setting 'discovery.mode': {values['discovery.mode']!r} needs a manifest, "
+            "which this build does not read yet; use runtime_only"
+        )
+    vendor = values["api.vendor"]
+    if not vendor or not vendor.replace("-", "").isalnum() or not vendor.islower():
+        raise ConfigError(
+            f"setting 'api.vendor': {vendor!r} must be a lower-case word (letters, digits, '-')"
+        )
+    for message in warnings:
+        log.warning("%s", message)
+    return Settings(values, warnings)

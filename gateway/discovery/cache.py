@@ -1,0 +1,69 @@
+"""Entity cache: the current entity set and graph, a generation counter, cached bodies."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from ..model.entities import EntitySet
+from ..ros.graph import GraphSnapshot
+from . import runtime
+
+
+class EntityCache:
+    """Holds one consistent (graph, entities) pair; bodies built from it are cached (LRU)."""
+
+    def __init__(self, capacity: int, host: runtime.HostInfo) -> None:
+        self.capacity = capacity
+        self.host = host
+        self.graph = GraphSnapshot()
+        self.entities = EntitySet()
+        self.generation = 0
+        self.refreshed_ns = 0
+        self.refreshes = 0
+        self._bodies: OrderedDict[Any, Any] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+        self.collisions: list[tuple[str, list[str]]] = []
+
+    def apply(self, graph: GraphSnapshot) -> None:
+        """Rebuild entities from a new graph snapshot; bumps the generation."""
+        self.generation += 1
+        nodes = [runtime.NodeRef(n.name, n.namespace) for n in graph.nodes]
+        self.entities = runtime.build(nodes, self.host, self.generation)
+        self.graph = graph
+        self.refreshed_ns = time.time_ns()
+        self.refreshes += 1
+        self._bodies.clear()
+        by_name: dict[str, list[str]] = {}
+        for n in nodes:
+            by_name.setdefault(n.name, []).append(n.fqn)
+        self.collisions = [(k, v) for k, v in sorted(by_name.items()) if len(v) > 1]
+
+    def body(self, key: Any, build: Callable[[], Any]) -> Any:
+        """A value built once per generation and key (e.g. a serialized list body)."""
+        try:
+            value = self._bodies[key]
+        except KeyError:
+            self.misses += 1
+            value = self._bodies[key] = build()
+            if len(self._bodies) > self.capacity:
+                self._bodies.popitem(last=False)
+            return value
+        self.hits += 1
+        return value
+
+    def stats(self) -> dict[str, Any]:
+        """Figures for /health's entity-cache block."""
+        return {
+            "generation": self.generation,
+            "entities": self.entities.total(),
+            "capacity": self.capacity,
+            "size": len(self._bodies),
+            "hits": self.hits,
+            "misses": self.misses,
+            "refreshes": self.refreshes,
+            "last_refresh_ns": self.refreshed_ns,
+        }

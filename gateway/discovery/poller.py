@@ -1,0 +1,73 @@
+"""Polls the ROS graph, diffs snapshots, and refreshes the entity cache with a debounce."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from ..ros.bridge import RosBridge
+from ..ros.graph import GraphSnapshot, take_snapshot
+from ..ros.topics import SamplePool
+from .cache import EntityCache
+
+log = logging.getLogger(__name__)
+
+
+class GraphPoller:
+    """Background task: graph poll every interval; entity refresh at most once per debounce."""
+
+    def __init__(self, bridge: RosBridge, pool: SamplePool, cache: EntityCache,
+                 interval_s: float, debounce_s: float) -> None:
+        self.bridge = bridge
+        self.pool = pool
+        self.cache = cache
+        self.interval_s = interval_s
+        self.debounce_s = debounce_s
+        self.events = 0
+        self.first = asyncio.Event()
+        self._last: GraphSnapshot | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Start polling."""
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="graph-poller")
+
+    async def stop(self) -> None:
+        """Stop polling."""
+        if self._task:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def poll_once(self) -> GraphSnapshot:
+        """Take one snapshot (in a worker thread)."""
+        return await self.bridge.run(take_snapshot, self.bridge.node, self.pool.topics,
+                                     timeout=10.0)
+
+    async def _run(self) -> None:
+        pending: GraphSnapshot | None = None
+        last_apply = 0.0
+        while True:
+            try:
+                snap = await self.poll_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("graph poll failed")
+                await asyncio.sleep(self.interval_s)
+                continue
+            if snap != self._last:
+                if self._last is not None:
+                    self.events += 1
+                self._last = snap
+                pending = snap
+            now = time.monotonic()
+            if pending is not None and (not self.first.is_set()
+                                        or now - last_apply >= self.debounce_s):
+                self.cache.apply(pending)
+                log.debug("entities refreshed: generation %d, %d apps", self.cache.generation,
+                          len(self.cache.entities.apps))
+                pending = None
+                last_apply = now
+                self.first.set()
+            await asyncio.sleep(self.interval_s)

@@ -1,0 +1,89 @@
+"""The request middleware: URI checks, Range syntax, the guard, and error rendering."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+from urllib.parse import unquote_to_bytes
+
+from aiohttp import web
+from aiohttp.web_urldispatcher import MatchInfoError
+
+from .errors import ApiError, bad_request, http_layer_error
+from .jsonutil import JSON_TYPE, dumps
+from .ranges import RangeError, parse_range
+
+log = logging.getLogger(__name__)
+
+_BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+
+def error_response(err: ApiError, vendor: str) -> web.Response:
+    """Render an ApiError as the spec's error body."""
+    return web.Response(
+        body=dumps(err.body(vendor)), status=err.status, content_type=JSON_TYPE,
+        headers=err.headers,
+    )
+
+
+def check_uri(raw_path: str, max_len: int) -> None:
+    """414 for an oversize URI, 400 for malformed percent-encoding."""
+    if len(raw_path) > max_len:
+        raise http_layer_error(414, f"Request URI is {len(raw_path)} bytes; the limit is {max_len}")
+    if "%" in raw_path:
+        path = raw_path.partition("?")[0]
+        if _BAD_PERCENT.search(path):
+            raise bad_request(
+                "Malformed percent-encoding in the request path: '%' must be followed by two "
+                "hex digits (encode '/' inside a topic or parameter name as %2F)",
+                path=path,
+            )
+        try:
+            unquote_to_bytes(path).decode("utf-8")
+        except UnicodeDecodeError:
+            raise bad_request("The request path decodes to invalid UTF-8", path=path) from None
+
+
+def make_middleware(state: Any) -> Any:
+    """The gateway's single middleware; state gives vendor, max URI length, routes and guard."""
+    vendor = state.settings.vendor
+    max_uri = state.settings["server.max_uri_length"]
+    routes = state.route_table
+    guard = state.guard
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+        try:
+            check_uri(request.raw_path, max_uri)
+            rng = request.headers.get("Range")
+            if rng is not None:
+                try:
+                    parse_range(rng)
+                except RangeError as exc:
+                    raise http_layer_error(416, str(exc)) from None
+            match_info = request.match_info
+            if isinstance(match_info, MatchInfoError):
+                status = match_info.http_exception.status
+                if status == 405:
+                    raise http_layer_error(
+                        405, f"Method {request.method} is not allowed on {request.path}"
+                    )
+                raise http_layer_error(status, f"No resource at {request.path}")
+            route = routes.get(match_info.route)
+            if route is not None:
+                await guard(request, route)
+            return await handler(request)
+        except ApiError as err:
+            return error_response(err, vendor)
+        except web.HTTPException as exc:
+            if exc.status < 400:
+                raise
+            return error_response(http_layer_error(exc.status, exc.reason), vendor)
+        except Exception:
+            log.exception("Unhandled error on %s %s", request.method, request.path)
+            return error_response(
+                http_layer_error(500, "Internal error while handling the request; see the "
+                                      "gateway log"), vendor)
+
+    return middleware

@@ -1,0 +1,165 @@
+"""The OpenAPI 3.1 document, generated from the route registry (and scoped projections)."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from .routes import API_PREFIX, Registry, Route
+
+SOVD_VERSION = "1.1.0"
+
+_ERROR = {"$ref": "#/components/schemas/GenericError"}
+_ERROR_STATUSES = {
+    "400": "Invalid request",
+    "404": "Resource not found",
+    "416": "Unparseable Range header (Range is parsed before routing)",
+    "500": "Internal error",
+}
+_SCHEMAS: dict[str, Any] = {
+    "GenericError": {
+        "type": "object",
+        "required": ["error_code", "message"],
+        "properties": {
+            "error_code": {"type": "string"},
+            "vendor_code": {"type": "string"},
+            "message": {"type": "string"},
+            "parameters": {"type": "object"},
+        },
+    },
+    "ListEnvelope": {
+        "type": "object",
+        "required": ["items"],
+        "properties": {"items": {"type": "array"}},
+    },
+    "EntityList": {"$ref": "#/components/schemas/ListEnvelope"},
+    "EntityDetail": {
+        "type": "object",
+        "required": ["id", "name", "type", "href"],
+        "properties": {
+            "id": {"type": "string"}, "name": {"type": "string"},
+            "type": {"enum": ["area", "component", "app", "function"]},
+            "href": {"type": "string"}, "capabilities": {"type": "array"},
+        },
+    },
+    "DataList": {"$ref": "#/components/schemas/ListEnvelope"},
+    "DataRead": {
+        "type": "object",
+        "required": ["id", "data"],
+        "properties": {"id": {"type": "string"}, "data": {}},
+    },
+    "Message": {"type": "object", "description": "Fields of the topic's message type"},
+    "Object": {"type": "object"},
+}
+
+_STATUS_TEXT = {200: "OK", 201: "Created", 202: "Accepted", 204: "No Content",
+                206: "Partial Content", 207: "Multi-Status"}
+
+
+def _operation(route: Route, vendor: str, with_roles: bool) -> dict[str, Any]:
+    params = [
+        {"name": p, "in": "path", "required": True, "schema": {"type": "string"}}
+        for p in route.params
+    ]
+    responses: dict[str, Any] = {}
+    for status in (route.status, *route.alternates):
+        resp: dict[str, Any] = {"description": _STATUS_TEXT.get(status, "Success")}
+        if status != 204:
+            ctype = "text/event-stream" if route.streaming else "application/json"
+            schema = {"$ref": f"#/components/schemas/{route.response}"} if route.response \
+                else {"type": "object"}
+            resp["content"] = {ctype: {"schema": schema}}
+        responses[str(status)] = resp
+    for code, text in _ERROR_STATUSES.items():
+        responses.setdefault(code, {"description": text,
+                                    "content": {"application/json": {"schema": _ERROR}}})
+    if route.feature:
+        responses["501"] = {"description": f"Feature '{route.feature}' not available",
+                            "content": {"application/json": {"schema": _ERROR}}}
+    op: dict[str, Any] = {
+        "operationId": route.operation_id,
+        "summary": (route.summary or "").strip().split("\n")[0],
+        "tags": [route.tag],
+        "responses": responses,
+    }
+    if params:
+        op["parameters"] = params
+    if route.request:
+        op["requestBody"] = {"required": True, "content": {"application/json": {
+            "schema": {"$ref": f"#/components/schemas/{route.request}"}}}}
+    if route.alternates:
+        op[f"x-{vendor}-alternates"] = True
+    if with_roles:
+        op[f"x-{vendor}-required-role"] = route.role.label
+        op["security"] = [{"bearerAuth": []}]
+    return op
+
+
+def build(registry: Registry, *, vendor: str, version: str, with_roles: bool) -> dict[str, Any]:
+    """The full document."""
+    paths: dict[str, dict[str, Any]] = {}
+    for route in registry:
+        paths.setdefault(route.path, {})[route.method.lower()] = _operation(
+            route, vendor, with_roles)
+    doc: dict[str, Any] = {
+        "openapi": "3.1.0",
+        "info": {"title": "diag-gateway", "version": version,
+                 "description": "SOVD-style diagnostic gateway for ROS 2"},
+        "x-sovd-version": SOVD_VERSION,
+        "servers": [{"url": API_PREFIX}],
+        "paths": paths,
+        "components": {"schemas": _SCHEMAS},
+    }
+    if with_roles:
+        doc["components"]["securitySchemes"] = {
+            "bearerAuth": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}}
+    return doc
+
+
+def _matches(template: list[str], prefix: list[str]) -> dict[str, str] | None:
+    if len(template) < len(prefix):
+        return None
+    values: dict[str, str] = {}
+    for t, p in zip(template, prefix, strict=False):
+        if t.startswith("{") and t.endswith("}"):
+            values[t[1:-1]] = p
+        elif t != p:
+            return None
+    return values
+
+
+def project(doc: dict[str, Any], prefix: str,
+            expand: dict[str, list[str]]) -> dict[str, Any] | None:
+    """The document restricted to paths at or below prefix, ids substituted.
+
+    `expand` maps a path parameter (e.g. data_id) to the discovered values for it; paths
+    with such a parameter are listed once per value (URL-encoded). None when nothing matches.
+    """
+    want = [s for s in prefix.strip("/").split("/") if s]
+    paths: dict[str, Any] = {}
+    for template, ops in doc["paths"].items():
+        segs = [s for s in template.strip("/").split("/") if s]
+        values = _matches(segs, want)
+        if values is None:
+            continue
+        concrete = "/" + "/".join(
+            values.get(s[1:-1], s) if s.startswith("{") else s for s in segs)
+        rest = [s[1:-1] for s in segs[len(want):] if s.startswith("{")]
+        if not rest:
+            paths[concrete] = ops
+            continue
+        if len(rest) == 1 and rest[0] in expand:
+            for value in expand[rest[0]]:
+                item = concrete.replace("{" + rest[0] + "}", quote(value, safe=""))
+                paths[item] = {m: {k: v for k, v in op.items()
+                                   if k not in ("parameters", "requestBody")}
+                               for m, op in ops.items()}
+            continue
+        if rest and not any(r in expand for r in rest):
+            paths[concrete] = ops
+    if not paths:
+        return None
+    out = dict(doc)
+    out["paths"] = paths
+    out["servers"] = [{"url": API_PREFIX}]
+    return out

@@ -1,0 +1,57 @@
+"""Helpers shared by resource handlers: entity resolution, envelopes, references."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from ..http.errors import not_found
+from ..http.routes import API_PREFIX, ENTITY_PARAM, SINGULAR, entity_type_of
+from ..model.entities import Entity, EntitySet
+from ..state import GatewayState, state_of
+
+
+def entities(request: web.Request) -> EntitySet:
+    """The current entity set."""
+    return state_of(request).cache.entities  # type: ignore[no-any-return]
+
+
+def entity_not_found(kind: str, entity_id: str) -> Exception:
+    """404 for an unknown entity, naming it the way the spec's parameters do."""
+    word = SINGULAR[kind]
+    return not_found(f"{word.capitalize()} not found: '{entity_id}'",
+                     entity_id=entity_id, **{ENTITY_PARAM[kind]: entity_id})
+
+
+def resolve_entity(request: web.Request) -> Entity:
+    """The entity addressed by the request path; 404 when unknown."""
+    kind, entity_id = entity_type_of(request)
+    entity = entities(request).get(kind, entity_id)
+    if entity is None:
+        raise entity_not_found(kind, entity_id)
+    return entity
+
+
+def href(path: str) -> str:
+    """A path under the API prefix."""
+    return API_PREFIX + path
+
+
+def entity_ref(state: GatewayState, entity: Entity) -> dict[str, Any]:
+    """Entity list item: id, name, type, href and the vendor block."""
+    xv: dict[str, Any] = {"source": entity.source}
+    if entity.kind == "apps":
+        xv["is_online"] = entity.is_online
+    return {"id": entity.id, "name": entity.name, "type": entity.type,
+            "href": href(entity.path), state.xv: xv}
+
+
+def envelope(state: GatewayState, items: list[Any], entity_id: str | None = None,
+             **extra: Any) -> dict[str, Any]:
+    """The list envelope with x-vendor total_count (and entity_id when given)."""
+    xv: dict[str, Any] = {"total_count": len(items)}
+    if entity_id is not None:
+        xv["entity_id"] = entity_id
+    xv.update(extra)
+    return {"items": items, state.xv: xv}

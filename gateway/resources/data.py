@@ -1,0 +1,202 @@
+"""Data collection: topics of an entity, newest sample reads, publishing."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from ..auth.roles import Role
+from ..http.errors import ApiError, bad_request, not_found, vendor_error
+from ..http.jsonutil import dumps, json_response, read_json_body
+from ..http.routes import Registry
+from ..model.entities import Entity
+from ..model.ids import split_qualified
+from ..ros.graph import INFRA_TOPICS, is_hidden_topic
+from ..ros.message import (
+    MessageFieldError,
+    UnknownTypeError,
+    default_value,
+    dict_to_message,
+    import_type,
+    type_schema,
+)
+from ..ros.samples import sample_to_json
+from ..state import GatewayState, state_of
+from .common import envelope, resolve_entity
+
+# Samples above this size are converted off the event loop.
+OFFLOOP_BYTES = 64 * 1024
+
+
+@dataclass
+class TopicRef:
+    """A topic as one entity sees it: type, contributing members and directions."""
+
+    topic: str
+    type: str
+    member_ids: list[str] = field(default_factory=list)
+    publish: bool = False
+    subscribe: bool = False
+
+    @property
+    def direction(self) -> str:
+        """publish, subscribe or both."""
+        if self.publish and self.subscribe:
+            return "both"
+        return "publish" if self.publish else "subscribe"
+
+
+def entity_topics(state: GatewayState, entity: Entity) -> dict[str, TopicRef]:
+    """Topics of the entity's member apps, merged by topic path (cached per generation)."""
+
+    def build() -> dict[str, TopicRef]:
+        graph = state.cache.graph
+        out: dict[str, TopicRef] = {}
+        for app in state.cache.entities.member_apps(entity):
+            node = graph.node(app.node_fqn) if app.node_fqn else None
+            if node is None:
+                continue
+            for pairs, pub in ((node.publishers, True), (node.subscribers, False)):
+                for topic, typ in pairs:
+                    if topic in INFRA_TOPICS or is_hidden_topic(topic):
+                        continue
+                    ref = out.get(topic)
+                    if ref is None:
+                        ref = out[topic] = TopicRef(topic, typ)
+                    if app.id not in ref.member_ids:
+                        ref.member_ids.append(app.id)
+                    if pub:
+                        ref.publish = True
+                    else:
+                        ref.subscribe = True
+        return dict(sorted(out.items()))
+
+    return state.cache.body(("topics", entity.kind, entity.id), build)  # type: ignore[no-any-return]
+
+
+def type_info(type_name: str) -> dict[str, Any] | None:
+    """JSON Schema and default value of a message type; None when the type is not installed."""
+    try:
+        cls = import_type(type_name)
+    except UnknownTypeError:
+        return None
+    return {"schema": type_schema(cls), "default_value": default_value(cls)}
+
+
+def data_item(state: GatewayState, ref: TopicRef) -> dict[str, Any]:
+    """One data list item."""
+    xv: dict[str, Any] = {
+        "ros2": {"direction": ref.direction, "topic": ref.topic, "type": ref.type},
+        "member_ids": ref.member_ids,
+    }
+    info = type_info(ref.type)
+    if info is not None:
+        xv["type_info"] = info
+    return {"id": ref.topic, "name": ref.topic.rsplit("/", 1)[-1], "category": "currentData",
+            state.xv: xv}
+
+
+async def list_data(request: web.Request) -> web.Response:
+    """Topics of an entity (aggregated over member apps)."""
+    state = state_of(request)
+    entity = resolve_entity(request)
+
+    def build() -> bytes:
+        items = [data_item(state, ref) for ref in entity_topics(state, entity).values()]
+        return dumps(envelope(state, items, entity.id))
+
+    body = state.cache.body(("data-list", entity.kind, entity.id), build)
+    return web.Response(body=body, content_type="application/json")
+
+
+def find_topic(state: GatewayState, entity: Entity, data_id: str) -> TopicRef:
+    """The entity's topic named by a data id (bare or `<member>:<topic>`); 404 otherwise."""
+    topics = entity_topics(state, entity)
+    candidates = [data_id] if data_id.startswith("/") else [data_id, "/" + data_id]
+    for name in candidates:
+        if name in topics:
+            return topics[name]
+    member, item = split_qualified(data_id)
+    if member is not None:
+        topic = item if item.startswith("/") else "/" + item
+        ref = topics.get(topic)
+        if ref is not None and member in ref.member_ids:
+            return ref
+    raise not_found(f"Data item '{data_id}' not found on {entity.type} '{entity.id}'",
+                    entity_id=entity.id, data_id=data_id)
+
+
+async def read_data(request: web.Request) -> web.Response:
+    """Newest sample of one topic."""
+    state = state_of(request)
+    entity = resolve_entity(request)
+    ref = find_topic(state, entity, request.match_info["data_id"])
+    try:
+        sample, entry = await state.pool.latest(
+            ref.topic, ref.type, state.settings["topic_sample_timeout_sec"])
+    except UnknownTypeError as exc:
+        raise vendor_error(500, "x-vendor-ros2-topic-type-unavailable",
+                           f"Cannot subscribe to {ref.topic}: {exc}", topic=ref.topic) from None
+    info = state.cache.graph.topics.get(ref.topic)
+    xv: dict[str, Any] = {
+        "entity_id": entity.id,
+        "ros2": {"topic": ref.topic, "type": ref.type},
+        "publisher_count": info.publisher_count if info else 0,
+        "subscriber_count": info.subscriber_count if info else 0,
+    }
+    if sample is None:
+        xv["status"] = "metadata_only"
+        return json_response({"id": ref.topic, "data": {}, state.xv: xv})
+    if entry.json_seq != sample.seq:
+        if len(sample.data) > OFFLOOP_BYTES:
+            js = await asyncio.get_running_loop().run_in_executor(
+                None, sample_to_json, ref.type, sample.data)
+        else:
+            js = sample_to_json(ref.type, sample.data)
+        entry.json_seq, entry.json = sample.seq, js
+    xv["timestamp"] = sample.source_ns or sample.received_ns
+    xv["status"] = "data"
+    body = {"id": ref.topic, "data": orjson.Fragment(entry.json), state.xv: xv}
+    return json_response(body)
+
+
+async def write_data(request: web.Request) -> web.Response:
+    """Publish one message built from the JSON body on a topic of the entity."""
+    state = state_of(request)
+    entity = resolve_entity(request)
+    ref = find_topic(state, entity, request.match_info["data_id"])
+    body = await read_json_body(request)
+    if not isinstance(body, dict):
+        raise bad_request(
+            f"Request body must be a JSON object of {ref.type} fields, got "
+            f"{type(body).__name__}", topic=ref.topic)
+    try:
+        cls = import_type(ref.type)
+        msg = dict_to_message(cls, body)
+    except UnknownTypeError as exc:
+        raise vendor_error(500, "x-vendor-ros2-topic-type-unavailable", str(exc)) from None
+    except MessageFieldError as exc:
+        raise ApiError(400, "invalid-request",
+                       f"Invalid {ref.type} message: {exc}",
+                       parameters={"field": exc.field, "reason": exc.reason,
+                                   "topic": ref.topic}) from None
+    await state.pool.publish(ref.topic, ref.type, msg)
+    xv = {"entity_id": entity.id, "ros2": {"topic": ref.topic, "type": ref.type},
+          "timestamp": time.time_ns(), "status": "published"}
+    return json_response({"id": ref.topic, "data": body, state.xv: xv})
+
+
+def register(reg: Registry) -> None:
+    """Declare the data routes."""
+    reg.entity_routes("GET", "/data", list_data, response="DataList", summary="List data items")
+    reg.entity_routes("GET", "/data/{data_id}", read_data, multi_segment=("data_id",),
+                      response="DataRead", summary="Read the newest sample of a topic")
+    reg.entity_routes("PUT", "/data/{data_id}", write_data, multi_segment=("data_id",),
+                      role=Role.OPERATOR, response="DataRead", request="Message",
+                      summary="Publish a message on a topic")
+

@@ -1,0 +1,232 @@
+"""Discovery routes: entity lists, details with capabilities, relationship answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from ..http.errors import not_found
+from ..http.jsonutil import json_response
+from ..http.routes import ENTITY_PARAM, ENTITY_TYPES, Registry
+from ..model.entities import Entity
+from ..state import GatewayState, state_of
+from .common import entities, entity_not_found, entity_ref, envelope, href, resolve_entity
+
+
+def capabilities(state: GatewayState, entity: Entity) -> list[dict[str, str]]:
+    """Collections and sub-resources this entity type actually serves, from the registry."""
+    prefix = f"/{entity.kind}/{{{ENTITY_PARAM[entity.kind]}}}/"
+    seen: dict[str, dict[str, str]] = {}
+    for route in state.registry:
+        if route.method != "GET" or not route.path.startswith(prefix) or route.extra.get("stub"):
+            continue
+        word = route.path[len(prefix):].split("/")[0]
+        if word and "{" not in word and word != "docs" and word not in seen:
+            seen[word] = {"name": word, "href": href(f"{entity.path}/{word}")}
+    return list(seen.values())
+
+
+def detail(state: GatewayState, entity: Entity) -> dict[str, Any]:
+    """Entity detail: reference fields, capabilities, links and vendor block."""
+    out = entity_ref(state, entity)
+    if entity.description:
+        out["description"] = entity.description
+    out["capabilities"] = capabilities(state, entity)
+    links = {"self": href(entity.path)}
+    xv = out[state.xv]
+    xv["contributors"] = ["local"]
+    if entity.kind == "apps":
+        xv["ros2"] = {"node": entity.node_fqn, "namespace": entity.namespace}
+        if entity.component:
+            links["is-located-on"] = href(f"{entity.path}/is-located-on")
+            links["belongs-to"] = href(f"{entity.path}/belongs-to")
+    elif entity.kind == "components":
+        if entity.identity:
+            xv["identity"] = entity.identity
+        if entity.area:
+            links["area"] = href(f"/areas/{entity.area}")
+        if entity.parent:
+            links["parent"] = href(f"/components/{entity.parent}")
+    elif entity.kind == "areas" and entity.parent:
+        links["parent"] = href(f"/areas/{entity.parent}")
+    out["_links"] = links
+    return out
+
+
+def _list_handler(kind: str) -> Any:
+    async def list_entities(request: web.Request) -> web.Response:
+        state = state_of(request)
+        body = state.cache.body(("list", kind), lambda: state_json(state, kind))
+        return web.Response(body=body, content_type="application/json")
+
+    list_entities.__doc__ = f"List {kind}"
+    return list_entities
+
+
+def state_json(state: GatewayState, kind: str) -> bytes:
+    """Serialized entity list of one kind."""
+    from ..http.jsonutil import dumps
+
+    items = [entity_ref(state, e) for e in state.cache.entities.of(kind).values()]
+    return dumps(envelope(state, items))
+
+
+async def get_entity(request: web.Request) -> web.Response:
+    """Entity detail with capabilities."""
+    return json_response(detail(state_of(request), resolve_entity(request)))
+
+
+def _refs(request: web.Request, items: list[Entity], entity: Entity, **links: str) -> web.Response:
+    state = state_of(request)
+    body = envelope(state, [entity_ref(state, e) for e in items], entity.id)
+    body["_links"] = {"self": href(request.path[len("/api/v1"):]), **links}
+    return json_response(body)
+
+
+async def app_is_located_on(request: web.Request) -> web.Response:
+    """The component hosting an app (0 or 1 items)."""
+    state = state_of(request)
+    app = _app(request)
+    es = entities(request)
+    items: list[dict[str, Any]] = []
+    if app.component:
+        comp = es.components.get(app.component)
+        if comp is not None:
+            items.append(entity_ref(state, comp))
+        else:
+            items.append(_missing(state, "component", app.component))
+    return _rel(request, app, items)
+
+
+async def app_belongs_to(request: web.Request) -> web.Response:
+    """The area of the app's component (0 or 1 items)."""
+    state = state_of(request)
+    app = _app(request)
+    es = entities(request)
+    items: list[dict[str, Any]] = []
+    if app.component:
+        comp = es.components.get(app.component)
+        if comp is None:
+            item = _missing(state, "area", "")
+            item[state.xv]["unresolved_component"] = app.component
+            items.append(item)
+        elif comp.area:
+            area = es.areas.get(comp.area)
+            items.append(entity_ref(state, area) if area else _missing(state, "area", comp.area))
+    return _rel(request, app, items)
+
+
+def _app(request: web.Request) -> Entity:
+    app_id = request.match_info["app_id"]
+    app = entities(request).apps.get(app_id)
+    if app is None:
+        raise not_found("App not found", app_id=app_id)
+    return app
+
+
+def _missing(state: GatewayState, word: str, entity_id: str) -> dict[str, Any]:
+    return {"id": entity_id, "name": entity_id, "type": word, state.xv: {"missing": True}}
+
+
+def _rel(request: web.Request, app: Entity, items: list[dict[str, Any]]) -> web.Response:
+    state = state_of(request)
+    body = envelope(state, items, app.id)
+    body["_links"] = {"self": href(request.path[len("/api/v1"):]),
+                      "app": href(app.path)}
+    return json_response(body)
+
+
+async def component_hosts(request: web.Request) -> web.Response:
+    """Apps hosted on a component."""
+    comp = resolve_entity(request)
+    es = entities(request)
+    return _refs(request, [es.apps[a] for a in comp.hosts if a in es.apps], comp,
+                 component=href(comp.path))
+
+
+async def function_hosts(request: web.Request) -> web.Response:
+    """Apps that host a function."""
+    func = resolve_entity(request)
+    es = entities(request)
+    return _refs(request, [es.apps[a] for a in func.hosts if a in es.apps], func,
+                 function=href(func.path))
+
+
+async def component_depends_on(request: web.Request) -> web.Response:
+    """Components this component depends on; unresolved ones marked missing."""
+    state = state_of(request)
+    comp = resolve_entity(request)
+    es = entities(request)
+    items = [entity_ref(state, es.components[d]) if d in es.components
+             else _missing(state, "component", d) for d in comp.depends_on]
+    body = envelope(state, items, comp.id)
+    body["_links"] = {"self": href(f"{comp.path}/depends-on"), "component": href(comp.path)}
+    return json_response(body)
+
+
+async def subcomponents(request: web.Request) -> web.Response:
+    """Child components."""
+    comp = resolve_entity(request)
+    return _refs(request, entities(request).subcomponents(comp.id), comp,
+                 component=href(comp.path))
+
+
+async def subcomponent(request: web.Request) -> web.Response:
+    """One child component's detail."""
+    comp = resolve_entity(request)
+    sub = entities(request).components.get(request.match_info["sub_id"])
+    if sub is None or sub.parent != comp.id:
+        raise entity_not_found("components", request.match_info["sub_id"])
+    return json_response(detail(state_of(request), sub))
+
+
+async def area_components(request: web.Request) -> web.Response:
+    """Components of an area."""
+    area = resolve_entity(request)
+    comps = [c for c in entities(request).components.values() if c.area == area.id]
+    return _refs(request, comps, area, area=href(area.path))
+
+
+async def subareas(request: web.Request) -> web.Response:
+    """Child areas."""
+    area = resolve_entity(request)
+    return _refs(request, entities(request).subareas(area.id), area, area=href(area.path))
+
+
+async def subarea(request: web.Request) -> web.Response:
+    """One child area's detail."""
+    area = resolve_entity(request)
+    sub = entities(request).areas.get(request.match_info["sub_id"])
+    if sub is None or sub.parent != area.id:
+        raise entity_not_found("areas", request.match_info["sub_id"])
+    return json_response(detail(state_of(request), sub))
+
+
+def register(reg: Registry) -> None:
+    """Declare the discovery routes."""
+    for kind in ENTITY_TYPES:
+        reg.add("GET", f"/{kind}", _list_handler(kind), tag=kind, response="EntityList",
+                summary=f"List {kind}")
+    reg.entity_routes("GET", "", get_entity, response="EntityDetail", summary="Entity detail")
+    reg.add("GET", "/apps/{app_id}/is-located-on", app_is_located_on, tag="apps",
+            response="EntityList")
+    reg.add("GET", "/apps/{app_id}/belongs-to", app_belongs_to, tag="apps",
+            response="EntityList")
+    reg.add("GET", "/components/{component_id}/hosts", component_hosts, tag="components",
+            response="EntityList")
+    reg.add("GET", "/components/{component_id}/depends-on", component_depends_on,
+            tag="components", response="EntityList")
+    reg.add("GET", "/components/{component_id}/subcomponents", subcomponents,
+            tag="components", response="EntityList")
+    reg.add("GET", "/components/{component_id}/subcomponents/{sub_id}", subcomponent,
+            tag="components", response="EntityDetail")
+    reg.add("GET", "/areas/{area_id}/contains", area_components, tag="areas",
+            response="EntityList")
+    reg.add("GET", "/areas/{area_id}/components", area_components, tag="areas",
+            response="EntityList")
+    reg.add("GET", "/areas/{area_id}/subareas", subareas, tag="areas", response="EntityList")
+    reg.add("GET", "/areas/{area_id}/subareas/{sub_id}", subarea, tag="areas",
+            response="EntityDetail")
+    reg.add("GET", "/functions/{function_id}/hosts", function_hosts, tag="functions",
+            response="EntityList")

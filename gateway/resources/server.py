@@ -1,0 +1,164 @@
+"""Server-level resources: root, version-info, health, OpenAPI documents."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from aiohttp import web
+
+from .. import __version__
+from ..http.errors import not_found, not_implemented
+from ..http.jsonutil import json_response
+from ..http.openapi import build, project
+from ..http.routes import API_PREFIX, ENTITY_TYPES, Registry
+from ..state import GatewayState, state_of
+from .common import entities
+from .data import entity_topics
+
+API_VERSION = "1.0.0"
+# Collections a scoped /docs prefix may end in; these others answer 404 there.
+DOCS_COLLECTIONS = frozenset({
+    "data", "data-categories", "data-groups", "operations", "faults", "configurations", "logs",
+    "bulk-data", "cyclic-subscriptions", "triggers", "updates", "hosts",
+})
+DOCS_REFUSED = frozenset({"locks", "status", "scripts", "fault-triggers"})
+
+# Root capability flags, keyed by the feature name each later build registers.
+CAPABILITY_FEATURES = (
+    ("discovery", None), ("data_access", None), ("operations", "operations"),
+    ("async_actions", "operations"), ("configurations", "configurations"),
+    ("faults", "faults"), ("logs", "logs"), ("bulk_data", "bulk-data"),
+    ("cyclic_subscriptions", "cyclic-subscriptions"), ("triggers", "triggers"),
+    ("updates", "updates"), ("authentication", "auth"), ("tls", "tls"),
+    ("aggregation", "aggregation"), ("locking", "locks"), ("scripts", "scripts"),
+    ("vendor_extensions", None),
+)
+
+
+async def root(request: web.Request) -> web.Response:
+    """Gateway name, version, endpoints and capabilities."""
+    state = state_of(request)
+    caps = {name: feature is None or feature in state.features
+            for name, feature in CAPABILITY_FEATURES}
+    endpoints = [f"{r.method} {API_PREFIX}{r.path}" for r in state.registry
+                 if not r.extra.get("stub")]
+    return json_response({
+        "name": "diag-gateway",
+        "version": __version__,
+        "api_base": API_PREFIX,
+        "endpoints": endpoints,
+        "capabilities": caps,
+    })
+
+
+async def version_info(request: web.Request) -> web.Response:
+    """Supported API versions."""
+    return json_response({"items": [{
+        "version": API_VERSION,
+        "base_uri": API_PREFIX,
+        "vendor_info": {"version": __version__, "name": "diag-gateway"},
+    }]})
+
+
+def _warnings(state: GatewayState) -> list[dict[str, Any]]:
+    out = []
+    es = state.cache.entities
+    by_fqn = {a.node_fqn: a.id for a in es.apps.values()}
+    for name, fqns in state.cache.collisions:
+        out.append({
+            "code": "leaf_id_collision",
+            "message": f"{len(fqns)} nodes are named '{name}'; their app ids carry the "
+                       "namespace as a prefix",
+            "entity_ids": [by_fqn[f] for f in fqns if f in by_fqn],
+            "ros_node_fqns": fqns,
+            "peer_names": [],
+        })
+    return out
+
+
+async def health(request: web.Request) -> web.Response:
+    """Operational status, discovery pipeline and provider figures."""
+    state = state_of(request)
+    xv = state.xv
+    executor = state.bridge.health()
+    executor["graph_events_received"] = state.poller.events
+    es = state.cache.entities
+    body: dict[str, Any] = {
+        "status": "healthy" if executor["worker_alive"] else "degraded",
+        "timestamp": time.time_ns(),
+        "warning_schema_version": 2,
+        "warnings": _warnings(state),
+        "discovery": {
+            "mode": state.settings["discovery.mode"],
+            "strategy": "runtime",
+            "pipeline": {
+                "layers": ["runtime"],
+                "total_entities": es.total(),
+                "enriched_count": 0,
+                "conflict_count": 0,
+                "conflicts": [],
+                "id_collisions": [name for name, _ in state.cache.collisions],
+                "filtered_by_gap_fill": 0,
+            },
+        },
+        f"{xv}-subscription-executor": executor,
+        f"{xv}-data-provider": state.pool.stats(state.poller.events),
+        f"{xv}-entity-cache": state.cache.stats(),
+    }
+    for key, provider in state.extras.get("health", {}).items():
+        body[key.replace("x-vendor", xv)] = provider()
+    return json_response(body, status=200 if executor["worker_alive"] else 503)
+
+
+def _document(state: GatewayState) -> dict[str, Any]:
+    if not state.settings["docs.enabled"]:
+        raise not_implemented("docs", "The OpenAPI document is disabled (setting docs.enabled)")
+    return state.extras.setdefault("openapi", build(  # type: ignore[no-any-return]
+        state.registry, vendor=state.vendor, version=__version__,
+        with_roles=bool(state.settings.get("auth.enabled", False))))
+
+
+async def docs(request: web.Request) -> web.Response:
+    """The full OpenAPI 3.1 document."""
+    return json_response(_document(state_of(request)))
+
+
+async def scoped_docs(request: web.Request) -> web.Response:
+    """The OpenAPI document projected onto the paths below an entity or collection."""
+    state = state_of(request)
+    doc = _document(state)
+    prefix = request.match_info["entity_path"].strip("/")
+    segs = prefix.split("/")
+    last = segs[-1]
+    if last in DOCS_REFUSED:
+        raise not_found(f"No scoped document for '{last}'", path=prefix)
+    if segs[0] not in ENTITY_TYPES or len(segs) < 2:
+        if not (segs[0] in ("updates",) and len(segs) == 1):
+            raise not_found(f"No API paths below '/{prefix}'", path=prefix)
+    expand: dict[str, list[str]] = {}
+    if segs[0] in ENTITY_TYPES and len(segs) >= 2:
+        entity = entities(request).get(segs[0], segs[1])
+        if entity is None:
+            raise not_found(f"Unknown entity '/{segs[0]}/{segs[1]}'", entity_id=segs[1])
+        if len(segs) > 2 and segs[2] not in DOCS_COLLECTIONS:
+            raise not_found(f"No scoped document for '{segs[2]}'", path=prefix)
+        expand["data_id"] = list(entity_topics(state, entity))
+    projected = project(doc, "/" + prefix, expand)
+    if projected is None:
+        raise not_found(f"No API paths below '/{prefix}'", path=prefix)
+    return json_response(projected)
+
+
+def register(reg: Registry) -> None:
+    """Declare the server-level routes."""
+    reg.add("GET", "/", root, summary="Gateway capabilities")
+    reg.add("GET", "/version-info", version_info, summary="Supported API versions")
+    reg.add("GET", "/health", health, summary="Gateway health")
+    reg.add("GET", "/docs", docs, summary="OpenAPI document", tag="docs")
+
+
+def register_last(reg: Registry) -> None:
+    """Routes that must come after all others (the scoped docs catch-all)."""
+    reg.add("GET", "/{entity_path}/docs", scoped_docs, multi_segment=("entity_path",),
+            summary="Scoped OpenAPI document", tag="docs")

@@ -1,0 +1,153 @@
+"""The executor bridge: one rclpy context, node and executor thread; asyncio futures out."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.signals import SignalHandlerOptions
+
+from ..http.errors import not_responding
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class RosBridge:
+    """Owns every ROS object; nothing on the event loop ever blocks on ROS."""
+
+    def __init__(self, node_name: str, domain_id: int, graph_threads: int = 4) -> None:
+        os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+        self.context = rclpy.Context()
+        kwargs: dict[str, Any] = {
+            "context": self.context,
+            # The gateway's asyncio loop owns SIGINT/SIGTERM, not rclpy.
+            "signal_handler_options": SignalHandlerOptions.NO,
+        }
+        if domain_id >= 0:
+            kwargs["domain_id"] = domain_id
+        rclpy.init(**kwargs)
+        self.domain_id = self.context.get_domain_id()
+        self.node = rclpy.create_node(
+            node_name, context=self.context, start_parameter_services=False,
+        )
+        self.executor = MultiThreadedExecutor(num_threads=2, context=self.context)
+        self.executor.add_node(self.node)
+        self._thread = threading.Thread(target=self._spin, name="ros-executor", daemon=True)
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=graph_threads, thread_name_prefix="ros-graph"
+        )
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.tasks_completed = 0
+        self.tasks_failed = 0
+        self.last_task_latency_us = 0
+        self.max_task_latency_us = 0
+        self._closed = False
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Start spinning; results are handed to this loop."""
+        self.loop = loop
+        self._thread.start()
+
+    def _spin(self) -> None:
+        try:
+            while self.context.ok() and not self._closed:
+                self.executor.spin_once(timeout_sec=0.1)
+        except (ExternalShutdownException, rclpy.executors.ShutdownException):
+            pass
+        except Exception:  # the executor must never die silently
+            log.exception("ROS executor thread stopped")
+
+    @property
+    def alive(self) -> bool:
+        """True while the executor thread spins."""
+        return self._thread.is_alive()
+
+    async def run(self, fn: Callable[..., T], *args: Any, timeout: float | None = None,
+                  what: str = "ROS graph query") -> T:
+        """Run blocking ROS work on the graph pool; 504 not-responding past timeout."""
+        assert self.loop is not None
+        start = time.perf_counter()
+        fut = self.loop.run_in_executor(self._pool, fn, *args)
+        try:
+            result = await asyncio.wait_for(fut, timeout) if timeout else await fut
+        except asyncio.TimeoutError:
+            self.tasks_failed += 1
+            raise not_responding(f"{what} did not finish within {timeout:g} s") from None
+        except Exception:
+            self.tasks_failed += 1
+            raise
+        self._account(start)
+        return result
+
+    def _account(self, start: float) -> None:
+        us = int((time.perf_counter() - start) * 1e6)
+        self.tasks_completed += 1
+        self.last_task_latency_us = us
+        self.max_task_latency_us = max(self.max_task_latency_us, us)
+
+    def wrap_future(self, rfut: Any) -> asyncio.Future[Any]:
+        """An asyncio future completed (thread-safely) when the rclpy future completes."""
+        assert self.loop is not None
+        loop = self.loop
+        afut: asyncio.Future[Any] = loop.create_future()
+
+        def _done(f: Any) -> None:
+            def _set() -> None:
+                if afut.done():
+                    return
+                exc = f.exception()
+                if exc is not None:
+                    afut.set_exception(exc)
+                elif f.cancelled():
+                    afut.cancel()
+                else:
+                    afut.set_result(f.result())
+
+            loop.call_soon_threadsafe(_set)
+
+        rfut.add_done_callback(_done)
+        return afut
+
+    def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Schedule fn(*args) on the event loop from any thread."""
+        assert self.loop is not None
+        self.loop.call_soon_threadsafe(fn, *args)
+
+    def health(self) -> dict[str, Any]:
+        """Figures for /health's subscription-executor block."""
+        return {
+            "worker_alive": self.alive,
+            "degraded": not self.alive,
+            "queue_depth": self._pool._work_queue.qsize(),
+            "tasks_completed": self.tasks_completed,
+            "tasks_failed": self.tasks_failed,
+            "last_task_latency_us": self.last_task_latency_us,
+            "max_task_latency_us": self.max_task_latency_us,
+        }
+
+    def close(self) -> None:
+        """Stop the executor, join its thread, shut the context down."""
+        if self._closed:
+            return
+        self._closed = True
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        try:
+            self.executor.shutdown(timeout_sec=2.0)
+        except Exception:
+            log.debug("executor shutdown", exc_info=True)
+        if self._thread.is_alive():
+            self._thread.join(timeout=3.0)
+        try:
+            self.node.destroy_node()
+        except Exception:
+            log.debug("node destroy", exc_info=True)
+        rclpy.try_shutdown(context=self.context)

@@ -1,0 +1,109 @@
+"""A snapshot of the ROS graph, polled and compared by value."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from rclpy.action import graph as action_graph
+
+log = logging.getLogger(__name__)
+
+# Topics and services every node has; not diagnostic data or operations of the node.
+INFRA_TOPICS = frozenset({"/rosout", "/parameter_events"})
+PARAM_SERVICE_SUFFIXES = (
+    "/describe_parameters", "/get_parameters", "/get_parameter_types", "/list_parameters",
+    "/set_parameters", "/set_parameters_atomically", "/get_type_description",
+    "/get_logger_levels", "/set_logger_levels",
+)
+
+Pairs = tuple[tuple[str, str], ...]
+
+
+def _pairs(names_and_types: list[tuple[str, list[str]]]) -> Pairs:
+    return tuple(sorted((name, types[0] if types else "") for name, types in names_and_types))
+
+
+def is_hidden_topic(name: str) -> bool:
+    """Hidden (leading underscore segment) or action-internal names."""
+    return any(part.startswith("_") for part in name.split("/") if part)
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """What one node offers on the graph."""
+
+    name: str
+    namespace: str
+    publishers: Pairs = ()
+    subscribers: Pairs = ()
+    services: Pairs = ()
+    actions: Pairs = ()
+
+    @property
+    def fqn(self) -> str:
+        """Fully qualified node name."""
+        return (self.namespace.rstrip("/") + "/" + self.name) if self.namespace != "/" else (
+            "/" + self.name)
+
+    def user_services(self) -> Pairs:
+        """Services that are operations (no parameter, type-description or action internals)."""
+        return tuple(
+            (n, t) for n, t in self.services
+            if not n.endswith(PARAM_SERVICE_SUFFIXES) and not is_hidden_topic(n)
+        )
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    """One topic: type and counts."""
+
+    name: str
+    type: str
+    publisher_count: int
+    subscriber_count: int
+
+
+@dataclass(frozen=True)
+class GraphSnapshot:
+    """Nodes and topics at one instant (hidden nodes left out)."""
+
+    nodes: tuple[NodeInfo, ...] = ()
+    topics: dict[str, TopicInfo] = field(default_factory=dict, compare=True, hash=False)
+
+    def node(self, fqn: str) -> NodeInfo | None:
+        """The node with this fully qualified name."""
+        for n in self.nodes:
+            if n.fqn == fqn:
+                return n
+        return None
+
+
+def take_snapshot(node: Any, own_topics: frozenset[str] = frozenset()) -> GraphSnapshot:
+    """Query the graph through `node` (blocking; call from a worker thread)."""
+    nodes = []
+    seen = set()
+    for name, ns in node.get_node_names_and_namespaces():
+        if name.startswith("_") or (name, ns) in seen:
+            continue
+        seen.add((name, ns))
+        try:
+            nodes.append(NodeInfo(
+                name=name,
+                namespace=ns,
+                publishers=_pairs(node.get_publisher_names_and_types_by_node(name, ns)),
+                subscribers=_pairs(node.get_subscriber_names_and_types_by_node(name, ns)),
+                services=_pairs(node.get_service_names_and_types_by_node(name, ns)),
+                actions=_pairs(
+                    action_graph.get_action_server_names_and_types_by_node(node, name, ns)),
+            ))
+        except Exception:  # node left between the two queries
+            log.debug("node %s%s vanished during the graph poll", ns, name)
+    topics = {}
+    for tname, types in node.get_topic_names_and_types():
+        pubs = node.count_publishers(tname)
+        subs = node.count_subscribers(tname) - (1 if tname in own_topics else 0)
+        topics[tname] = TopicInfo(tname, types[0] if types else "", pubs, max(subs, 0))
+    nodes.sort(key=lambda n: (n.namespace, n.name))
+    return GraphSnapshot(tuple(nodes), topics)

@@ -1,0 +1,190 @@
+"""Raw subscription pool (LRU): the newest CDR sample per topic, converted only when read."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from rclpy.qos import (
+    DurabilityPolicy,
+    HistoryPolicy,
+    QoSProfile,
+    ReliabilityPolicy,
+)
+
+from .bridge import RosBridge
+from .message import import_type
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One serialized message as received."""
+
+    data: bytes
+    source_ns: int
+    received_ns: int
+    seq: int
+
+
+class _Entry:
+    __slots__ = ("topic", "type_name", "sub", "sample", "seq", "waiters", "json_seq", "json")
+
+    def __init__(self, topic: str, type_name: str) -> None:
+        self.topic = topic
+        self.type_name = type_name
+        self.sub: Any = None
+        self.sample: Sample | None = None
+        self.seq = 0
+        self.waiters: list[asyncio.Future[None]] = []
+        self.json_seq = -1
+        self.json: bytes = b""
+
+
+def _qos_for(node: Any, topic: str) -> QoSProfile:
+    """Best effort unless every publisher is reliable; transient local if all publishers are."""
+    infos = node.get_publishers_info_by_topic(topic)
+    reliable = bool(infos) and all(
+        i.qos_profile.reliability == ReliabilityPolicy.RELIABLE for i in infos)
+    latched = bool(infos) and all(
+        i.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for i in infos)
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=1,
+        reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE,
+    )
+
+
+class SamplePool:
+    """Keeps up to `cap` raw subscriptions; the least recently read is dropped first."""
+
+    def __init__(self, bridge: RosBridge, cap: int) -> None:
+        self.bridge = bridge
+        self.cap = cap
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._lock = threading.Lock()  # sample fields are written by the executor thread
+        self.hits = 0
+        self.misses = 0
+        self.evictions = 0
+        self.type_changes = 0
+        self.cold_waits = 0
+        self._publishers: dict[str, tuple[str, Any]] = {}
+
+    @property
+    def topics(self) -> frozenset[str]:
+        """Topics the pool subscribes to (so graph counts can leave them out)."""
+        return frozenset(self._entries)
+
+    def _callback(self, entry: _Entry) -> Any:
+        loop = self.bridge.loop
+        assert loop is not None
+
+        def on_sample(data: bytes, info: Any) -> None:
+            with self._lock:
+                entry.seq += 1
+                entry.sample = Sample(
+                    data, int(info.get("source_timestamp", 0)),
+                    int(info.get("received_timestamp", 0)) or time.time_ns(), entry.seq)
+                waiting = bool(entry.waiters)
+            if waiting:
+                loop.call_soon_threadsafe(self._wake, entry)
+
+        return on_sample
+
+    @staticmethod
+    def _wake(entry: _Entry) -> None:
+        waiters, entry.waiters = entry.waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+
+    def _subscribe(self, entry: _Entry) -> None:
+        node = self.bridge.node
+        cls = import_type(entry.type_name)
+        entry.sub = node.create_subscription(
+            cls, entry.topic, self._callback(entry), _qos_for(node, entry.topic), raw=True)
+
+    def _drop(self, entry: _Entry) -> None:
+        if entry.sub is not None:
+            try:
+                self.bridge.node.destroy_subscription(entry.sub)
+            except Exception:
+                log.debug("destroy_subscription(%s)", entry.topic, exc_info=True)
+            entry.sub = None
+        self._wake(entry)
+
+    async def _entry(self, topic: str, type_name: str) -> _Entry:
+        entry = self._entries.get(topic)
+        if entry is not None and entry.type_name != type_name:
+            self.type_changes += 1
+            self._entries.pop(topic)
+            await self.bridge.run(self._drop, entry)
+            entry = None
+        if entry is not None:
+            self.hits += 1
+            self._entries.move_to_end(topic)
+            return entry
+        self.misses += 1
+        entry = _Entry(topic, type_name)
+        self._entries[topic] = entry
+        try:
+            await self.bridge.run(self._subscribe, entry, what=f"subscribing to {topic}")
+        except BaseException:
+            self._entries.pop(topic, None)
+            raise
+        while len(self._entries) > self.cap:
+            _, old = self._entries.popitem(last=False)
+            self.evictions += 1
+            await self.bridge.run(self._drop, old)
+        return entry
+
+    async def latest(self, topic: str, type_name: str, timeout: float) -> tuple[Sample | None,
+                                                                                  _Entry]:
+        """The newest sample, waiting up to timeout for a first one; None when none came."""
+        entry = await self._entry(topic, type_name)
+        if entry.sample is None and timeout > 0:
+            fut = asyncio.get_running_loop().create_future()
+            entry.waiters.append(fut)
+            self.cold_waits += 1
+            try:
+                await asyncio.wait_for(fut, timeout)
+            except asyncio.TimeoutError:
+                pass
+            finally:
+                self.cold_waits -= 1
+                if fut in entry.waiters:
+                    entry.waiters.remove(fut)
+        return entry.sample, entry
+
+    async def publish(self, topic: str, type_name: str, msg: Any) -> None:
+        """Publish msg on topic, creating (or re-typing) the publisher on first use."""
+        current = self._publishers.get(topic)
+        if current is None or current[0] != type_name:
+            node = self.bridge.node
+            cls = import_type(type_name)
+            pub = await self.bridge.run(node.create_publisher, cls, topic, 10,
+                                        what=f"creating a publisher on {topic}")
+            if current is not None:
+                await self.bridge.run(node.destroy_publisher, current[1])
+            self._publishers[topic] = current = (type_name, pub)
+        current[1].publish(msg)
+
+    def stats(self, graph_events: int) -> dict[str, Any]:
+        """Figures for /health's data-provider block."""
+        return {
+            "pool_size": len(self._entries),
+            "pool_cap": self.cap,
+            "pool_hits": self.hits,
+            "pool_misses": self.misses,
+            "evictions_total": self.evictions,
+            "type_change_events": self.type_changes,
+            "graph_events_received": graph_events,
+            "concurrent_cold_waits": self.cold_waits,
+        }

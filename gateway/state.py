@@ -1,0 +1,48 @@
+"""The gateway's shared state, reachable from every handler through one app key."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from .config import Settings
+from .http.guard import Guard
+from .http.routes import Registry, Route
+
+
+@dataclass
+class GatewayState:
+    """Settings, registry, guard and the providers handlers read."""
+
+    settings: Settings
+    registry: Registry
+    guard: Guard = field(default_factory=Guard)
+    route_table: dict[Any, Route] = field(default_factory=dict)
+    started_ns: int = field(default_factory=time.time_ns)
+    bridge: Any = None  # ros.bridge.RosBridge
+    pool: Any = None  # ros.topics.SamplePool
+    cache: Any = None  # discovery.cache.EntityCache
+    poller: Any = None  # discovery.poller.GraphPoller
+    features: set[str] = field(default_factory=set)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def vendor(self) -> str:
+        """The vendor word."""
+        return self.settings.vendor
+
+    @property
+    def xv(self) -> str:
+        """The vendor extension key, e.g. x-vendor."""
+        return f"x-{self.settings.vendor}"
+
+
+STATE: web.AppKey[GatewayState] = web.AppKey("gateway_state", GatewayState)
+
+
+def state_of(request: web.Request) -> GatewayState:
+    """The gateway state of a request's app."""
+    return request.app[STATE]

@@ -1,0 +1,27 @@
+"""Shared fixtures: real gateway processes and the real demo robot, each module its own domain."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import socket
+
+import pytest
+
+# Network rule: every ROS process started by the tests stays on loopback.
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+
+_domains = itertools.count(int(os.environ.get("DIAG_TEST_DOMAIN_BASE", "20")))
+
+
+def free_port() -> int:
+    """A free TCP port on loopback."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def domain() -> int:
+    """A ROS domain id of this test module's own."""
+    return next(_domains)

@@ -1,0 +1,284 @@
+"""The gateway against the real demo robot: discovery, data, server resources, errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gateway.demo.robot import NODES, Robot, ros_env
+from tests.conftest import free_port
+from tests.harness import Gateway, assert_error, enc
+
+pytestmark = pytest.mark.integration
+
+TEMPERATURE = "/powertrain/engine/temperature"
+
+
+@pytest.fixture(scope="module")
+def robot(domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Robot]:
+    with Robot.start(domain, log_dir=tmp_path_factory.mktemp("robot")) as r:
+        yield r
+
+
+@pytest.fixture(scope="module")
+def gw(robot: Robot, domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    log = tmp_path_factory.mktemp("gw") / "gateway.log"
+    with Gateway(free_port(), domain, ["topic_sample_timeout_sec=3.0"], log) as g:
+        g.wait_for("/apps", lambda b: len(b["items"]) >= len(NODES), timeout=20)
+        yield g
+
+
+def ids(body: dict) -> set[str]:
+    return {item["id"] for item in body["items"]}
+
+
+def test_apps_are_the_twelve_demo_nodes(gw: Gateway) -> None:
+    body = gw.get("/apps").json()
+    assert ids(body) == set(NODES)
+    assert body["x-vendor"]["total_count"] == 12
+    item = next(i for i in body["items"] if i["id"] == "temp_sensor")
+    assert item == {"id": "temp_sensor", "name": "temp_sensor", "type": "app",
+                    "href": "/api/v1/apps/temp_sensor",
+                    "x-vendor": {"source": "heuristic", "is_online": True}}
+
+
+def test_runtime_only_entities(gw: Gateway) -> None:
+    assert gw.get("/areas").json()["items"] == []
+    assert ids(gw.get("/functions").json()) == {"powertrain", "chassis", "body", "perception",
+                                                "root"}
+    comps = gw.get("/components").json()["items"]
+    assert len(comps) == 1
+    host = comps[0]["id"]
+    hosts = gw.get(f"/components/{host}/hosts").json()
+    assert ids(hosts) == set(NODES)
+    detail = gw.get(f"/components/{host}").json()
+    assert detail["type"] == "component"
+    assert detail["x-vendor"]["identity"]["networkEndpoint"]
+    caps = {c["name"] for c in detail["capabilities"]}
+    assert {"data", "hosts", "depends-on", "subcomponents"} <= caps
+    assert gw.get(f"/components/{host}/depends-on").json()["items"] == []
+    assert gw.get(f"/components/{host}/subcomponents").json()["items"] == []
+    func = gw.get("/functions/powertrain/hosts").json()
+    assert ids(func) == {"temp_sensor", "temp_monitor", "rpm_sensor", "calibration",
+                         "long_calibration"}
+    assert ids(gw.get("/functions/root/hosts").json()) == {"managed_lifecycle",
+                                                           "unresponsive_param"}
+
+
+def test_app_detail_and_relationships(gw: Gateway) -> None:
+    detail = gw.get("/apps/lidar_sensor").json()
+    assert detail["id"] == "lidar_sensor" and detail["type"] == "app"
+    assert detail["x-vendor"]["contributors"] == ["local"]
+    assert detail["x-vendor"]["ros2"]["node"] == "/perception/lidar/lidar_sensor"
+    caps = {c["name"]: c["href"] for c in detail["capabilities"]}
+    assert caps["data"] == "/api/v1/apps/lidar_sensor/data"
+    assert "is-located-on" in caps and "belongs-to" in detail["_links"]
+    located = gw.get("/apps/lidar_sensor/is-located-on").json()
+    assert len(located["items"]) == 1 and located["items"][0]["type"] == "component"
+    assert located["_links"] == {"self": "/api/v1/apps/lidar_sensor/is-located-on",
+                                 "app": "/api/v1/apps/lidar_sensor"}
+    belongs = gw.get("/apps/lidar_sensor/belongs-to").json()
+    assert belongs["items"] == [] and belongs["x-vendor"]["total_count"] == 0
+    body = assert_error(gw.get("/apps/ghost/is-located-on"), 404, "resource-not-found")
+    assert body["message"] == "App not found" and body["parameters"]["app_id"] == "ghost"
+
+
+def test_live_temperature_sample(gw: Gateway) -> None:
+    resp = gw.get(f"/apps/temp_sensor/data/{enc(TEMPERATURE)}")
+    assert resp.status == 200, resp
+    body = resp.json()
+    assert body["id"] == TEMPERATURE
+    assert 85.0 <= body["data"]["temperature"] <= 95.0
+    assert set(body["data"]["header"]) == {"stamp", "frame_id"}
+    xv = body["x-vendor"]
+    assert xv["status"] == "data" and xv["entity_id"] == "temp_sensor"
+    assert xv["ros2"] == {"topic": TEMPERATURE, "type": "sensor_msgs/msg/Temperature"}
+    assert xv["publisher_count"] == 1 and xv["subscriber_count"] == 1  # temp_monitor
+    assert isinstance(xv["timestamp"], int) and abs(xv["timestamp"] - time.time_ns()) < 60e9
+    # a later read shows a newer sample (2 Hz)
+    time.sleep(1.2)
+    again = gw.get(f"/apps/temp_sensor/data/{enc(TEMPERATURE)}").json()
+    assert again["x-vendor"]["timestamp"] > xv["timestamp"]
+
+
+def test_data_list_with_type_info(gw: Gateway) -> None:
+    body = gw.get("/apps/temp_sensor/data").json()
+    assert body["x-vendor"] == {"total_count": 1, "entity_id": "temp_sensor"}
+    (item,) = body["items"]
+    assert item["id"] == TEMPERATURE and item["category"] == "currentData"
+    xv = item["x-vendor"]
+    assert xv["ros2"] == {"direction": "publish", "topic": TEMPERATURE,
+                          "type": "sensor_msgs/msg/Temperature"}
+    assert xv["member_ids"] == ["temp_sensor"]
+    schema = xv["type_info"]["schema"]
+    assert schema["type"] == "object" and schema["properties"]["temperature"]["type"] == "number"
+    assert xv["type_info"]["default_value"]["temperature"] == 0.0
+
+
+def test_aggregated_data_merges_topics_by_path(gw: Gateway) -> None:
+    body = gw.get("/functions/chassis/data").json()
+    items = {i["id"]: i for i in body["items"]}
+    pressure = items["/chassis/brakes/pressure"]["x-vendor"]
+    assert sorted(pressure["member_ids"]) == ["actuator", "pressure_sensor"]
+    assert pressure["ros2"]["direction"] == "publish"
+    assert items["/chassis/brakes/command"]["x-vendor"]["member_ids"] == ["actuator"]
+    host = gw.get("/components").json()["items"][0]["id"]
+    comp_items = ids(gw.get(f"/components/{host}/data").json())
+    assert {TEMPERATURE, "/perception/lidar/scan", "/body/lights/status"} <= comp_items
+    assert not any(t in comp_items for t in ("/rosout", "/parameter_events"))
+    # the bare topic path reads through the function too
+    read = gw.get(f"/functions/powertrain/data/{enc(TEMPERATURE)}").json()
+    assert read["x-vendor"]["entity_id"] == "powertrain" and "temperature" in read["data"]
+    # and a member-qualified id addresses that member's item
+    read = gw.get(f"/functions/powertrain/data/{enc('temp_sensor:' + TEMPERATURE)}")
+    assert read.status == 200, read
+
+
+def test_publish_reaches_the_robot(gw: Gateway) -> None:
+    resp = gw.request("PUT", f"/apps/controller/data/{enc('/body/lights/command')}",
+                      {"data": True})
+    assert resp.status == 200, resp
+    assert resp.json()["x-vendor"]["status"] == "published"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        gw.request("PUT", f"/apps/controller/data/{enc('/body/lights/command')}", {"data": True})
+        read = gw.get(f"/apps/controller/data/{enc('/body/lights/status')}").json()
+        if read["data"].get("data") is True:
+            break
+        time.sleep(0.3)
+    else:
+        pytest.fail(f"controller never reported the commanded state: {read}")
+
+
+def test_metadata_only_without_a_publisher(gw: Gateway) -> None:
+    body = gw.get(f"/apps/actuator/data/{enc('/chassis/brakes/command')}").json()
+    assert body["data"] == {}
+    assert body["x-vendor"]["status"] == "metadata_only"
+    assert body["x-vendor"]["publisher_count"] == 0
+
+
+def test_put_errors_name_the_problem(gw: Gateway) -> None:
+    path = f"/apps/controller/data/{enc('/body/lights/command')}"
+    body = assert_error(gw.request("PUT", path, {"data": "yes"}), 400, "invalid-request")
+    assert body["parameters"]["field"] == "data" and "bool" in body["message"]
+    body = assert_error(gw.request("PUT", path, {"colour": 1}), 400, "invalid-request")
+    assert body["parameters"]["field"] == "colour"
+    body = assert_error(gw.request("PUT", path, raw=b"{not json",
+                                   headers={"Content-Type": "application/json"}), 400,
+                        "invalid-request")
+    assert "not valid JSON" in body["message"]
+    assert_error(gw.request("PUT", path, [1, 2]), 400, "invalid-request")
+    assert_error(gw.request("PUT", path, raw=b""), 400, "invalid-request")
+    temp = f"/apps/temp_sensor/data/{enc(TEMPERATURE)}"
+    body = assert_error(gw.request("PUT", temp, {"header": {"stamp": {"sec": "x"}}}), 400)
+    assert body["parameters"]["field"] == "header.stamp.sec"
+
+
+def test_unknown_entity_and_topic(gw: Gateway) -> None:
+    body = assert_error(gw.get("/apps/ghost"), 404, "resource-not-found")
+    assert body["parameters"] == {"entity_id": "ghost", "app_id": "ghost"}
+    assert_error(gw.get("/components/ghost/data"), 404, "resource-not-found")
+    assert_error(gw.get("/functions/ghost"), 404, "resource-not-found")
+    assert_error(gw.get("/areas/ghost"), 404, "resource-not-found")
+    body = assert_error(gw.get(f"/apps/temp_sensor/data/{enc('/no/such/topic')}"), 404,
+                        "resource-not-found")
+    assert body["parameters"]["data_id"] == "/no/such/topic"
+    # a topic of another app is not this app's
+    assert_error(gw.get(f"/apps/temp_sensor/data/{enc('/perception/lidar/scan')}"), 404)
+    assert_error(gw.request("PUT", f"/apps/ghost/data/{enc(TEMPERATURE)}", {"x": 1}), 404)
+    assert_error(gw.get("/no/such/route"), 404, "resource-not-found")
+
+
+def test_http_layer_errors(gw: Gateway) -> None:
+    body = assert_error(gw.get("/apps/temp_sensor/data/%ZZ"), 400, "invalid-request")
+    assert "percent-encoding" in body["message"]
+    assert_error(gw.get("/apps/temp_sensor/data/%C3%28"), 400, "invalid-request")
+    body = assert_error(gw.get("/apps/" + "a" * 9000), 414, "resource-not-found")
+    assert body["parameters"]["status"] == 414
+    body = assert_error(gw.get("/apps/" + "a" * 70000), 414, "resource-not-found")
+    body = assert_error(gw.get("/health", headers={"Range": "bytes=oops"}), 416,
+                        "resource-not-found")
+    assert body["parameters"]["status"] == 416
+    assert_error(gw.get("/apps", headers={"Range": "lines=1-2"}), 416)
+    assert gw.get("/apps", headers={"Range": "bytes=0-10"}).status == 200
+    body = assert_error(gw.request("DELETE", "/apps"), 405, "resource-not-found")
+    assert body["parameters"]["status"] == 405
+
+
+def test_unbuilt_and_unsupported_collections_answer_501(gw: Gateway) -> None:
+    assert_error(gw.get("/apps/temp_sensor/data-categories"), 501, "vendor-error")
+    assert_error(gw.get("/functions/chassis/data-groups"), 501, "vendor-error")
+    body = assert_error(gw.get("/apps/temp_sensor/locks"), 501)
+    assert body["parameters"]["feature"] == "locks"
+
+
+def test_server_resources(gw: Gateway) -> None:
+    root = gw.get("/").json()
+    assert root["api_base"] == "/api/v1" and root["name"] == "diag-gateway"
+    assert "GET /api/v1/apps/{app_id}/data/{data_id}" in root["endpoints"]
+    assert root["capabilities"]["discovery"] is True
+    assert root["capabilities"]["data_access"] is True
+    assert root["capabilities"]["aggregation"] is False
+    info = gw.get("/version-info").json()["items"][0]
+    assert info["base_uri"] == "/api/v1" and info["vendor_info"]["name"] == "diag-gateway"
+    health = gw.get("/health").json()
+    assert health["status"] == "healthy" and health["warning_schema_version"] == 2
+    assert health["warnings"] == []
+    assert health["discovery"]["mode"] == "runtime_only"
+    assert health["discovery"]["pipeline"]["total_entities"] == 12 + 1 + 5
+    pool = health["x-vendor-data-provider"]
+    assert pool["pool_size"] >= 1 and pool["pool_cap"] == 64
+    assert health["x-vendor-subscription-executor"]["worker_alive"] is True
+    assert health["x-vendor-entity-cache"]["generation"] >= 1
+    assert "peers" not in health
+
+
+def test_openapi_documents(gw: Gateway) -> None:
+    doc = gw.get("/docs").json()
+    assert doc["openapi"] == "3.1.0" and "x-sovd-version" in doc
+    op = doc["paths"]["/apps/{app_id}/data/{data_id}"]["get"]
+    assert set(op["responses"]) >= {"200", "404", "416"}
+    assert "x-vendor-required-role" not in op  # auth off: no roles named
+    scoped = gw.get("/apps/temp_sensor/data/docs").json()
+    assert f"/apps/temp_sensor/data/{enc(TEMPERATURE)}" in scoped["paths"]
+    assert "/apps/temp_sensor/data" in scoped["paths"]
+    assert not any(p.startswith("/components") for p in scoped["paths"])
+    whole = gw.get("/apps/temp_sensor/docs").json()
+    assert "/apps/temp_sensor" in whole["paths"]
+    assert_error(gw.get("/apps/temp_sensor/locks/docs"), 404)
+    assert_error(gw.get("/apps/ghost/docs"), 404)
+
+
+def test_node_started_later_appears_and_leaves(gw: Gateway, domain: int, tmp_path: Path) -> None:
+    script = tmp_path / "late.py"
+    script.write_text(
+        "import rclpy, signal\n"
+        "from rclpy.executors import ExternalShutdownException\n"
+        "rclpy.init()\n"
+        "n = rclpy.create_node('late_joiner', namespace='/late')\n"
+        "try:\n    rclpy.spin(n)\n"
+        "except (KeyboardInterrupt, ExternalShutdownException):\n    pass\n"
+        "rclpy.try_shutdown()\n")
+    proc = subprocess.Popen([sys.executable, str(script)], env=ros_env(domain))
+    try:
+        gw.wait_for("/apps", lambda b: "late_joiner" in ids(b), timeout=15)
+        assert "late" in ids(gw.get("/functions").json())
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    gw.wait_for("/apps", lambda b: "late_joiner" not in ids(b), timeout=15)
+    assert "late" not in ids(gw.get("/functions").json())
+
+
+def test_vendor_word_is_a_setting(robot: Robot, domain: int) -> None:
+    with Gateway(free_port(), domain, ["api.vendor=medkit"]) as g:
+        g.wait_for("/apps", lambda b: "x-medkit" in b and len(b["items"]) > 0)
+        body = assert_error(g.get("/apps/temp_sensor/locks"), 501)
+        assert body["vendor_code"] == "x-medkit-collection-not-available"
+        assert "x-medkit-data-provider" in g.get("/health").json()
+        assert "/functions/{function_id}/x-medkit-graph" in g.get("/docs").json()["paths"]
