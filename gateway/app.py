@@ -25,7 +25,7 @@ def build_registry(vendor: str, built: set[str]) -> Registry:
     entities.register(reg)
     data.register(reg)
     unbuilt.register(reg, built)
-    server.register_last(reg)
+    server.register_docs(reg)
     return reg
 
 
@@ -37,6 +37,7 @@ def make_app(settings: Settings) -> web.Application:
     app = web.Application(client_max_size=16 * 1024 * 1024)
     app[STATE] = state
     state.route_table = state.registry.install(app)
+    state.docs_route = next(r for r in state.registry if r.path == "/{entity_path}/docs")
     app.middlewares.append(make_middleware(state))
     app.cleanup_ctx.append(_ros_lifecycle)
     return app

@@ -47,6 +47,13 @@ SETTINGS: tuple[Setting, ...] = (
     _s("server.tls.enabled", bool, False, "serve HTTPS"),
     _s("server.tls.cert_file", str, "", "TLS certificate (PEM)"),
     _s("server.tls.key_file", str, "", "TLS private key (PEM)", secret=True),
+    _s("server.tls.min_version", str, "1.2", "oldest TLS version accepted (1.1 and older never)",
+       choices=("1.2", "1.3")),
+    _s("server.tls.client_ca_file", str, "",
+       "CA bundle (PEM) client certificates must chain to; set: mutual TLS"),
+    _s("server.tls.client_auth", str, "required",
+       "with a client CA: refuse clients without a certificate (required) or not (optional)",
+       choices=("required", "optional")),
     _s("api.vendor", str, "vendor", "vendor word in x-<vendor> keys and X-<Vendor>-* headers"),
     _s("docs.enabled", bool, True, "serve the OpenAPI document at /docs"),
     _s("ros.domain_id", int, -1, "ROS_DOMAIN_ID for the gateway node (-1: from environment)",
@@ -77,6 +84,46 @@ SETTINGS: tuple[Setting, ...] = (
     _s("sse.max_duration_sec", int, 3600, "longest cyclic subscription", minimum=1,
        maximum=86400),
     _s("state_dir", str, "", "directory for persistent state (default: ~/.local/state/diag-gateway)"),
+    # Security: docs/security.md describes each of these.
+    _s("auth.enabled", bool, False, "require tokens (see auth.require_auth_for)"),
+    _s("auth.jwt_secret", str, "", "HS256 secret (32+ bytes), or RS256 private key file",
+       secret=True),
+    _s("auth.jwt_algorithm", str, "HS256", "token signature algorithm", choices=("HS256", "RS256")),
+    _s("auth.jwt_public_key", str, "", "RS256 public key file (default: from the private key)"),
+    _s("auth.token_expiry_seconds", int, 3600, "access token lifetime", minimum=10,
+       maximum=604800),
+    _s("auth.refresh_token_expiry_seconds", int, 86400, "refresh token lifetime", minimum=60,
+       maximum=31536000),
+    _s("auth.require_auth_for", str, "write", "which requests need a token",
+       choices=("none", "write", "all")),
+    _s("auth.issuer", str, "diag-gateway", "token issuer (iss claim)"),
+    _s("auth.clients", tuple, (), "client list, entries <client_id>:<client_secret>:<role>",
+       secret=True),
+    _s("cors.allowed_origins", tuple, (), "origins allowed cross-origin (empty: CORS off; * any)"),
+    _s("cors.allowed_methods", tuple, ("GET", "PUT", "POST", "DELETE"),
+       "methods a preflight may ask for"),
+    _s("cors.allowed_headers", tuple,
+       ("Authorization", "Content-Type", "X-Client-Id", "Range", "Last-Event-ID"),
+       "request headers a preflight may ask for (X-<Vendor>-No-Fan-Out is always added)"),
+    _s("cors.allow_credentials", bool, False, "let browsers send credentials cross-origin"),
+    _s("cors.max_age_seconds", int, 600, "how long a browser may cache a preflight answer",
+       minimum=0, maximum=86400),
+    _s("rate_limiting.enabled", bool, False, "answer 429 past the request rates below"),
+    _s("rate_limiting.global_requests_per_minute", int, 600, "all clients together",
+       minimum=1, maximum=10000000),
+    _s("rate_limiting.client_requests_per_minute", int, 60,
+       "one client (token subject, else remote address)", minimum=1, maximum=10000000),
+    _s("rate_limiting.endpoint_limits", tuple, (),
+       "per client and endpoint, entries [METHOD ]<path glob>:<requests per minute>"),
+    _s("rate_limiting.max_tracked_clients", int, 10000, "client buckets kept (oldest dropped)",
+       minimum=100, maximum=1000000),
+    _s("aggregation.forward_auth", bool, False, "forward the caller's Authorization to peers"),
+    _s("aggregation.peer_auth_header", str, "",
+       "Authorization value for the gateway's own peer calls (never to mDNS-found peers)",
+       secret=True),
+    _s("aggregation.require_tls", bool, False, "refuse http:// peers"),
+    _s("aggregation.peer_scheme", str, "http", "scheme of mDNS-found peers",
+       choices=("http", "https")),
 )
 
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
@@ -141,11 +188,30 @@ def _coerce(setting: Setting, value: Any) -> Any:
             return float(value)
         except (TypeError, ValueError):
             raise ConfigError(f"setting '{key}': expected a number, got {value!r}") from None
+    if typ is tuple:
+        return _coerce_list(key, value)
     if value is None:
         return ""
     if isinstance(value, (dict, list)):
         raise ConfigError(f"setting '{key}': expected a string, got {type(value).__name__}")
     return str(value)
+
+
+def _coerce_list(key: str, value: Any) -> tuple[str, ...]:
+    # A YAML list, or one comma-separated string; the value is never echoed (may be secret).
+    if value is None or value == "":
+        return ()
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise ConfigError(f"setting '{key}': expected a list of strings")
+    out = []
+    for item in items:
+        if item is None or isinstance(item, (dict, list, tuple)):
+            raise ConfigError(f"setting '{key}': every entry must be a string")
+        text = str(item).strip()
+        if text:
+            out.append(text)
+    return tuple(out)
 
 
 def _check(setting: Setting, value: Any, warnings: list[str]) -> Any:

@@ -27,6 +27,7 @@ class GatewayState:
     cache: Any = None  # discovery.cache.EntityCache
     poller: Any = None  # discovery.poller.GraphPoller
     features: set[str] = field(default_factory=set)
+    docs_route: Any = None  # the scoped /docs route (middleware sends `<item route>/docs` to it)
     extras: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -64,9 +64,13 @@ class Gateway:
                "--domain", str(self.domain)]
         for s in self.settings:
             cmd += ["--set", s]
-        out = open(self.log_path, "wb") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        if self.log_path:
+            with open(self.log_path, "wb") as out:
+                self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out,
+                                             stderr=subprocess.STDOUT, start_new_session=True)
+        else:
+            self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -71,6 +71,12 @@ def make_middleware(state: Any) -> Any:
                     )
                 raise http_layer_error(status, f"No resource at {request.path}")
             route = routes.get(match_info.route)
+            if route is not None and route.multi_segment and request.method == "GET" \
+                    and request.raw_path.partition("?")[0].endswith("/docs"):
+                # `/apps/x/data/docs` is the scoped document, not a topic named `docs`
+                # (an encoded topic path keeps its %2F and never ends in `/docs`).
+                route = state.docs_route
+                handler = route.handler
             if route is not None:
                 await guard(request, route)
             return await handler(request)

@@ -106,6 +106,9 @@ class Registry:
         for route in self.routes:
             aio = app.router.add_route(route.method, route.aiohttp_path(), route.handler)
             table[aio] = route
+            if route.path == "/":  # the root answers with and without the trailing slash
+                aio = app.router.add_route(route.method, API_PREFIX + "/", route.handler)
+                table[aio] = route
         return table
 
 

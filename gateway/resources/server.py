@@ -128,7 +128,8 @@ async def scoped_docs(request: web.Request) -> web.Response:
     """The OpenAPI document projected onto the paths below an entity or collection."""
     state = state_of(request)
     doc = _document(state)
-    prefix = request.match_info["entity_path"].strip("/")
+    # From the path, not match_info: item routes with multi-segment ids also land here.
+    prefix = request.path[len(API_PREFIX):].rpartition("/docs")[0].strip("/")
     segs = prefix.split("/")
     last = segs[-1]
     if last in DOCS_REFUSED:
@@ -158,7 +159,7 @@ def register(reg: Registry) -> None:
     reg.add("GET", "/docs", docs, summary="OpenAPI document", tag="docs")
 
 
-def register_last(reg: Registry) -> None:
-    """Routes that must come after all others (the scoped docs catch-all)."""
+def register_docs(reg: Registry) -> None:
+    """The scoped docs route (the middleware also sends `<item route>/docs` here)."""
     reg.add("GET", "/{entity_path}/docs", scoped_docs, multi_segment=("entity_path",),
             summary="Scoped OpenAPI document", tag="docs")
