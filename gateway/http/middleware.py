@@ -17,6 +17,7 @@ from .ranges import RangeError, parse_range
 log = logging.getLogger(__name__)
 
 _BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_NON_ASCII = re.compile(r"%[89A-Fa-f]")
 
 
 def error_response(err: ApiError, vendor: str) -> web.Response:
@@ -39,10 +40,12 @@ def check_uri(raw_path: str, max_len: int) -> None:
                 "hex digits (encode '/' inside a topic or parameter name as %2F)",
                 path=path,
             )
-        try:
-            unquote_to_bytes(path).decode("utf-8")
-        except UnicodeDecodeError:
-            raise bad_request("The request path decodes to invalid UTF-8", path=path) from None
+        if _NON_ASCII.search(path):
+            try:
+                unquote_to_bytes(path).decode("utf-8")
+            except UnicodeDecodeError:
+                raise bad_request("The request path decodes to invalid UTF-8",
+                                  path=path) from None
 
 
 def make_middleware(state: Any) -> Any:

@@ -136,12 +136,21 @@ async def read_data(request: web.Request) -> web.Response:
     state = state_of(request)
     entity = resolve_entity(request)
     ref = find_topic(state, entity, request.match_info["data_id"])
-    try:
-        sample, entry = await state.pool.latest(
-            ref.topic, ref.type, state.settings["topic_sample_timeout_sec"])
-    except UnknownTypeError as exc:
-        raise vendor_error(500, "x-vendor-ros2-topic-type-unavailable",
-                           f"Cannot subscribe to {ref.topic}: {exc}", topic=ref.topic) from None
+    entry = state.pool.peek(ref.topic, ref.type)
+    if entry is not None:
+        sample = entry.sample
+        view = (entity.kind, entity.id, state.cache.generation)
+        cached = entry.bodies.get(view)
+        if cached is not None and cached[0] == sample.seq:
+            return web.Response(body=cached[1], content_type="application/json")
+    else:
+        try:
+            sample, entry = await state.pool.latest(
+                ref.topic, ref.type, state.settings["topic_sample_timeout_sec"])
+        except UnknownTypeError as exc:
+            raise vendor_error(500, "x-vendor-ros2-topic-type-unavailable",
+                               f"Cannot subscribe to {ref.topic}: {exc}",
+                               topic=ref.topic) from None
     info = state.cache.graph.topics.get(ref.topic)
     xv: dict[str, Any] = {
         "entity_id": entity.id,
@@ -159,10 +168,12 @@ async def read_data(request: web.Request) -> web.Response:
         else:
             js = sample_to_json(ref.type, sample.data)
         entry.json_seq, entry.json = sample.seq, js
+        entry.bodies.clear()
     xv["timestamp"] = sample.source_ns or sample.received_ns
     xv["status"] = "data"
-    body = {"id": ref.topic, "data": orjson.Fragment(entry.json), state.xv: xv}
-    return json_response(body)
+    body = dumps({"id": ref.topic, "data": orjson.Fragment(entry.json), state.xv: xv})
+    entry.bodies[(entity.kind, entity.id, state.cache.generation)] = (sample.seq, body)
+    return web.Response(body=body, content_type="application/json")
 
 
 async def write_data(request: web.Request) -> web.Response:

@@ -34,7 +34,8 @@ class Sample:
 
 
 class _Entry:
-    __slots__ = ("topic", "type_name", "sub", "sample", "seq", "waiters", "json_seq", "json")
+    __slots__ = ("topic", "type_name", "sub", "sample", "seq", "waiters", "json_seq", "json",
+                 "bodies")
 
     def __init__(self, topic: str, type_name: str) -> None:
         self.topic = topic
@@ -45,6 +46,8 @@ class _Entry:
         self.waiters: list[asyncio.Future[None]] = []
         self.json_seq = -1
         self.json: bytes = b""
+        # Whole response bodies built from the current sample, keyed by the reader's view.
+        self.bodies: dict[object, tuple[int, bytes]] = {}
 
 
 def _qos_for(node: Any, topic: str) -> QoSProfile:
@@ -143,6 +146,15 @@ class SamplePool:
             _, old = self._entries.popitem(last=False)
             self.evictions += 1
             await self.bridge.run(self._drop, old)
+        return entry
+
+    def peek(self, topic: str, type_name: str) -> _Entry | None:
+        """The entry when it is subscribed with this type and holds a sample (no waiting)."""
+        entry = self._entries.get(topic)
+        if entry is None or entry.sample is None or entry.type_name != type_name:
+            return None
+        self.hits += 1
+        self._entries.move_to_end(topic)
         return entry
 
     async def latest(self, topic: str, type_name: str, timeout: float) -> tuple[Sample | None,
