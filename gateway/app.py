@@ -18,12 +18,15 @@ log = logging.getLogger(__name__)
 
 def build_registry(vendor: str, built: set[str]) -> Registry:
     """Every route of this build, in matching order."""
-    from .resources import data, entities, server, unbuilt
+    from .resources import configurations, data, entities, logs, operations, server, status, unbuilt
 
     reg = Registry(vendor)
     server.register(reg)
     entities.register(reg)
     data.register(reg)
+    for module in (operations, configurations, logs, status):
+        module.register(reg)
+    built.update({"operations", "configurations", "logs", "status"})
     unbuilt.register(reg, built)
     server.register_docs(reg)
     return reg
@@ -67,8 +70,23 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
         log.warning("no ROS graph snapshot within 10 s; serving an empty entity set")
     log.info("ROS domain %d: %d apps discovered", bridge.domain_id,
              len(state.cache.entities.apps))
+    # operations, configurations, logs, status
+    from .ros.actions import ActionManager
+    from .ros.parameters import ParameterStore
+    from .ros.rosout import RosoutLog
+    from .ros.services import ServiceCaller
+
+    calls = ServiceCaller(bridge, s["operations.max_in_flight_per_service"])
+    state.extras.update(
+        service_caller=calls, actions=ActionManager(bridge, calls.limiter),
+        parameters=ParameterStore(calls, s["parameter_service_timeout_sec"],
+                                  s["parameter_negative_cache_sec"]),
+        rosout=RosoutLog(bridge, s["logs.buffer_size"]))
+    await state.extras["rosout"].start()
     try:
         yield
     finally:
+        await state.extras["actions"].close()
+        await state.extras["rosout"].stop()
         await state.poller.stop()
         bridge.close()

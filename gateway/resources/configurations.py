@@ -1,0 +1,274 @@
+"""Configurations: node parameters of an entity, with partial answers over several nodes.
+
+On an app a parameter is addressed by its bare name; on components, functions and areas by
+`<app_id>:<param>` (a bare name that exactly one member node has works too). A reset restores
+the value the gateway first saw for the parameter (rclpy has no reset-to-default service).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiohttp import web
+
+from ..auth.roles import Role
+from ..http.errors import ApiError, bad_request, not_found, vendor_error
+from ..http.jsonutil import json_response, read_json_body
+from ..http.routes import Registry
+from ..model.entities import Entity
+from ..ros.parameters import (
+    NodeFailed,
+    NodeUnavailable,
+    Param,
+    ParameterError,
+    ParameterNotFound,
+    ParameterRejected,
+    ParameterStore,
+    ValueNotConvertible,
+)
+from ..state import GatewayState, state_of
+from .common import envelope, resolve_entity
+
+
+def _store(state: GatewayState) -> ParameterStore:
+    store = state.extras.get("parameters")
+    if store is None:
+        raise ApiError(503, "service-unavailable", "The ROS connection is not running")
+    return store  # type: ignore[no-any-return]
+
+
+def _has_parameter_services(state: GatewayState, app: Entity) -> bool | None:
+    """True/False whether the app's node serves parameters; None when the node is not up."""
+    node = state.cache.graph.node(app.node_fqn) if app.node_fqn else None
+    if node is None or not app.is_online:
+        return None
+    return any(name == f"{node.fqn}/get_parameters" for name, _ in node.services)
+
+
+def parameter_error(exc: ParameterError, **parameters: Any) -> ApiError:
+    """The HTTP error of one failed parameter request."""
+    params = {"node": exc.node, **parameters}
+    if isinstance(exc, NodeUnavailable):
+        return vendor_error(503, "x-vendor-ros2-node-unavailable", str(exc), **params)
+    if isinstance(exc, ParameterNotFound):
+        return not_found(str(exc), **params)
+    if isinstance(exc, ParameterRejected):
+        return ApiError(400, "invalid-request", f"Node {exc.node} refused the value: {exc}",
+                        parameters={**params, "reason": str(exc)})
+    return vendor_error(500, "x-vendor-ros2-service-unavailable", str(exc), **params)
+
+
+def param_item(state: GatewayState, store: ParameterStore, app: Entity, p: Param,
+               qualified: bool) -> dict[str, Any]:
+    """One configuration item."""
+    item: dict[str, Any] = {"id": f"{app.id}:{p.name}" if qualified else p.name,
+                            "name": p.name, "type": "parameter", "value": p.value}
+    if p.description:
+        item["description"] = p.description
+    xv: dict[str, Any] = {"ros2": {"node": p.node, "parameter": p.name, "type": p.type_name},
+                          "read_only": p.read_only}
+    default = store.default_of(p.node, p.name)
+    if default is not None:
+        xv["default_value"] = default[1]
+    if p.range is not None:
+        xv["range"] = p.range
+    if qualified:
+        xv["member_ids"] = [app.id]
+    item[state.xv] = xv
+    return item
+
+
+async def _per_member(state: GatewayState, entity: Entity, work: Any
+                      ) -> list[tuple[Entity, Any]]:
+    """Run work(app) for every member app serving parameters; exceptions are returned."""
+    apps = state.cache.entities.member_apps(entity)
+    jobs: list[tuple[Entity, Any]] = []
+    for app in apps:
+        served = _has_parameter_services(state, app)
+        if served is False:
+            continue
+        if served is None:
+            jobs.append((app, NodeUnavailable(app.node_fqn or app.id,
+                                              f"node of app '{app.id}' is not running")))
+            continue
+        jobs.append((app, asyncio.ensure_future(work(app))))
+    futures = [j for _, j in jobs if isinstance(j, asyncio.Future)]
+    if futures:
+        await asyncio.gather(*futures, return_exceptions=True)
+    out = []
+    for app, job in jobs:
+        if isinstance(job, asyncio.Future):
+            exc = job.exception()
+            out.append((app, exc if exc is not None else job.result()))
+        else:
+            out.append((app, job))
+    return out
+
+
+def _partial(outcomes: list[tuple[Entity, Any]]) -> dict[str, Any]:
+    """x-vendor partial fields for member failures (empty when every member answered)."""
+    unavailable = [app.node_fqn or app.id for app, r in outcomes
+                   if isinstance(r, NodeUnavailable)]
+    failed = [app.node_fqn or app.id for app, r in outcomes
+              if isinstance(r, BaseException) and not isinstance(r, NodeUnavailable)]
+    extra: dict[str, Any] = {}
+    if unavailable or failed:
+        extra["partial"] = True
+        if unavailable:
+            extra["unavailable_nodes"] = unavailable
+        if failed:
+            extra["failed_nodes"] = failed
+    return extra
+
+
+def _raise_worst(outcomes: list[tuple[Entity, Any]]) -> None:
+    """When no member answered, the most severe failure (internal before unavailable)."""
+    errors = [r for _, r in outcomes if isinstance(r, BaseException)]
+    if not outcomes or len(errors) < len(outcomes):
+        return
+    for exc in errors:
+        if not isinstance(exc, ParameterError):
+            raise exc
+    for exc in errors:
+        if isinstance(exc, NodeFailed):
+            raise parameter_error(exc) from None
+    raise parameter_error(errors[0]) from None  # type: ignore[arg-type]
+
+
+async def list_configurations(request: web.Request) -> web.Response:
+    """Parameters of every member node; partial when some nodes do not answer."""
+    state = state_of(request)
+    entity = resolve_entity(request)
+    store = _store(state)
+    outcomes = await _per_member(state, entity, lambda app: store.params(app.node_fqn))
+    _raise_worst(outcomes)
+    qualified = entity.kind != "apps"
+    items = [param_item(state, store, app, p, qualified)
+             for app, result in outcomes if not isinstance(result, BaseException)
+             for p in result]
+    return json_response(envelope(state, items, entity.id, **_partial(outcomes)))
+
+
+async def find_parameter(state: GatewayState, entity: Entity, param_id: str
+                         ) -> tuple[Entity, str]:
+    """(member app, parameter name) of a configuration id; 404 when it names none."""
+    member, sep, rest = param_id.partition(":")
+    if entity.kind == "apps":
+        return entity, (rest if sep and member == entity.id else param_id)
+    apps = {a.id: a for a in state.cache.entities.member_apps(entity)}
+    if sep and member in apps:
+        return apps[member], rest
+    # A bare name that exactly one member node has (nodes that do not answer are skipped).
+    store = _store(state)
+    outcomes = await _per_member(state, entity, lambda app: store.params(app.node_fqn))
+    owners = [app for app, result in outcomes if not isinstance(result, BaseException)
+              and any(p.name == param_id for p in result)]
+    if len(owners) == 1:
+        return owners[0], param_id
+    params: dict[str, Any] = {"entity_id": entity.id, "param_name": param_id}
+    if owners:
+        params["candidates"] = [f"{a.id}:{param_id}" for a in owners]
+        raise not_found(f"Configuration id '{param_id}' is ambiguous on {entity.type} "
+                        f"'{entity.id}'; use one of: {', '.join(params['candidates'])}",
+                        **params)
+    raise not_found(f"Configuration '{param_id}' not found on {entity.type} '{entity.id}'",
+                    **params)
+
+
+async def _target(request: web.Request) -> tuple[GatewayState, ParameterStore, Entity, Entity,
+                                                 str]:
+    state = state_of(request)
+    entity = resolve_entity(request)
+    store = _store(state)
+    app, name = await find_parameter(state, entity, request.match_info["param_name"])
+    served = _has_parameter_services(state, app)
+    if served is None:
+        raise vendor_error(503, "x-vendor-ros2-node-unavailable",
+                           f"The node of app '{app.id}' is not running", node=app.node_fqn)
+    if served is False:
+        raise not_found(f"App '{app.id}' has no parameters (its node serves none)",
+                        entity_id=entity.id, param_name=name)
+    return state, store, entity, app, name
+
+
+async def get_configuration(request: web.Request) -> web.Response:
+    """One parameter's value."""
+    state, store, entity, app, name = await _target(request)
+    try:
+        p = await store.get(app.node_fqn, name)  # type: ignore[arg-type]
+    except ParameterError as exc:
+        raise parameter_error(exc, entity_id=entity.id, param_name=name) from None
+    return json_response(param_item(state, store, app, p, entity.kind != "apps"))
+
+
+async def set_configuration(request: web.Request) -> web.Response:
+    """Set a parameter: `value` converted to the parameter's type."""
+    state, store, entity, app, name = await _target(request)
+    body = await read_json_body(request)
+    if not isinstance(body, dict) or "value" not in body:
+        raise bad_request("Request body must be a JSON object with a 'value'", field="value")
+    try:
+        p = await store.set(app.node_fqn, name, body["value"])  # type: ignore[arg-type]
+    except ValueNotConvertible as exc:
+        raise ApiError(400, "invalid-request", f"Invalid value for parameter '{name}': {exc}",
+                       parameters={"field": "value", "param_name": name,
+                                   "reason": str(exc)}) from None
+    except ParameterError as exc:
+        raise parameter_error(exc, entity_id=entity.id, param_name=name) from None
+    return json_response(param_item(state, store, app, p, entity.kind != "apps"))
+
+
+async def reset_configuration(request: web.Request) -> web.Response:
+    """Reset one parameter to the value first seen for it."""
+    _, store, entity, app, name = await _target(request)
+    try:
+        await store.reset(app.node_fqn, name)  # type: ignore[arg-type]
+    except ParameterError as exc:
+        raise parameter_error(exc, entity_id=entity.id, param_name=name) from None
+    return web.Response(status=204)
+
+
+async def reset_all_configurations(request: web.Request) -> web.Response:
+    """Reset every parameter of every member node: 204, or 207 naming what was not reset."""
+    state = state_of(request)
+    entity = resolve_entity(request)
+    store = _store(state)
+    outcomes = await _per_member(state, entity, lambda app: store.reset_all(app.node_fqn))
+    _raise_worst(outcomes)
+    results = []
+    for app, result in outcomes:
+        entry: dict[str, Any] = {"id": app.id, "node": app.node_fqn, "gateway": "local"}
+        if isinstance(result, BaseException):
+            err = parameter_error(result) if isinstance(result, ParameterError) else None
+            entry["status"] = err.status if err else 500
+            entry["message"] = str(result)
+        elif result:
+            entry["status"] = 400
+            entry["message"] = "the node refused to reset some parameters"
+            entry["rejected"] = result
+        else:
+            entry["status"] = 204
+        results.append(entry)
+    if all(r["status"] == 204 for r in results):
+        return web.Response(status=204)
+    body = {"items": results, state.xv: {"entity_id": entity.id, "partial": True,
+                                         **_partial(outcomes)}}
+    return json_response(body, status=207)
+
+
+def register(reg: Registry) -> None:
+    """Declare the configuration routes."""
+    ms = {"multi_segment": ("param_name",)}
+    reg.entity_routes("GET", "/configurations", list_configurations, response="ListEnvelope",
+                      summary="List configurations (node parameters)")
+    reg.entity_routes("DELETE", "/configurations", reset_all_configurations,
+                      role=Role.CONFIGURATOR, status=204, alternates=(207,),
+                      summary="Reset every parameter to its default")
+    reg.entity_routes("GET", "/configurations/{param_name}", get_configuration,
+                      summary="Read a parameter", **ms)
+    reg.entity_routes("PUT", "/configurations/{param_name}", set_configuration,
+                      role=Role.CONFIGURATOR, request="Object", summary="Set a parameter", **ms)
+    reg.entity_routes("DELETE", "/configurations/{param_name}", reset_configuration,
+                      role=Role.CONFIGURATOR, status=204,
+                      summary="Reset a parameter to its default", **ms)

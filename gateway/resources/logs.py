@@ -1,0 +1,103 @@
+"""Logs: `/rosout` entries of an entity's nodes, and the entity's log configuration."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from ..auth.roles import Role
+from ..http.errors import ApiError, bad_request, invalid_parameter
+from ..http.jsonutil import json_response, read_json_body
+from ..http.routes import Registry
+from ..model.entities import Entity
+from ..ros.rosout import SEVERITIES, RosoutLog, entry, logger_to_node, select
+from ..state import GatewayState, state_of
+from .common import envelope, resolve_entity
+
+DEFAULT_CONFIG = {"severity_filter": "debug", "max_entries": 100}
+MAX_ENTRIES = 10000
+
+
+def validate_config(body: Any, current: dict[str, Any]) -> dict[str, Any]:
+    """The configuration after applying a PUT body; ApiError 400 naming the bad field."""
+    if not isinstance(body, dict):
+        raise bad_request("Request body must be a JSON object with 'severity_filter' and/or "
+                          "'max_entries'")
+    out = dict(current)
+    if "severity_filter" in body:
+        value = body["severity_filter"]
+        if value not in SEVERITIES:
+            raise invalid_parameter(
+                f"'severity_filter' must be one of {', '.join(SEVERITIES)}; got {value!r}",
+                field="severity_filter")
+        out["severity_filter"] = value
+    if "max_entries" in body:
+        value = body["max_entries"]
+        if isinstance(value, bool) or not isinstance(value, int) or not (
+                1 <= value <= MAX_ENTRIES):
+            raise invalid_parameter(
+                f"'max_entries' must be an integer from 1 to {MAX_ENTRIES}; got {value!r}",
+                field="max_entries")
+        out["max_entries"] = value
+    return out
+
+
+def _configs(state: GatewayState) -> dict[tuple[str, str], dict[str, Any]]:
+    return state.extras.setdefault("log_configuration", {})  # type: ignore[no-any-return]
+
+
+def config_of(state: GatewayState, entity: Entity) -> dict[str, Any]:
+    """The entity's log configuration (defaults until a PUT)."""
+    return _configs(state).get((entity.kind, entity.id), DEFAULT_CONFIG)
+
+
+def members_of(state: GatewayState, entity: Entity) -> tuple[list[str], bool]:
+    """(node fqns, prefix match): apps exact, functions their hosts, components/areas prefix."""
+    fqns = [a.node_fqn for a in state.cache.entities.member_apps(entity) if a.node_fqn]
+    return fqns, entity.kind in ("components", "areas")
+
+
+async def list_logs(request: web.Request) -> web.Response:
+    """Newest entries of the entity's nodes, filtered by its configuration."""
+    state = state_of(request)
+    entity = resolve_entity(request)
+    rosout: RosoutLog | None = state.extras.get("rosout")
+    if rosout is None:
+        raise ApiError(503, "service-unavailable", "The ROS connection is not running")
+    config = config_of(state, entity)
+    loggers, records = rosout.snapshot()
+    node_fqns = frozenset(n.fqn for n in state.cache.graph.nodes)
+    nodes = {name: logger_to_node(name, node_fqns) for name in loggers}
+    members, prefix = members_of(state, entity)
+    picked = select(records, nodes, members, prefix, config["severity_filter"],
+                    config["max_entries"])
+    items = [entry(r, nodes[r.logger]) for r in picked]
+    return json_response(envelope(state, items, entity.id))
+
+
+async def get_log_configuration(request: web.Request) -> web.Response:
+    """severity_filter and max_entries of the entity."""
+    state = state_of(request)
+    entity = resolve_entity(request)
+    return json_response(dict(config_of(state, entity)))
+
+
+async def put_log_configuration(request: web.Request) -> web.Response:
+    """Change severity_filter and/or max_entries (204)."""
+    state = state_of(request)
+    entity = resolve_entity(request)
+    body = await read_json_body(request)
+    _configs(state)[(entity.kind, entity.id)] = validate_config(body, config_of(state, entity))
+    return web.Response(status=204)
+
+
+def register(reg: Registry) -> None:
+    """Declare the log routes."""
+    reg.entity_routes("GET", "/logs", list_logs, response="ListEnvelope",
+                      summary="Log entries from /rosout")
+    reg.entity_routes("GET", "/logs/configuration", get_log_configuration,
+                      summary="Log configuration")
+    reg.entity_routes("PUT", "/logs/configuration", put_log_configuration,
+                      role=Role.CONFIGURATOR, status=204, request="Object",
+                      summary="Change the log configuration")

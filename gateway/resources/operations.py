@@ -1,0 +1,358 @@
+"""Operations: the services and actions of an entity, and executions of them."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+from aiohttp import web
+
+from ..auth.roles import Role
+from ..http.errors import (
+    ApiError,
+    bad_request,
+    invalid_parameter,
+    not_found,
+    not_responding,
+    vendor_error,
+)
+from ..http.jsonutil import dumps, json_response, read_json_body
+from ..http.routes import Registry
+from ..model.entities import Entity
+from ..model.items import ItemLookupError, MemberItem, assign_ids, resolve
+from ..ros.actions import ActionManager, Execution, ros_status_name
+from ..ros.message import (
+    MessageFieldError,
+    UnknownTypeError,
+    action_schemas,
+    dict_to_message,
+    field_type_map,
+    import_type,
+    message_to_dict,
+    service_schemas,
+)
+from ..ros.services import CallError, CallTimeout, NotAvailable, ServiceCaller
+from ..state import GatewayState, state_of
+from .common import envelope, href, resolve_entity
+
+# Longest budget a request's own `timeout` may ask for.
+MAX_TIMEOUT_S = 3600.0
+# Capabilities of the execution PUT that exist in SOVD but do not apply to ROS actions.
+INAPPLICABLE = ("execute", "freeze", "reset")
+
+
+@dataclass
+class OpRef:
+    """One service or action as an entity sees it."""
+
+    id: str
+    kind: str  # service or action
+    path: str
+    type: str
+    member_ids: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        """The short name (last path segment)."""
+        return self.path.rsplit("/", 1)[-1]
+
+
+def entity_operations(state: GatewayState, entity: Entity) -> list[OpRef]:
+    """Services and actions of the entity's member apps with their ids (cached per generation)."""
+
+    def build() -> list[OpRef]:
+        graph = state.cache.graph
+        merged: dict[tuple[str, str], OpRef] = {}
+        for app in state.cache.entities.member_apps(entity):
+            node = graph.node(app.node_fqn) if app.node_fqn else None
+            if node is None:
+                continue
+            for kind, pairs in (("service", node.user_services()), ("action", node.actions)):
+                for path, typ in pairs:
+                    ref = merged.get((kind, path))
+                    if ref is None:
+                        ref = merged[(kind, path)] = OpRef("", kind, path, typ)
+                    if app.id not in ref.member_ids:
+                        ref.member_ids.append(app.id)
+        ops = sorted(merged.values(), key=lambda o: (o.path, o.kind))
+        items = [MemberItem(o.member_ids[0], o.path) for o in ops]
+        for op, assigned in zip(ops, assign_ids(items), strict=True):
+            op.id = assigned
+        return ops
+
+    return state.cache.body(("operations", entity.kind, entity.id), build)  # type: ignore[no-any-return]
+
+
+def find_operation(state: GatewayState, entity: Entity, op_id: str) -> OpRef:
+    """The operation an id addresses (assigned id, or a bare id naming one); 404 otherwise."""
+    ops = entity_operations(state, entity)
+    items = [MemberItem(o.member_ids[0], o.path) for o in ops]
+    try:
+        return ops[resolve(op_id, items, [o.id for o in ops])]
+    except ItemLookupError as exc:
+        params: dict[str, Any] = {"entity_id": entity.id, "operation_id": op_id}
+        if exc.candidates:
+            params["candidates"] = exc.candidates
+            raise not_found(f"Operation id '{op_id}' is ambiguous on {entity.type} "
+                            f"'{entity.id}'; use one of: {', '.join(exc.candidates)}",
+                            **params) from None
+        raise not_found(f"Operation '{op_id}' not found on {entity.type} '{entity.id}'",
+                        **params) from None
+
+
+def _type_info(op: OpRef) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    try:
+        cls = import_type(op.type)
+    except UnknownTypeError:
+        return None
+    if op.kind == "service":
+        parts = {"request": cls.Request, "response": cls.Response}
+        schemas = service_schemas(cls)
+    else:
+        parts = {"goal": cls.Goal, "result": cls.Result, "feedback": cls.Feedback}
+        schemas = action_schemas(cls)
+    return schemas, {k: field_type_map(v) for k, v in parts.items()}
+
+
+def operation_item(state: GatewayState, op: OpRef) -> dict[str, Any]:
+    """One operation description (list item; the detail wraps it in `item`)."""
+    xv: dict[str, Any] = {"ros2_kind": op.kind, f"ros2_{op.kind}": op.path,
+                          "ros2_type": op.type, "member_ids": op.member_ids}
+    item: dict[str, Any] = {
+        "id": op.id, "name": op.name, "proximity_proof_required": False,
+        "asynchronous_execution": op.kind == "action", "type": op.kind,
+        f"{op.kind}_type": op.type,
+    }
+    info = _type_info(op)
+    if info is not None:
+        xv["type_info"] = info[0]
+        item["schema"] = info[1]
+    item[state.xv] = xv
+    return item
+
+
+async def list_operations(request: web.Request) -> web.Response:
+    """Services and actions of an entity (aggregated over member apps)."""
+    state = state_of(request)
+    entity = resolve_entity(request)
+
+    def build() -> bytes:
+        items = [operation_item(state, op) for op in entity_operations(state, entity)]
+        return dumps(envelope(state, items, entity.id))
+
+    body = state.cache.body(("operations-list", entity.kind, entity.id), build)
+    return web.Response(body=body, content_type="application/json")
+
+
+async def get_operation(request: web.Request) -> web.Response:
+    """One operation, wrapped in `item`."""
+    state = state_of(request)
+    entity = resolve_entity(request)
+    op = find_operation(state, entity, request.match_info["op_id"])
+    return json_response({"item": operation_item(state, op)})
+
+
+def call_error(exc: CallError, **parameters: Any) -> ApiError:
+    """The HTTP error of a call that produced no answer (504, 503 or 500)."""
+    if isinstance(exc, CallTimeout):
+        return not_responding(str(exc), timeout_sec=exc.budget_s, **parameters)
+    if isinstance(exc, NotAvailable):
+        return vendor_error(503, "x-vendor-ros2-node-unavailable", str(exc), **parameters)
+    return vendor_error(500, "x-vendor-ros2-service-unavailable", str(exc), **parameters)
+
+
+def _provider(state: GatewayState, key: str) -> Any:
+    provider = state.extras.get(key)
+    if provider is None:
+        raise ApiError(503, "service-unavailable", "The ROS connection is not running")
+    return provider
+
+
+async def _optional_body(request: web.Request) -> dict[str, Any]:
+    if not (await request.read()).strip():
+        return {}
+    raw = await read_json_body(request)
+    if not isinstance(raw, dict):
+        raise bad_request(f"Request body must be a JSON object, got {type(raw).__name__}")
+    return raw
+
+
+def request_timeout(body: dict[str, Any], default: float) -> float:
+    """The body's `timeout` (seconds, 0 < t <= MAX_TIMEOUT_S) or the default; 400 when bad."""
+    value = body.get("timeout")
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+            math.isfinite(value) and 0 < value <= MAX_TIMEOUT_S):
+        raise invalid_parameter(f"'timeout' must be a number of seconds in (0, {MAX_TIMEOUT_S:g}]",
+                                field="timeout", value=value)
+    return float(value)
+
+
+def request_fields(body: dict[str, Any]) -> dict[str, Any]:
+    """The request or goal fields: `parameters`, or (older form) the body's top-level fields."""
+    if "parameters" in body:
+        fields = body["parameters"]
+        if fields is None:
+            return {}
+        if not isinstance(fields, dict):
+            raise bad_request(f"'parameters' must be a JSON object, got {type(fields).__name__}",
+                              field="parameters")
+        return fields
+    return {k: v for k, v in body.items() if k != "timeout"}
+
+
+def _build(cls: Any, fields: dict[str, Any], op: OpRef) -> Any:
+    try:
+        return dict_to_message(cls, fields)
+    except MessageFieldError as exc:
+        where = f"parameters.{exc.field}" if exc.field else "parameters"
+        raise ApiError(400, "invalid-request", f"Invalid {op.kind} input for {op.type}: {exc}",
+                       parameters={"field": exc.field, "path": where, "reason": exc.reason,
+                                   "operation_id": op.id}) from None
+
+
+def _location(entity: Entity, op: OpRef, exec_id: str) -> str:
+    return href(f"{entity.path}/operations/{quote(op.id, safe=':')}/executions/{exec_id}")
+
+
+def execution_body(state: GatewayState, ex: Execution) -> dict[str, Any]:
+    """An execution's status: feedback while running, the result once finished."""
+    xv: dict[str, Any] = {"goal_id": ex.id, "ros2_status": ros_status_name(ex.ros_status,
+                                                                            ex.rejected),
+                          "ros2_action": ex.action, "ros2_type": ex.type_name,
+                          "feedback_count": ex.feedback_count}
+    if ex.reason:
+        xv["reason"] = ex.reason
+    if ex.cancel_response:
+        xv["cancel_response"] = ex.cancel_response
+    body: dict[str, Any] = {"id": ex.id, "status": ex.status, "capability": ex.capability}
+    params = ex.result if ex.finished and ex.result is not None else ex.feedback
+    if params is not None:
+        body["parameters"] = params
+    body[state.xv] = xv
+    return body
+
+
+async def start_execution(request: web.Request) -> web.Response:
+    """Call a service (200 with its response) or send an action goal (202 with Location)."""
+    state = state_of(request)
+    entity = resolve_entity(request)
+    op = find_operation(state, entity, request.match_info["op_id"])
+    body = await _optional_body(request)
+    timeout = request_timeout(body, state.settings["service_call_timeout_sec"])
+    fields = request_fields(body)
+    try:
+        cls = import_type(op.type)
+    except UnknownTypeError as exc:
+        raise vendor_error(500, "x-vendor-ros2-service-unavailable",
+                           f"Cannot call {op.path}: {exc}", operation_id=op.id) from None
+    where = {f"ros2_{op.kind}": op.path}
+    if op.kind == "service":
+        msg = _build(cls.Request, fields, op)
+        caller: ServiceCaller = _provider(state, "service_caller")
+        try:
+            response = await caller.call(op.path, op.type, msg, timeout)
+        except CallError as exc:
+            raise call_error(exc, **where) from None
+        xv = {"ros2_service": op.path, "ros2_type": op.type}
+        return json_response({"parameters": message_to_dict(response), state.xv: xv})
+    goal = _build(cls.Goal, fields, op)
+    actions: ActionManager = _provider(state, "actions")
+    try:
+        ex = await actions.send_goal((entity.kind, entity.id), op.path, op.path, op.type, goal,
+                                     timeout)
+    except CallError as exc:
+        raise call_error(exc, **where) from None
+    return json_response(execution_body(state, ex), status=202,
+                         headers={"Location": _location(entity, op, ex.id)})
+
+
+def _execution(request: web.Request) -> tuple[GatewayState, Entity, OpRef, Execution]:
+    state = state_of(request)
+    entity = resolve_entity(request)
+    op = find_operation(state, entity, request.match_info["op_id"])
+    exec_id = request.match_info["exec_id"]
+    ex = None
+    if op.kind == "action":
+        ex = _provider(state, "actions").get((entity.kind, entity.id), op.path, exec_id)
+    if ex is None:
+        raise not_found(f"Execution '{exec_id}' not found on operation '{op.id}' of "
+                        f"{entity.type} '{entity.id}'", entity_id=entity.id,
+                        operation_id=op.id, execution_id=exec_id)
+    return state, entity, op, ex
+
+
+async def list_executions(request: web.Request) -> web.Response:
+    """Executions of an operation started on this entity (services keep none)."""
+    state = state_of(request)
+    entity = resolve_entity(request)
+    op = find_operation(state, entity, request.match_info["op_id"])
+    items = []
+    if op.kind == "action":
+        for ex in _provider(state, "actions").executions((entity.kind, entity.id), op.path):
+            items.append({"id": ex.id, "status": ex.status,
+                          "href": _location(entity, op, ex.id)})
+    return json_response(envelope(state, items, entity.id))
+
+
+async def get_execution(request: web.Request) -> web.Response:
+    """Status of one execution."""
+    state, _, _, ex = _execution(request)
+    return json_response(execution_body(state, ex))
+
+
+async def control_execution(request: web.Request) -> web.Response:
+    """`capability: stop` cancels the goal; execute, freeze and reset do not apply (400)."""
+    state, entity, op, ex = _execution(request)
+    body = await _optional_body(request)
+    capability = body.get("capability")
+    if not isinstance(capability, str) or not capability:
+        raise invalid_parameter("'capability' is required; only 'stop' is supported",
+                                field="capability")
+    if capability != "stop":
+        why = ("does not apply to a running execution" if capability in INAPPLICABLE
+               else "is unknown")
+        raise invalid_parameter(f"Capability '{capability}' {why}; only 'stop' is supported",
+                                field="capability", capability=capability)
+    timeout = request_timeout(body, state.settings["service_call_timeout_sec"])
+    try:
+        await _provider(state, "actions").cancel(ex, timeout)
+    except CallError as exc:
+        raise call_error(exc, ros2_action=op.path) from None
+    return json_response(execution_body(state, ex), status=202,
+                         headers={"Location": _location(entity, op, ex.id)})
+
+
+async def delete_execution(request: web.Request) -> web.Response:
+    """Cancel the goal when it runs and remove the execution."""
+    state, _, op, ex = _execution(request)
+    try:
+        await _provider(state, "actions").remove(ex, state.settings["service_call_timeout_sec"])
+    except CallError as exc:
+        raise call_error(exc, ros2_action=op.path) from None
+    return web.Response(status=204)
+
+
+def register(reg: Registry) -> None:
+    """Declare the operation routes (execution routes first: op ids may span '/')."""
+    ms = {"multi_segment": ("op_id",)}
+    reg.entity_routes("GET", "/operations", list_operations, response="ListEnvelope",
+                      summary="List operations (services and actions)")
+    reg.entity_routes("POST", "/operations/{op_id}/executions", start_execution,
+                      role=Role.OPERATOR, status=200, alternates=(202,), request="Object",
+                      summary="Execute an operation", **ms)
+    reg.entity_routes("GET", "/operations/{op_id}/executions", list_executions,
+                      response="ListEnvelope", summary="List executions of an operation", **ms)
+    reg.entity_routes("GET", "/operations/{op_id}/executions/{exec_id}", get_execution,
+                      summary="Execution status", **ms)
+    reg.entity_routes("PUT", "/operations/{op_id}/executions/{exec_id}", control_execution,
+                      role=Role.OPERATOR, status=202, request="Object",
+                      summary="Control an execution (capability stop)", **ms)
+    reg.entity_routes("DELETE", "/operations/{op_id}/executions/{exec_id}", delete_execution,
+                      role=Role.OPERATOR, status=204, summary="Cancel and remove an execution",
+                      **ms)
+    reg.entity_routes("GET", "/operations/{op_id}", get_operation,
+                      summary="Describe an operation", **ms)

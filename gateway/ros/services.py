@@ -1,0 +1,182 @@
+"""Service calls through the bridge: cached clients, a per-service in-flight cap, time budgets.
+
+A ROS service server keeps at most 10 requests queued (KEEP_LAST 10) and silently drops the
+rest, so at most `max_in_flight` calls per remote service are outstanding at once; later callers
+queue here, each within its own budget. `call_async` has no timeout: the budget is enforced on
+the asyncio side, and a request that ran out is removed from the client's pending table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from .bridge import RosBridge
+from .message import import_type
+
+# How long a call waits for a freshly created client to match its server.
+READY_WAIT_S = 2.0
+
+
+class CallError(Exception):
+    """A service or action call that did not produce a response."""
+
+
+class NotAvailable(CallError):
+    """The server is not on the graph (its client never matched one)."""
+
+
+class CallTimeout(CallError):
+    """The time budget ran out (queued behind the in-flight cap, or waiting for the answer)."""
+
+    def __init__(self, message: str, budget_s: float) -> None:
+        super().__init__(message)
+        self.budget_s = budget_s
+
+
+class CallFailed(CallError):
+    """Any other transport failure."""
+
+
+class InFlightLimiter:
+    """One semaphore per remote endpoint name, shared by every caller of that endpoint."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._sems: dict[str, asyncio.Semaphore] = {}
+        self.in_flight: dict[str, int] = {}
+
+    def semaphore(self, name: str) -> asyncio.Semaphore:
+        """The semaphore of one endpoint."""
+        sem = self._sems.get(name)
+        if sem is None:
+            sem = self._sems[name] = asyncio.Semaphore(self.cap)
+        return sem
+
+    @contextlib.asynccontextmanager
+    async def slot(self, name: str, timeout: float) -> AsyncIterator[None]:
+        """Hold one of the endpoint's slots; CallTimeout when none frees up within timeout."""
+        sem = self.semaphore(name)
+        if not await acquire_within(sem, timeout):
+            raise CallTimeout(f"{name} did not answer within {timeout:g} s (queued behind "
+                              f"{self.cap} calls in flight)", timeout)
+        self.in_flight[name] = self.in_flight.get(name, 0) + 1
+        try:
+            yield
+        finally:
+            self.in_flight[name] -= 1
+            sem.release()
+
+
+async def acquire_within(sem: asyncio.Semaphore, timeout: float) -> bool:
+    """Acquire sem within timeout seconds (False when not); no permit leaks on timeout or cancel."""
+    if not sem.locked():
+        await sem.acquire()  # free: returns without suspending
+        return True
+    task = asyncio.ensure_future(sem.acquire())
+    try:
+        await asyncio.wait({task}, timeout=timeout)
+    except asyncio.CancelledError:
+        if task.done() and not task.cancelled():
+            sem.release()
+        else:
+            task.cancel()
+        raise
+    if task.done():
+        return not task.cancelled() and task.exception() is None
+    task.cancel()  # a cancelled acquire passes a pending wake-up on to the next waiter
+    return False
+
+
+async def result_within(fut: asyncio.Future[Any], timeout: float) -> Any:
+    """fut's result, or asyncio.TimeoutError once timeout seconds (at least 0) have passed."""
+    return await asyncio.wait_for(fut, max(timeout, 0.0))
+
+
+async def wait_until(predicate: Any, deadline: float) -> bool:
+    """Poll predicate() on the loop (backing off to 50 ms) until true or the loop time deadline."""
+    loop = asyncio.get_running_loop()
+    delay = 0.002
+    while True:
+        if predicate():
+            return True
+        left = deadline - loop.time()
+        if left <= 0:
+            return False
+        await asyncio.sleep(min(delay, left))
+        delay = min(delay * 2, 0.05)
+
+
+class ServiceCaller:
+    """Calls remote services; clients live on the bridge's node and are cached per (name, type)."""
+
+    def __init__(self, bridge: RosBridge, max_in_flight: int = 8) -> None:
+        self.bridge = bridge
+        self.limiter = InFlightLimiter(max_in_flight)
+        self._clients: dict[tuple[str, str], asyncio.Future[Any]] = {}
+        self.calls = 0
+        self.timeouts = 0
+
+    async def client(self, name: str, type_name: str) -> Any:
+        """The cached client of a service, created on first use (off the loop)."""
+        key = (name, type_name)
+        fut = self._clients.get(key)
+        if fut is not None and fut.done() and not fut.cancelled() and fut.exception() is None:
+            return fut.result()
+        if fut is None:
+            cls = import_type(type_name)
+            fut = self._clients[key] = asyncio.ensure_future(self.bridge.run(
+                self.bridge.node.create_client, cls, name, what=f"creating a client for {name}"))
+        try:
+            return await asyncio.shield(fut)
+        except Exception:
+            if self._clients.get(key) is fut:
+                del self._clients[key]
+            raise
+
+    async def call(self, name: str, type_name: str, request: Any, timeout: float) -> Any:
+        """The response to one request; CallTimeout, NotAvailable or CallFailed otherwise."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        try:
+            async with self.limiter.slot(name, timeout):
+                return await self._call(name, type_name, request, timeout, deadline)
+        except CallTimeout:
+            self.timeouts += 1
+            raise
+
+    async def _call(self, name: str, type_name: str, request: Any, timeout: float,
+                    deadline: float) -> Any:
+        loop = asyncio.get_running_loop()
+        try:
+            client = await self.client(name, type_name)
+        except CallError:
+            raise
+        except Exception as exc:
+            raise CallFailed(f"cannot create a client for {name}: {exc}") from exc
+        ready_by = min(deadline, loop.time() + READY_WAIT_S)
+        if not await wait_until(client.service_is_ready, ready_by):
+            if loop.time() >= deadline:
+                raise CallTimeout(f"service {name} did not answer within {timeout:g} s", timeout)
+            raise NotAvailable(f"service {name} is not available on the ROS graph")
+        try:
+            rfut = client.call_async(request)
+        except Exception as exc:
+            raise CallFailed(f"calling {name} failed: {exc}") from exc
+        self.calls += 1
+        try:
+            return await result_within(self.bridge.wrap_future(rfut), deadline - loop.time())
+        except asyncio.TimeoutError:
+            client.remove_pending_request(rfut)
+            raise CallTimeout(f"service {name} did not answer within {timeout:g} s",
+                              timeout) from None
+        except asyncio.CancelledError:
+            client.remove_pending_request(rfut)
+            raise
+        except Exception as exc:
+            raise CallFailed(f"calling {name} failed: {exc}") from exc
+
+    def close(self) -> None:
+        """Forget every client; they are destroyed with the bridge's node."""
+        self._clients.clear()
