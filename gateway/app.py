@@ -8,7 +8,12 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+from federation.peer_auth import check_settings as check_peer_settings
+
+from .auth import enforce
+from .auth import routes as auth_routes
 from .config import Settings
+from .http import cors, ratelimit
 from .http.middleware import make_middleware
 from .http.routes import Registry
 from .state import STATE, GatewayState
@@ -22,6 +27,7 @@ def build_registry(vendor: str, built: set[str]) -> Registry:
 
     reg = Registry(vendor)
     server.register(reg)
+    auth_routes.register(reg)
     entities.register(reg)
     data.register(reg)
     for module in (operations, configurations, logs, status):
@@ -42,6 +48,13 @@ def make_app(settings: Settings) -> web.Application:
     state.route_table = state.registry.install(app)
     state.docs_route = next(r for r in state.registry if r.path == "/{entity_path}/docs")
     app.middlewares.append(make_middleware(state))
+    # Security (docs/security.md): each inserts an outer middleware, so CORS ends outermost.
+    enforce.install(app, state)
+    ratelimit.install(app, state)
+    cors.install(app, state)
+    if settings["server.tls.enabled"]:
+        state.features.add("tls")
+    check_peer_settings(settings)
     app.cleanup_ctx.append(_ros_lifecycle)
     return app
 

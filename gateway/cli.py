@@ -70,19 +70,21 @@ async def serve(settings: Settings, ready_message: str | None = None) -> None:
 
     from .app import make_app
     from .http.server import GatewayRunner
+    from .http.tls import server_context
 
+    ssl_context = server_context(settings)  # ConfigError names a bad server.tls.* setting
     app = make_app(settings)
     runner = GatewayRunner(app, settings.vendor, access_log=None)
     await runner.setup()
     host, port = settings["server.host"], settings["server.port"]
-    site = web.TCPSite(runner, host, port, reuse_address=True)
+    site = web.TCPSite(runner, host, port, reuse_address=True, ssl_context=ssl_context)
     try:
         await site.start()
     except OSError as exc:
         await runner.cleanup()
         raise ConfigError(f"setting 'server.port': cannot listen on {host}:{port}: "
                           f"{exc.strerror}") from None
-    log.info("serving http://%s:%d/api/v1", host, port)
+    log.info("serving %s://%s:%d/api/v1", "https" if ssl_context else "http", host, port)
     if ready_message:
         print(ready_message, flush=True)
     stop = asyncio.Event()
@@ -117,7 +119,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     os.environ.update(ros_env(domain))
     args.domain = domain
     settings = _settings(args)
-    base = f"http://{settings['server.host']}:{settings['server.port']}/api/v1"
+    scheme = "https" if settings["server.tls.enabled"] else "http"
+    base = f"{scheme}://{settings['server.host']}:{settings['server.port']}/api/v1"
     with Robot.start(domain):
         message = (
             f"\nDemo robot running in ROS domain {domain}; gateway at {base}\n"

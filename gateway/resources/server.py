@@ -43,13 +43,20 @@ async def root(request: web.Request) -> web.Response:
             for name, feature in CAPABILITY_FEATURES}
     endpoints = [f"{r.method} {API_PREFIX}{r.path}" for r in state.registry
                  if not r.extra.get("stub")]
-    return json_response({
+    body: dict[str, Any] = {
         "name": "diag-gateway",
         "version": __version__,
         "api_base": API_PREFIX,
         "endpoints": endpoints,
         "capabilities": caps,
-    })
+    }
+    s = state.settings
+    if "auth" in state.features:
+        body["auth"] = {"enabled": True, "algorithm": s["auth.jwt_algorithm"],
+                        "require_auth_for": s["auth.require_auth_for"]}
+    if "tls" in state.features:
+        body["tls"] = {"enabled": True, "min_version": s["server.tls.min_version"]}
+    return json_response(body)
 
 
 async def version_info(request: web.Request) -> web.Response:

@@ -270,7 +270,11 @@ def test_node_started_later_appears_and_leaves(gw: Gateway, domain: int, tmp_pat
         assert "late" in ids(gw.get("/functions").json())
     finally:
         proc.terminate()
-        proc.wait(10)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:  # DDS teardown can stall under load; the lease ends it
+            proc.kill()
+            proc.wait(5)
     gw.wait_for("/apps", lambda b: "late_joiner" not in ids(b), timeout=15)
     assert "late" not in ids(gw.get("/functions").json())
 
