@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
+from ..auth.roles import Role
 from .routes import API_PREFIX, Registry, Route
 
 SOVD_VERSION = "1.1.0"
@@ -89,9 +90,15 @@ def _operation(route: Route, vendor: str, with_roles: bool) -> dict[str, Any]:
             "schema": {"$ref": f"#/components/schemas/{route.request}"}}}}
     if route.alternates:
         op[f"x-{vendor}-alternates"] = True
-    if with_roles:
-        op[f"x-{vendor}-required-role"] = route.role.label
+    if with_roles and not route.extra.get("public"):
+        # Plugin-served routes need admin whatever role they declare (spec: admin wildcards).
+        role = Role.ADMIN if route.extra.get("plugin") else route.role
+        op[f"x-{vendor}-required-role"] = role.label
         op["security"] = [{"bearerAuth": []}]
+        for code, text in (("401", "Token missing, invalid or expired"),
+                           ("403", f"Role '{role.label}' or higher required")):
+            responses[code] = {"description": text,
+                               "content": {"application/json": {"schema": _ERROR}}}
     return op
 
 

@@ -155,10 +155,8 @@ def test_openapi_names_each_operations_role(gw: SecureGateway,
     wrong = []
     for path, ops in doc["paths"].items():
         for method, op in ops.items():
-            need = spec_role(method.upper(), path)
-            if need is None:
-                continue  # token endpoints are open; see docs/security.md
-            if op.get("x-vendor-required-role") != need:
+            need = spec_role(method.upper(), path)  # None: open token endpoints
+            if op.get("x-vendor-required-role") != need or ("security" in op) != bool(need):
                 wrong.append(f"{method.upper()} {path}: {op.get('x-vendor-required-role')}")
     assert not wrong, "\n".join(wrong)
 
