@@ -36,9 +36,11 @@ class LoadResult:
 
 
 async def _worker(host: str, port: int, path: str, stop_at: float, lat: list[float],
-                  counts: list[int], headers: str) -> None:
+                  counts: list[int], headers: str, method: str, body: bytes) -> None:
     reader, writer = await asyncio.open_connection(host, port)
-    req = (f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n{headers}\r\n").encode()
+    if body:
+        headers += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+    req = (f"{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\n{headers}\r\n").encode() + body
     try:
         while time.perf_counter() < stop_at:
             t0 = time.perf_counter()
@@ -59,14 +61,15 @@ async def _worker(host: str, port: int, path: str, stop_at: float, lat: list[flo
 
 
 async def run_load(host: str, port: int, path: str, seconds: float = 5.0,
-                   connections: int = 16, headers: str = "") -> LoadResult:
-    """Hammer GET path over `connections` keep-alive connections for `seconds`."""
+                   connections: int = 16, headers: str = "", method: str = "GET",
+                   body: bytes = b"") -> LoadResult:
+    """Send `method path` (with a JSON body) over keep-alive connections for `seconds`."""
     lat: list[float] = []
     counts = [0, 0]
     t0 = time.perf_counter()
     stop_at = t0 + seconds
-    await asyncio.gather(*(_worker(host, port, path, stop_at, lat, counts, headers)
-                           for _ in range(connections)))
+    await asyncio.gather(*(_worker(host, port, path, stop_at, lat, counts, headers, method,
+                                   body) for _ in range(connections)))
     return LoadResult(counts[0], counts[1], time.perf_counter() - t0, lat)
 
 

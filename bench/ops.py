@@ -35,37 +35,10 @@ CALL_PATH = "/api/v1/apps/lidar_sensor/operations/calibrate/executions"
 HUNG_PATH = "/api/v1/apps/unresponsive_param/configurations"
 
 
-async def _post_worker(port: int, path: str, stop_at: float, lat: list[float],
-                       counts: list[int]) -> None:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    req = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-           "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}").encode()
-    try:
-        while time.perf_counter() < stop_at:
-            t0 = time.perf_counter()
-            writer.write(req)
-            head = await reader.readuntil(b"\r\n\r\n")
-            status = int(head[9:12])
-            length = 0
-            for line in head.split(b"\r\n"):
-                if line[:15].lower() == b"content-length:":
-                    length = int(line[15:])
-            if length:
-                await reader.readexactly(length)
-            lat.append((time.perf_counter() - t0) * 1000.0)
-            counts[0 if status < 400 else 1] += 1
-    finally:
-        writer.close()
-
-
 async def gateway_calls(port: int, seconds: float) -> LoadResult:
     """Service calls through the gateway over IN_FLIGHT keep-alive connections."""
-    lat: list[float] = []
-    counts = [0, 0]
-    t0 = time.perf_counter()
-    await asyncio.gather(*(_post_worker(port, CALL_PATH, t0 + seconds, lat, counts)
-                           for _ in range(IN_FLIGHT)))
-    return LoadResult(counts[0], counts[1], time.perf_counter() - t0, lat)
+    return await run_load("127.0.0.1", port, CALL_PATH, seconds, connections=IN_FLIGHT,
+                          method="POST", body=b"{}")
 
 
 class DirectClient:
