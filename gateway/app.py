@@ -33,6 +33,9 @@ def build_registry(vendor: str, built: set[str]) -> Registry:
     for module in (operations, configurations, logs, status):
         module.register(reg)
     built.update({"operations", "configurations", "logs", "status"})
+    from .resources import faults
+    faults.register(reg)
+    built.add("faults")
     unbuilt.register(reg, built)
     server.register_docs(reg)
     return reg
@@ -96,9 +99,14 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
                                   s["parameter_negative_cache_sec"]),
         rosout=RosoutLog(bridge, s["logs.buffer_size"]))
     await state.extras["rosout"].start()
+    from .faults.service import FaultService
+    state.extras["faults"] = FaultService(state)
+    await state.extras["faults"].start()
+    app.on_shutdown.append(state.extras["faults"].on_shutdown)
     try:
         yield
     finally:
+        await state.extras["faults"].stop()
         await state.extras["actions"].close()
         await state.extras["rosout"].stop()
         await state.poller.stop()

@@ -1,0 +1,287 @@
+"""Fault stream fan-out and fault ingestion through a real gateway process.
+
+For N = 10, 100 and 1000 connected SSE clients (sse.max_clients raised to 1000) it prints
+p50/p99 of the time from `FaultReporter.report()` to the event's arrival at each client
+(every client of every round counts). Then it prints fault reports ingested per second
+(first report to last acknowledgement, so commit to SQLite included) with 0 and with 1000
+clients connected, the gateway's /health answer time during that burst, and the store's
+commit time. Clients run in worker processes; everything shares this machine's cores.
+
+    .venv/bin/python bench/fault_stream.py            # ROS domain 68 ($FAULT_BENCH_DOMAIN)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.client
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"  # network rule
+
+DOMAIN = int(os.environ.get("FAULT_BENCH_DOMAIN", "68"))
+CLIENT_COUNTS = (10, 100, 1000)
+ROUNDS = 20
+ROUND_GAP_S = 0.25
+CLIENTS_PER_WORKER = 500
+INGEST_REPORTS = 5000
+INGEST_CODES = 100
+
+
+def pct(values: list[float], q: float) -> float:
+    """The q-quantile (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+# worker process: N SSE clients --------------------------------------------------------------
+
+async def _worker(port: int, clients: int, expect: int, prefix: str) -> None:
+    import aiohttp
+    import orjson
+
+    url = f"http://127.0.0.1:{port}/api/v1/faults/stream"
+    latencies: list[float] = []
+    ready = asyncio.Event()
+    connected = 0
+
+    async def client(session: aiohttp.ClientSession) -> None:
+        nonlocal connected
+        async with session.get(url) as resp:
+            if resp.status != 200:
+                raise RuntimeError(f"stream answered {resp.status}")
+            got = 0
+            async for line in resp.content:
+                if line.startswith(b":connected"):
+                    connected += 1
+                    if connected == clients:
+                        ready.set()
+                elif line.startswith(b"data: "):
+                    now = time.time_ns()
+                    data = orjson.loads(line[6:])
+                    fault = data["fault"]
+                    if data["event_type"] == "fault_confirmed" and fault["fault_code"].startswith(
+                            prefix):
+                        if fault["message"].startswith("t="):
+                            latencies.append((now - int(fault["message"][2:])) / 1e6)
+                        got += 1
+                        if got == expect:
+                            return
+
+    connector = aiohttp.TCPConnector(limit=0)
+    timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+        tasks = [asyncio.ensure_future(client(session)) for _ in range(clients)]
+        await asyncio.wait_for(ready.wait(), 120)
+        print("ready", flush=True)
+        await asyncio.wait_for(asyncio.gather(*tasks), 300)
+    print(json.dumps(latencies), flush=True)
+
+
+class Workers:
+    """Worker processes holding `clients` SSE connections in total."""
+
+    def __init__(self, port: int, clients: int, expect: int, prefix: str) -> None:
+        self.procs: list[subprocess.Popen[str]] = []
+        n = max(1, math.ceil(clients / CLIENTS_PER_WORKER))
+        for i in range(n):
+            share = clients // n + (1 if i < clients % n else 0)
+            self.procs.append(subprocess.Popen(
+                [sys.executable, __file__, "--worker", "--port", str(port), "--clients",
+                 str(share), "--expect", str(expect), "--prefix", prefix],
+                stdout=subprocess.PIPE, text=True))
+        for p in self.procs:
+            assert p.stdout is not None
+            line = p.stdout.readline().strip()
+            if line != "ready":
+                raise RuntimeError(f"worker failed to connect: {line!r}")
+
+    def latencies(self) -> list[float]:
+        out: list[float] = []
+        for p in self.procs:
+            stdout, _ = p.communicate(timeout=300)
+            out.extend(json.loads(stdout.strip().splitlines()[-1]))
+        return out
+
+    def stop(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+# main process: gateway, reporter, measurements ----------------------------------------------
+
+def health(gw: Any) -> dict[str, Any]:
+    return gw.get("/health").json()  # type: ignore[no-any-return]
+
+
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a process used so far."""
+    import psutil
+
+    t = psutil.Process(pid).cpu_times()
+    return float(t.user + t.system)
+
+
+def fanout(gw: Any, reporter: Any, clients: int, idle_cpu: float) -> tuple[list[float], float]:
+    """Latencies (ms) at every client, and gateway CPU ms per event above its idle use."""
+    prefix = f"FANOUT_{clients}_"
+    workers = Workers(gw.port, clients, ROUNDS, prefix)
+    try:
+        assert health(gw)["x-vendor-sse"]["connected_clients"] == clients
+        cpu0, t0 = cpu_s(gw.proc.pid), time.perf_counter()
+        for i in range(ROUNDS):
+            reporter.report(f"{prefix}{i}", 2, f"t={time.time_ns()}")
+            time.sleep(ROUND_GAP_S)
+        latencies = workers.latencies()
+        used = cpu_s(gw.proc.pid) - cpu0 - idle_cpu * (time.perf_counter() - t0)
+        return latencies, max(0.0, used) * 1e3 / ROUNDS
+    finally:
+        workers.stop()
+
+
+class Probe:
+    """GET /health every 10 ms from a thread, recording answer times (ms)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.ms: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        while not self._stop.is_set():
+            t0 = time.perf_counter()
+            conn.request("GET", "/api/v1/health")
+            conn.getresponse().read()
+            self.ms.append((time.perf_counter() - t0) * 1e3)
+            time.sleep(0.01)
+        conn.close()
+
+    def stop(self) -> list[float]:
+        self._stop.set()
+        self._thread.join()
+        return self.ms
+
+
+def idle_health(gw: Any, seconds: float = 2.0) -> dict[str, float]:
+    """/health answer times of the idle gateway; and its idle CPU (s per s) without probes."""
+    cpu0, t0 = cpu_s(gw.proc.pid), time.perf_counter()
+    time.sleep(seconds)
+    idle_cpu = (cpu_s(gw.proc.pid) - cpu0) / (time.perf_counter() - t0)
+    probe = Probe(gw.port)
+    time.sleep(seconds)
+    ms = probe.stop()
+    return {"health_p50": pct(ms, 0.5), "health_p99": pct(ms, 0.99), "idle_cpu": idle_cpu}
+
+
+def ingest(gw: Any, reporter: Any, tag: str) -> dict[str, float]:
+    before = health(gw)["x-vendor-fault-manager"]
+    probe = Probe(gw.port)
+    t0 = time.perf_counter()
+    for i in range(INGEST_REPORTS):
+        reporter.report(f"INGEST_{tag}_{i % INGEST_CODES}", 2, "burst")
+    sent = time.perf_counter() - t0
+    while reporter.pending:
+        time.sleep(0.005)
+    elapsed = time.perf_counter() - t0
+    probe_ms = probe.stop()
+    after = health(gw)["x-vendor-fault-manager"]
+    commits = after["commits"] - before["commits"]
+    return {
+        "rate": INGEST_REPORTS / elapsed, "elapsed": elapsed, "sent": sent,
+        "duplicates": after["reports_duplicate"] - before["reports_duplicate"],
+        "commits": commits,
+        "commit_us_avg": (after["commit_us_total"] - before["commit_us_total"]) / max(1, commits),
+        "commit_us_max": after["commit_us_max"],
+        "health_p50": pct(probe_ms, 0.5) if probe_ms else float("nan"),
+        "health_p99": pct(probe_ms, 0.99) if probe_ms else float("nan"),
+    }
+
+
+def main() -> None:
+    from tests.conftest import free_port
+    from tests.harness import Gateway
+    from tests.integration.test_faults_support import RosSide
+
+    with tempfile.TemporaryDirectory() as tmp:
+        gw = Gateway(free_port(), DOMAIN, [
+            f"state_dir={tmp}/state", "sse.max_clients=1000", "snapshots.enabled=false",
+            "faults.rosout_bridge.enabled=false"], Path(tmp) / "gateway.log")
+        gw.start()
+        ros = RosSide(DOMAIN)
+        results: dict[int, tuple[list[float], float]] = {}
+        try:
+            node = ros.node("bench_reporter", "/bench")
+            reporter = ros.reporter(node, retry_interval_sec=1.0, max_pending=100_000)
+            reporter.report("WARMUP", 2, "t=0")
+            deadline = time.monotonic() + 20
+            while reporter.pending and time.monotonic() < deadline:
+                time.sleep(0.05)
+            baseline = idle_health(gw)
+            idle = ingest(gw, reporter, "idle")
+            busy: dict[str, float] = {}
+            for n in CLIENT_COUNTS:
+                results[n] = fanout(gw, reporter, n, baseline["idle_cpu"])
+            # the same burst with 1000 clients attached (they receive its confirmations)
+            listeners = Workers(gw.port, max(CLIENT_COUNTS), 10**9, "INGEST_busy_")
+            try:
+                busy = ingest(gw, reporter, "busy")
+            finally:
+                listeners.stop()
+            stats = health(gw)["x-vendor-fault-manager"]
+        finally:
+            ros.close()
+            gw.stop()
+
+    print(f"fault stream fan-out: report() -> event at every client, {ROUNDS} faults per N "
+          f"({ROUND_GAP_S * 1000:.0f} ms apart), sse.max_clients=1000, {os.cpu_count()} cores "
+          "shared by gateway, reporter and clients")
+    print(f"{'clients':>8} {'samples':>8} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} "
+          f"{'gateway CPU ms/event':>21}")
+    print(f"{'':>45}(above its idle {baseline['idle_cpu'] * 1e3:.0f} ms/s)")
+    for n, (lat, cpu) in results.items():
+        print(f"{n:>8} {len(lat):>8} {statistics.median(lat):>8.2f} {pct(lat, 0.99):>8.2f} "
+              f"{max(lat):>8.2f} {cpu:>21.1f}")
+    print(f"fault reports ingested (report() -> acknowledged after the SQLite commit), "
+          f"{INGEST_REPORTS} reports over {INGEST_CODES} codes:")
+    for label, r in (("0 stream clients", idle), ("1000 stream clients", busy)):
+        print(f"  {label:>20}: {r['rate']:8.0f} reports/s ({r['elapsed']:.2f} s, of which "
+              f"{r['sent']:.2f} s in the reporter's report() calls; "
+              f"{r['duplicates']:.0f} retried duplicates dropped); {r['commits']:.0f} commits, "
+              f"avg {r['commit_us_avg']:.0f} us; /health during the burst p50 "
+              f"{r['health_p50']:.1f} ms p99 {r['health_p99']:.1f} ms")
+    print(f"  baseline /health, idle gateway: p50 {baseline['health_p50']:.1f} ms "
+          f"p99 {baseline['health_p99']:.1f} ms (burst p99 / idle p99 = "
+          f"{idle['health_p99'] / baseline['health_p99']:.1f}x with 0 clients)")
+    print(f"store commits over the run: {stats['commits']}, max {stats['commit_us_max']} us")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--clients", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--expect", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--prefix", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        asyncio.run(_worker(args.port, args.clients, args.expect, args.prefix))
+    else:
+        main()

@@ -1,0 +1,228 @@
+"""SQLite (WAL) persistence of faults, freeze frames, report dedup keys and engine state.
+
+Commits are small and synchronous: in WAL mode with synchronous=NORMAL a commit is a write()
+to the WAL file without fsync, so a killed process loses nothing it committed (only a power
+loss could). Checkpoints, which do fsync, run on a thread of their own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .model import FaultRecord
+
+log = logging.getLogger(__name__)
+
+DB_NAME = "faults.db"
+LOCK_NAME = "faults.lock"
+CHECKPOINT_INTERVAL_S = 10.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS faults (code TEXT PRIMARY KEY, body BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS snapshots (code TEXT NOT NULL, idx INTEGER NOT NULL,
+    body BLOB NOT NULL, PRIMARY KEY (code, idx));
+CREATE TABLE IF NOT EXISTS dedup (reporter TEXT NOT NULL, seq INTEGER NOT NULL,
+    at_ns INTEGER NOT NULL, PRIMARY KEY (reporter, seq)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS dedup_at ON dedup (at_ns);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB NOT NULL);
+"""
+
+
+def default_state_dir() -> Path:
+    """~/.local/state/diag-gateway (XDG_STATE_HOME honoured)."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "diag-gateway"
+
+
+class FaultStore:
+    """One SQLite database; every method runs on the thread that opened it."""
+
+    def __init__(self, path: str | Path | None) -> None:
+        self.path = str(path) if path else ":memory:"
+        self.conn = sqlite3.connect(self.path, isolation_level=None)
+        if self.path != ":memory:":
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.execute("PRAGMA wal_autocheckpoint=0")
+        self.conn.executescript(_SCHEMA)
+        self._depth = 0
+        self.commits = 0
+        self._stop = threading.Event()
+        self._checkpointer: threading.Thread | None = None
+        if self.path != ":memory:":
+            self._checkpointer = threading.Thread(target=self._checkpoint_loop,
+                                                  name="faults-checkpoint", daemon=True)
+            self._checkpointer.start()
+
+    @property
+    def persistent(self) -> bool:
+        """False for the in-memory fallback."""
+        return self.path != ":memory:"
+
+    def _checkpoint_loop(self) -> None:
+        # PASSIVE never waits for the writer; a short busy timeout bounds the rest.
+        conn = sqlite3.connect(self.path, isolation_level=None, timeout=0.5)
+        try:
+            while not self._stop.wait(CHECKPOINT_INTERVAL_S):
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                except sqlite3.Error:
+                    log.debug("WAL checkpoint", exc_info=True)
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error:
+            log.debug("final WAL checkpoint", exc_info=True)
+        finally:
+            conn.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One commit for everything inside (nested uses join the outer one)."""
+        if self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        self.conn.execute("BEGIN")
+        self._depth = 1
+        try:
+            yield
+        except BaseException:
+            self._depth = 0
+            self.conn.execute("ROLLBACK")
+            raise
+        self._depth = 0
+        self.conn.execute("COMMIT")
+        self.commits += 1
+
+    # faults
+    def load_faults(self) -> dict[str, FaultRecord]:
+        """Every stored fault by code."""
+        return {code: FaultRecord.from_dict(orjson.loads(body))
+                for code, body in self.conn.execute("SELECT code, body FROM faults")}
+
+    def put_faults(self, records: Iterable[FaultRecord]) -> None:
+        """Insert or replace records."""
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO faults (code, body) VALUES (?, ?)",
+            [(r.code, orjson.dumps(r.to_dict())) for r in records])
+
+    # freeze frames
+    def put_snapshots(self, code: str, frames: list[dict[str, Any]]) -> None:
+        """Replace the frames of a fault."""
+        with self.transaction():
+            self.conn.execute("DELETE FROM snapshots WHERE code = ?", (code,))
+            self.conn.executemany(
+                "INSERT INTO snapshots (code, idx, body) VALUES (?, ?, ?)",
+                [(code, i, orjson.dumps(f)) for i, f in enumerate(frames)])
+
+    def snapshots(self, code: str) -> list[dict[str, Any]]:
+        """Frames of a fault in capture order."""
+        return [orjson.loads(b) for (b,) in self.conn.execute(
+            "SELECT body FROM snapshots WHERE code = ? ORDER BY idx", (code,))]
+
+    def delete_snapshots(self, codes: Iterable[str]) -> None:
+        """Drop the frames of these faults."""
+        self.conn.executemany("DELETE FROM snapshots WHERE code = ?", [(c,) for c in codes])
+
+    def codes_with_snapshots(self) -> set[str]:
+        """Faults that have at least one frame."""
+        return {c for (c,) in self.conn.execute("SELECT DISTINCT code FROM snapshots")}
+
+    # reporter dedup keys
+    def put_dedup(self, keys: Iterable[tuple[str, int]], at_ns: int) -> None:
+        """Remember (reporter, seq) pairs as applied."""
+        self.conn.executemany("INSERT OR IGNORE INTO dedup (reporter, seq, at_ns) VALUES (?,?,?)",
+                              [(r, s, at_ns) for r, s in keys])
+
+    def load_dedup(self) -> dict[str, set[int]]:
+        """Every remembered (reporter, seq) pair, grouped by reporter."""
+        out: dict[str, set[int]] = {}
+        for reporter, seq in self.conn.execute("SELECT reporter, seq FROM dedup"):
+            out.setdefault(reporter, set()).add(seq)
+        return out
+
+    def prune_dedup(self, before_ns: int) -> int:
+        """Forget pairs applied before this time; returns how many."""
+        with self.transaction():
+            cur = self.conn.execute("DELETE FROM dedup WHERE at_ns < ?", (before_ns,))
+        return cur.rowcount
+
+    def dedup_keys_before(self, before_ns: int) -> list[tuple[str, int]]:
+        """Pairs that prune_dedup(before_ns) would forget."""
+        return list(self.conn.execute("SELECT reporter, seq FROM dedup WHERE at_ns < ?",
+                                      (before_ns,)))
+
+    # small values
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        """A JSON value stored under key."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return orjson.loads(row[0]) if row else default
+
+    def set_meta(self, key: str, value: Any) -> None:
+        """Store a JSON value under key."""
+        self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                          (key, orjson.dumps(value)))
+
+    def close(self) -> None:
+        """Stop the checkpointer and close the database."""
+        self._stop.set()
+        if self._checkpointer is not None:
+            self._checkpointer.join(timeout=5.0)
+        self.conn.close()
+
+
+class StateDirLock:
+    """An exclusive lock on a state directory, so two gateways never share one database."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        """True when this process now owns the directory."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        """Give the directory up."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def open_store(state_dir: str) -> tuple[FaultStore, StateDirLock | None]:
+    """The fault database under state_dir; in memory (with a warning) if another gateway owns it."""
+    directory = Path(state_dir).expanduser() if state_dir else default_state_dir()
+    lock = StateDirLock(directory)
+    try:
+        owned = lock.acquire()
+    except OSError as exc:
+        log.warning("setting 'state_dir': cannot use %s (%s); faults are kept in memory only",
+                    directory, exc.strerror)
+        return FaultStore(None), None
+    if not owned:
+        log.warning("setting 'state_dir': %s is in use by another gateway; faults are kept in "
+                    "memory only", directory)
+        return FaultStore(None), None
+    return FaultStore(directory / DB_NAME), lock

@@ -1,0 +1,163 @@
+"""The fault stream: numbered SSE events, a replay ring, one bounded queue per client."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from ..http.errors import SERVICE_UNAVAILABLE, ApiError
+from ..http.jsonutil import dumps
+
+log = logging.getLogger(__name__)
+
+REPLAY_EVENTS = 100
+CLIENT_QUEUE = 1024
+SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
+               "Connection": "keep-alive", "X-Accel-Buffering": "no"}
+
+
+class SseSlots:
+    """Counts open SSE streams against sse.max_clients; shared by every streaming feature."""
+
+    def __init__(self, max_clients: int) -> None:
+        self.max_clients = max_clients
+        self.connected = 0
+
+    def acquire(self) -> bool:
+        """Take a slot; False at the cap."""
+        if self.connected >= self.max_clients:
+            return False
+        self.connected += 1
+        return True
+
+    def release(self) -> None:
+        """Give a slot back."""
+        self.connected = max(0, self.connected - 1)
+
+    def health(self) -> dict[str, int]:
+        """The x-vendor-sse block of /health."""
+        return {"connected_clients": self.connected, "max_clients": self.max_clients}
+
+
+def frame(event_id: int, event: str, data: Any) -> bytes:
+    """One SSE frame."""
+    return b"id: %d\nevent: %s\ndata: %s\n\n" % (event_id, event.encode(), dumps(data))
+
+
+_CLOSE = b""
+_KEEPALIVE = b":keepalive\n\n"
+
+
+@dataclass(eq=False)
+class _Client:
+    queue: asyncio.Queue[bytes] = field(default_factory=lambda: asyncio.Queue(CLIENT_QUEUE))
+    overflowed: bool = False
+
+
+class FaultStream:
+    """Publishes events to every connected client and keeps the last 100 for replay."""
+
+    def __init__(self, slots: SseSlots, keepalive_s: float, first_id: int = 0) -> None:
+        self.slots = slots
+        self.keepalive_s = keepalive_s
+        self.last_id = first_id
+        self.ring: deque[tuple[int, bytes]] = deque(maxlen=REPLAY_EVENTS)
+        self.clients: set[_Client] = set()
+        self.published = 0
+        self.dropped_clients = 0
+        self._last_publish = time.monotonic()
+        self._keepalive: asyncio.Task[None] | None = None
+
+    def publish(self, event: str, data: Any) -> int:
+        """Number, keep and fan out one event; returns its id (call on the event loop)."""
+        self.last_id += 1
+        raw = frame(self.last_id, event, data)
+        self.ring.append((self.last_id, raw))
+        self.published += 1
+        self._last_publish = time.monotonic()
+        self._fan_out(raw)
+        return self.last_id
+
+    def _fan_out(self, raw: bytes) -> None:
+        for client in self.clients:
+            try:
+                client.queue.put_nowait(raw)
+            except asyncio.QueueFull:
+                # A client this far behind is closed; it may reconnect with Last-Event-ID.
+                if not client.overflowed:
+                    client.overflowed = True
+                    self.dropped_clients += 1
+                    while not client.queue.empty():
+                        client.queue.get_nowait()
+                    client.queue.put_nowait(_CLOSE)
+
+    async def _keepalive_loop(self) -> None:
+        # One timer for all clients (a per-client wait_for would cost a task per event).
+        while True:
+            await asyncio.sleep(self.keepalive_s)
+            if time.monotonic() - self._last_publish >= self.keepalive_s * 0.99:
+                self._fan_out(_KEEPALIVE)
+
+    def replay(self, last_event_id: int | None) -> list[bytes]:
+        """Kept frames newer than last_event_id (none without a Last-Event-ID)."""
+        if last_event_id is None:
+            return []
+        return [raw for i, raw in self.ring if i > last_event_id]
+
+    async def serve(self, request: web.Request) -> web.StreamResponse:
+        """The SSE response for one client until it disconnects (503 past the cap)."""
+        if not self.slots.acquire():
+            raise ApiError(503, SERVICE_UNAVAILABLE,
+                           f"Too many SSE clients (sse.max_clients={self.slots.max_clients})",
+                           parameters={"max_clients": self.slots.max_clients})
+        if self._keepalive is None or self._keepalive.done():
+            self._keepalive = asyncio.ensure_future(self._keepalive_loop())
+        client = _Client()
+        try:
+            last = _last_event_id(request.headers.get("Last-Event-ID"))
+            backlog = self.replay(last)
+            self.clients.add(client)  # same loop step as the replay copy: no gap, no repeat
+            resp = web.StreamResponse(status=200, headers=SSE_HEADERS)
+            await resp.prepare(request)
+            await resp.write(b"".join([b":connected\n\n", *backlog]))
+            while True:
+                raw = await client.queue.get()
+                parts = [raw]
+                while not client.queue.empty():  # whatever else is queued: one chunk
+                    parts.append(client.queue.get_nowait())
+                if _CLOSE in parts:
+                    return resp
+                await resp.write(b"".join(parts) if len(parts) > 1 else raw)
+        except ConnectionResetError:
+            return resp
+        finally:
+            self.clients.discard(client)
+            self.slots.release()
+
+    def end_all(self) -> None:
+        """End every client's stream (server shutdown: handlers must not linger)."""
+        for client in self.clients:
+            while not client.queue.empty():
+                client.queue.get_nowait()
+            client.queue.put_nowait(_CLOSE)
+
+    async def close(self) -> None:
+        """Stop the keep-alive timer (clients end with the server)."""
+        if self._keepalive is not None:
+            self._keepalive.cancel()
+            await asyncio.gather(self._keepalive, return_exceptions=True)
+
+
+def _last_event_id(value: str | None) -> int | None:
+    if value is None:
+        return None
+    with contextlib.suppress(ValueError):
+        return int(value.strip())
+    return None

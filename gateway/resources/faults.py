@@ -1,0 +1,156 @@
+"""Faults: the global list with correlation metadata, entity-scoped lists, detail, clears, stream."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+from ..auth.roles import Role
+from ..faults import views
+from ..faults.model import CLEARED, iso, parse_status_filter
+from ..faults.scope import in_scope
+from ..faults.service import FaultService
+from ..http.errors import SERVICE_UNAVAILABLE, ApiError, invalid_parameter, not_found
+from ..http.jsonutil import json_response
+from ..http.routes import Registry
+from ..model.entities import Entity
+from ..state import GatewayState, state_of
+from .common import envelope, resolve_entity
+
+# state.extras key of the global-clear hook: predicates (request, fault_code, sources) -> True
+# when the fault must be skipped (e.g. its entity is locked by another client).
+CLEAR_FILTERS = "fault_clear_filters"
+ClearFilter = Callable[[web.Request, str, list[str]], bool]
+
+
+def service(state: GatewayState) -> FaultService:
+    """The running fault service; 503 before ROS is up."""
+    svc = state.extras.get("faults")
+    if svc is None:
+        raise ApiError(503, SERVICE_UNAVAILABLE, "The fault manager is not running")
+    return svc  # type: ignore[no-any-return]
+
+
+def _statuses(request: web.Request) -> frozenset[str]:
+    value = request.query.get("status")
+    statuses = parse_status_filter(value)
+    if statuses is None:
+        raise invalid_parameter(
+            f"Invalid status filter '{value}': use pending, confirmed, cleared, healed or all",
+            parameter="status", value=value)
+    return statuses
+
+
+def _flag(request: web.Request, name: str) -> bool:
+    return request.query.get(name, "").lower() in ("true", "1", "yes")
+
+
+def owners(state: GatewayState, entity: Entity) -> list[str]:
+    """Node names an entity owns (its member apps)."""
+    return [a.node_fqn for a in state.cache.entities.member_apps(entity) if a.node_fqn]
+
+
+async def list_all(request: web.Request) -> web.Response:
+    """All faults with correlation metadata."""
+    state = state_of(request)
+    svc = service(state)
+    faults = svc.visible(svc.select(_statuses(request)))
+    engine = svc.engine
+    body: dict[str, Any] = envelope(state, [views.list_item(state.xv, f) for f in faults])
+    body["muted_count"] = len(engine.muted)
+    body["cluster_count"] = engine.cluster_count()
+    if _flag(request, "include_muted"):
+        body["muted_faults"] = engine.muted_faults()
+    if _flag(request, "include_clusters"):
+        body["clusters"] = engine.cluster_items(iso)
+    return json_response(body)
+
+
+async def clear_all(request: web.Request) -> web.Response:
+    """Clear every fault, skipping those a registered filter protects (e.g. locked entities)."""
+    state = state_of(request)
+    svc = service(state)
+    filters: list[ClearFilter] = state.extras.get(CLEAR_FILTERS, [])
+    codes = [f.code for f in svc.faults.values() if f.status != CLEARED
+             and not any(skip(request, f.code, list(f.sources)) for skip in filters)]
+    svc.clear(codes, scope=set(codes) if filters else None)
+    return web.Response(status=204)
+
+
+async def stream(request: web.Request) -> web.StreamResponse:
+    """Server-sent fault events."""
+    svc = service(state_of(request))
+    assert svc.stream is not None
+    return await svc.stream.serve(request)
+
+
+async def list_entity(request: web.Request) -> web.Response:
+    """Faults whose every reporting source the entity owns."""
+    state = state_of(request)
+    entity = resolve_entity(request)
+    svc = service(state)
+    faults = svc.select(_statuses(request), owners(state, entity))
+    return json_response(envelope(state, [views.list_item(state.xv, f) for f in faults],
+                                  entity.id))
+
+
+def _scoped(request: web.Request) -> tuple[GatewayState, Entity, FaultService, Any]:
+    state = state_of(request)
+    entity = resolve_entity(request)
+    svc = service(state)
+    code = request.match_info["fault_code"]
+    fault = svc.get(code)
+    if fault is None or not in_scope(fault.sources, owners(state, entity)):
+        raise not_found(f"Fault '{code}' not found on {entity.type} '{entity.id}'",
+                        entity_id=entity.id, fault_code=code)
+    return state, entity, svc, fault
+
+
+async def get_fault(request: web.Request) -> web.Response:
+    """Fault detail with status flags, extended data and freeze frames."""
+    state, _entity, svc, fault = _scoped(request)
+    body = views.detail(state.xv, fault, svc.frames(fault.code), svc.correlation_of(fault.code))
+    # Rosbag entries (docs/recorder.md): provider(state, entity, fault) -> snapshot entries.
+    for provide in state.extras.get("fault_snapshot_providers", ()):
+        body["environment_data"]["snapshots"].extend(provide(state, _entity, fault))
+    return json_response(body)
+
+
+async def clear_fault(request: web.Request) -> web.Response:
+    """Clear one fault of the entity (its correlated symptoms only within the entity)."""
+    state, entity, svc, fault = _scoped(request)
+    own = owners(state, entity)
+    scope = {f.code for f in svc.faults.values() if in_scope(f.sources, own)}
+    svc.clear([fault.code], scope=scope)
+    return web.Response(status=204)
+
+
+async def clear_entity(request: web.Request) -> web.Response:
+    """Clear every fault in the entity's scope."""
+    state = state_of(request)
+    entity = resolve_entity(request)
+    svc = service(state)
+    own = owners(state, entity)
+    scope = {f.code for f in svc.faults.values() if in_scope(f.sources, own)}
+    svc.clear(sorted(c for c in scope if svc.faults[c].status != CLEARED), scope=scope)
+    return web.Response(status=204)
+
+
+def register(reg: Registry) -> None:
+    """Declare the fault routes (server level and per entity)."""
+    reg.add("GET", "/faults", list_all, tag="faults", response="ListEnvelope",
+            summary="List all faults with correlation metadata")
+    reg.add("DELETE", "/faults", clear_all, role=Role.OPERATOR, tag="faults", status=204,
+            summary="Clear all faults")
+    reg.add("GET", "/faults/stream", stream, tag="faults", streaming=True,
+            summary="Fault events (server-sent events)")
+    reg.entity_routes("GET", "/faults", list_entity, response="ListEnvelope",
+                      summary="List the faults in the entity's scope")
+    reg.entity_routes("DELETE", "/faults", clear_entity, role=Role.OPERATOR, status=204,
+                      summary="Clear the entity's faults")
+    reg.entity_routes("GET", "/faults/{fault_code}", get_fault, response="Object",
+                      summary="Fault detail")
+    reg.entity_routes("DELETE", "/faults/{fault_code}", clear_fault, role=Role.OPERATOR,
+                      status=204, summary="Clear one fault")

@@ -1,0 +1,83 @@
+"""The global clear's hook for a lock manager, and the clear cascade, without ROS."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from gateway.config import load
+from gateway.discovery.cache import EntityCache
+from gateway.discovery.runtime import HostInfo
+from gateway.faults.correlation import CorrelationEngine, parse_config
+from gateway.faults.model import CLEARED, CONFIRMED, FaultRecord
+from gateway.faults.service import FaultService
+from gateway.faults.store import FaultStore
+from gateway.faults.stream import FaultStream, SseSlots
+from gateway.http.routes import Registry
+from gateway.resources import faults as resource
+from gateway.state import STATE, GatewayState
+
+RULES = {"rules": [{"id": "h", "mode": "hierarchical", "root_cause": {"codes": ["ROOT"]},
+                    "symptoms": ["SYM_*"], "window_ms": 1000}]}
+
+
+def service() -> tuple[GatewayState, FaultService]:
+    state = GatewayState(settings=load(None, []), registry=Registry())
+    state.cache = EntityCache(16, HostInfo("host"))  # no entities: events carry none
+    svc = FaultService(state)
+    svc.store = FaultStore(None)
+    svc.stream = FaultStream(SseSlots(2), 30.0)
+    svc.engine = CorrelationEngine(parse_config(RULES))
+    for i, code in enumerate(("ROOT", "SYM_A", "SYM_B", "LOCKED", "OTHER")):
+        svc.faults[code] = FaultRecord(code=code, severity=2, description="", status=CONFIRMED,
+                                       counter=-1, occurrence_count=1, first_ns=i, last_ns=i,
+                                       sources=[f"/n/{code.lower()}"])
+    svc.engine.on_onset("ROOT", 2, 0)
+    svc.engine.on_onset("SYM_A", 2, 1)
+    svc.engine.on_onset("SYM_B", 2, 2)
+    state.extras["faults"] = svc
+    return state, svc
+
+
+def test_clear_cascades_to_symptoms() -> None:
+    _, svc = service()
+    assert svc.clear(["ROOT"]) == ["ROOT", "SYM_A", "SYM_B"]
+    assert {c for c, f in svc.faults.items() if f.status == CLEARED} == {"ROOT", "SYM_A",
+                                                                          "SYM_B"}
+    assert svc.engine.muted_faults() == []
+    assert svc.store is not None and set(svc.store.load_faults()) == {"ROOT", "SYM_A", "SYM_B"}
+
+
+def test_clear_within_scope_keeps_other_symptoms() -> None:
+    _, svc = service()
+    assert svc.clear(["ROOT"], scope={"ROOT", "SYM_A"}) == ["ROOT", "SYM_A"]
+    assert svc.faults["SYM_B"].status == CONFIRMED and not svc.engine.is_muted("SYM_B")
+
+
+def test_global_clear_skips_what_a_filter_protects() -> None:
+    state, svc = service()
+    seen: list[tuple[str, list[str]]] = []
+
+    def locked(request: web.Request, code: str, sources: list[str]) -> bool:
+        seen.append((code, sources))
+        return code in ("LOCKED", "SYM_B")
+
+    state.extras[resource.CLEAR_FILTERS] = [locked]
+
+    async def scenario() -> None:
+        app = web.Application()
+        app[STATE] = state
+        app.router.add_delete("/faults", resource.clear_all)
+        async with TestServer(app) as server, aiohttp.ClientSession() as session:
+            async with session.delete(server.make_url("/faults")) as resp:
+                assert resp.status == 204
+
+    asyncio.run(scenario())
+    status: dict[str, Any] = {c: f.status for c, f in svc.faults.items()}
+    assert status == {"ROOT": CLEARED, "SYM_A": CLEARED, "SYM_B": CONFIRMED,
+                      "LOCKED": CONFIRMED, "OTHER": CLEARED}
+    assert ("LOCKED", ["/n/locked"]) in seen

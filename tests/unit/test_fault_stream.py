@@ -1,0 +1,133 @@
+"""The SSE broadcaster on a real aiohttp server: frames, replay, cap, slot release, keep-alive."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from gateway.faults.stream import FaultStream, SseSlots, frame
+from gateway.http.errors import ApiError
+from gateway.http.middleware import error_response
+
+
+def app_for(stream: FaultStream) -> web.Application:
+    @web.middleware
+    async def errors(request: web.Request, handler: Any) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except ApiError as err:
+            return error_response(err, "vendor")
+
+    app = web.Application(middlewares=[errors])
+    app.router.add_get("/stream", stream.serve)
+    return app
+
+
+async def read_events(resp: aiohttp.ClientResponse, count: int) -> list[tuple[int, str, str]]:
+    """Read count events (id, event, data), skipping comments."""
+    out: list[tuple[int, str, str]] = []
+    fields: dict[str, str] = {}
+    while len(out) < count:
+        line = (await asyncio.wait_for(resp.content.readline(), 5)).decode().rstrip("\n")
+        if line == "":
+            if fields:
+                out.append((int(fields["id"]), fields["event"], fields["data"]))
+                fields = {}
+        elif not line.startswith(":"):
+            key, _, value = line.partition(": ")
+            fields[key] = value
+    return out
+
+
+async def wait_until(predicate: Any) -> None:
+    for _ in range(200):
+        if predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition not reached")
+
+
+def test_frame_format() -> None:
+    assert frame(7, "fault_confirmed", {"a": 1}) == (
+        b'id: 7\nevent: fault_confirmed\ndata: {"a":1}\n\n')
+
+
+def test_delivery_replay_cap_and_release() -> None:
+    async def scenario() -> None:
+        slots = SseSlots(2)
+        stream = FaultStream(slots, keepalive_s=30.0, first_id=10)
+        async with TestServer(app_for(stream), handler_cancellation=True) as server, \
+                aiohttp.ClientSession() as session:
+            url = server.make_url("/stream")
+            for i in range(3):
+                stream.publish("fault_confirmed", {"n": i})  # ids 11, 12, 13
+            first = await session.get(url)
+            assert first.status == 200
+            assert first.headers["Content-Type"] == "text/event-stream"
+            assert first.headers["Cache-Control"] == "no-cache"
+            await wait_until(lambda: slots.connected == 1 and stream.clients)
+            stream.publish("fault_updated", {"n": 3})
+            assert await read_events(first, 1) == [(14, "fault_updated", '{"n":3}')]
+            # a reconnect with Last-Event-ID gets what it missed, then live events
+            second = await session.get(url, headers={"Last-Event-ID": "12"})
+            got = await read_events(second, 2)
+            assert [(i, e) for i, e, _ in got] == [(13, "fault_confirmed"), (14, "fault_updated")]
+            # the cap answers 503 with the error body
+            third = await session.get(url)
+            assert third.status == 503
+            assert (await third.json())["error_code"] == "service-unavailable"
+            # a disconnect frees the slot at once
+            second.close()
+            await wait_until(lambda: slots.connected == 1)
+            fourth = await session.get(url)
+            assert fourth.status == 200
+            stream.publish("fault_cleared", {"n": 4})
+            assert (await read_events(fourth, 1))[0][:2] == (15, "fault_cleared")
+            assert (await read_events(first, 1))[0][:2] == (15, "fault_cleared")
+            first.close()
+            fourth.close()
+            await wait_until(lambda: slots.connected == 0)
+
+    asyncio.run(scenario())
+
+
+def test_replay_keeps_the_last_hundred() -> None:
+    stream = FaultStream(SseSlots(1), keepalive_s=30.0)
+    for i in range(150):
+        stream.publish("fault_updated", {"n": i})
+    assert len(stream.replay(0)) == 100
+    assert stream.replay(145)[0].startswith(b"id: 146\n")
+    assert stream.replay(None) == [] and stream.replay(150) == []
+
+
+def test_keepalive_comment() -> None:
+    async def scenario() -> None:
+        stream = FaultStream(SseSlots(1), keepalive_s=0.1)
+        async with TestServer(app_for(stream), handler_cancellation=True) as server, \
+                aiohttp.ClientSession() as session:
+            resp = await session.get(server.make_url("/stream"))
+            lines = [(await asyncio.wait_for(resp.content.readline(), 5)) for _ in range(4)]
+            assert b":keepalive\n" in lines
+            resp.close()
+
+    asyncio.run(scenario())
+
+
+def test_slow_client_is_dropped_not_blocking() -> None:
+    stream = FaultStream(SseSlots(1), keepalive_s=30.0)
+
+    async def scenario() -> None:
+        from gateway.faults import stream as mod
+
+        client = mod._Client(asyncio.Queue(2))
+        stream.clients.add(client)
+        for i in range(5):
+            stream.publish("fault_updated", {"n": i})
+        assert client.overflowed and stream.dropped_clients == 1
+        assert client.queue.get_nowait() == b""  # the close marker
+
+    asyncio.run(scenario())
