@@ -29,7 +29,7 @@ unit: install
 	$(BIN)/python -m pytest -q tests/unit $(PYTEST_ARGS)
 
 lint: install
-	$(BIN)/ruff check gateway federation recorder tests bench setup.py
+	$(BIN)/ruff check gateway federation recorder tests bench $(wildcard setup.py)
 	$(BIN)/mypy gateway/config.py gateway/http gateway/model gateway/discovery/runtime.py federation recorder
 
 bench: install

@@ -6,6 +6,7 @@ import platform
 import socket
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 from ..model.entities import Entity, EntitySet
 from ..model.ids import sanitize
@@ -68,18 +69,15 @@ def build(nodes: list[NodeRef], host: HostInfo, generation: int) -> EntitySet:
     """Entities of runtime_only mode: apps, one host component, functions; no areas."""
     out = EntitySet(generation=generation)
     host_id = sanitize(host.hostname)
-    identity = {
-        k: v for k, v in (
-            ("model", f"{host.system} {host.machine}".strip()),
-            ("softwareVersion", host.release),
-            ("networkEndpoint", host.hostname),
-        ) if v
-    }
+    # camelCase nameplate fields, with the snake_case provenance keys the spec names
+    fields = (
+        ("model", "model", f"{host.system} {host.machine}".strip()),
+        ("softwareVersion", "software_version", host.release),
+        ("networkEndpoint", "network_endpoint", host.hostname),
+    )
+    identity: dict[str, Any] = {camel: value for camel, _, value in fields if value}
     if identity:
-        identity["_provenance"] = {
-            {"model": "model", "softwareVersion": "software_version",
-             "networkEndpoint": "network_endpoint"}[k]: "system" for k in identity
-        }
+        identity["_provenance"] = {snake: "system" for _, snake, value in fields if value}
     component = Entity("components", host_id, host.hostname, source="heuristic",
                        description="Host running the ROS 2 nodes", identity=identity)
     out.components[host_id] = component
