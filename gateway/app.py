@@ -36,6 +36,9 @@ def build_registry(vendor: str, built: set[str]) -> Registry:
     from .resources import faults
     faults.register(reg)
     built.add("faults")
+    from .resources import bulk_data
+    bulk_data.register(reg)
+    built.add("bulk-data")
     unbuilt.register(reg, built)
     server.register_docs(reg)
     return reg
@@ -99,6 +102,8 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
                                   s["parameter_negative_cache_sec"]),
         rosout=RosoutLog(bridge, s["logs.buffer_size"]))
     await state.extras["rosout"].start()
+    from .resources import bulk_data  # uploads and the rosbag recorder (fault listener)
+    await bulk_data.start(state)
     from .faults.service import FaultService
     state.extras["faults"] = FaultService(state)
     await state.extras["faults"].start()
@@ -107,6 +112,7 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
         yield
     finally:
         await state.extras["faults"].stop()
+        await bulk_data.stop(state)
         await state.extras["actions"].close()
         await state.extras["rosout"].stop()
         await state.poller.stop()

@@ -47,9 +47,26 @@ def parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="start the simulated demo robot and a gateway for it",
                           epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_config_args(demo)
+    settings = sub.add_parser("settings", help="list every setting with its default and range")
+    settings.add_argument("--config", metavar="FILE",
+                          help="also show the values this YAML file gives")
+    settings.add_argument("--set", dest="overrides", action="append", default=[],
+                          metavar="KEY=VALUE", help="also show this override (repeatable)")
     robot = sub.add_parser("robot", help="start only the simulated demo robot's nodes")
     robot.add_argument("--domain", type=int, default=None, metavar="N", help="ROS domain id")
     robot.add_argument("--only", default="", metavar="A,B", help="start only these nodes")
+    bag = sub.add_parser("bag", help="rosbag recordings of faults (bulk-data)")
+    bag_sub = bag.add_subparsers(dest="bag_command", required=True, metavar="BAG_COMMAND")
+    bag_pull = bag_sub.add_parser(
+        "pull", help="download a recording by URL (recording id or fault code), resuming an "
+                     "interrupted download")
+    bag_pull.add_argument("url", metavar="URL",
+                          help="e.g. http://127.0.0.1:8080/api/v1/apps/lidar_sensor/bulk-data/"
+                               "rosbags/LIDAR_RANGE_INVALID")
+    bag_pull.add_argument("-o", "--output", default=".", metavar="DIR",
+                          help="directory to write into (default: .)")
+    bag_pull.add_argument("--token", default=None,
+                          help="bearer token (default: $DIAG_GATEWAY_TOKEN)")
     return p
 
 
@@ -134,6 +151,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_settings(args: argparse.Namespace) -> int:
+    """Print the settings reference (and resolved values when a file or overrides are given)."""
+    from .config import SETTINGS
+
+    resolved = load(args.config, args.overrides).as_dict() if (
+        args.config or args.overrides) else None
+    for s in SETTINGS:
+        default = list(s.default) if isinstance(s.default, tuple) else s.default
+        bounds = ""
+        if s.choices:
+            bounds = " one of " + "|".join(s.choices)
+        elif s.minimum is not None or s.maximum is not None:
+            bounds = f" range {s.minimum:g}..{s.maximum:g}"
+        line = f"{s.key} = {default!r}  ({s.type.__name__}{bounds})  {s.help}"
+        if resolved is not None and resolved.get(s.key) != s.default:
+            line += f"\n    now: {resolved[s.key]!r}"
+        print(line)
+    return 0
+
+
 def cmd_robot(args: argparse.Namespace) -> int:
     """Start the demo robot alone."""
     from .demo import robot
@@ -146,11 +183,19 @@ def cmd_robot(args: argparse.Namespace) -> int:
     return int(robot.main(argv) or 0)
 
 
+def cmd_bag(args: argparse.Namespace) -> int:
+    """`bag pull URL [-o DIR]`: download a fault's recording with a progress bar."""
+    from recorder import pull
+
+    return pull.main(args.url, args.output, args.token)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the diag-gateway console script."""
     args = parser().parse_args(argv)
     try:
-        return {"run": cmd_run, "demo": cmd_demo, "robot": cmd_robot}[args.command](args)
+        return {"run": cmd_run, "demo": cmd_demo, "robot": cmd_robot, "settings": cmd_settings,
+                "bag": cmd_bag}[args.command](args)
     except ConfigError as exc:
         print(f"diag-gateway: configuration error: {exc}", file=sys.stderr)
         return 2

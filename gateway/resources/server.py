@@ -8,10 +8,12 @@ from typing import Any
 from aiohttp import web
 
 from .. import __version__
+from .._fast import MSGCONV_IMPL
 from ..http.errors import not_found, not_implemented
 from ..http.jsonutil import json_response
 from ..http.openapi import build, project
 from ..http.routes import API_PREFIX, ENTITY_TYPES, Registry
+from ..ros.samples import implementation as sample_implementation
 from ..state import GatewayState, state_of
 from .common import entities
 from .data import entity_topics
@@ -112,6 +114,8 @@ async def health(request: web.Request) -> web.Response:
         f"{xv}-subscription-executor": executor,
         f"{xv}-data-provider": state.pool.stats(state.poller.events),
         f"{xv}-entity-cache": state.cache.stats(),
+        f"{xv}-msgconv": {"implementation": sample_implementation(),
+                          "compiled_twin_loaded": MSGCONV_IMPL == "compiled"},
     }
     for key, provider in state.extras.get("health", {}).items():
         body[key.replace("x-vendor", xv)] = provider()

@@ -26,15 +26,24 @@ def _stock(type_name: str) -> Converter:
 
 
 def _fast(type_name: str) -> Converter | None:
-    try:
-        from .._fast import converter_for
-    except ImportError:
+    """The compiled CDR->JSON converter; None without it (the pure twin is slower than the
+    stock path on float32 arrays, so it is not used for reads)."""
+    from .. import _fast as fast
+
+    if fast.MSGCONV_IMPL != "compiled":
         return None
     try:
-        return converter_for(type_name).to_json  # type: ignore[no-any-return]
+        return fast.converter_for(type_name).to_json  # type: ignore[no-any-return]
     except Exception:
         log.warning("no fast converter for %s; using the stock path", type_name, exc_info=True)
         return None
+
+
+def implementation() -> str:
+    """Which converter data reads use: compiled or stock."""
+    from .. import _fast as fast
+
+    return "compiled" if fast.MSGCONV_IMPL == "compiled" else "stock"
 
 
 def converter(type_name: str) -> Converter:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -235,6 +236,10 @@ def test_server_resources(gw: Gateway) -> None:
     assert pool["pool_size"] >= 1 and pool["pool_cap"] == 64
     assert health["x-vendor-subscription-executor"]["worker_alive"] is True
     assert health["x-vendor-entity-cache"]["generation"] >= 1
+    msgconv = health["x-vendor-msgconv"]
+    assert msgconv["implementation"] in ("compiled", "stock")
+    if os.environ.get("DIAG_GATEWAY_REQUIRE_EXT") == "1":  # make test builds the twin
+        assert msgconv == {"implementation": "compiled", "compiled_twin_loaded": True}
     assert "peers" not in health
 
 

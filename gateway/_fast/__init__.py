@@ -1,0 +1,67 @@
+"""Hot paths with a pure-Python twin: the compiled module when built, else the pure one.
+
+``DIAG_GATEWAY_PURE=1`` forces the pure twins; ``MSGCONV_IMPL`` says which one is loaded
+("compiled" or "pure"). A missing or stale compiled twin is reported with a RuntimeWarning.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import warnings
+from pathlib import Path
+from types import ModuleType
+
+from . import msgconv_py
+
+
+def _load_compiled(name: str) -> ModuleType | None:
+    """The compiled twin ``name`` of this package, or None (with a warning) when absent."""
+    try:
+        module = importlib.import_module(f"{__name__}.{name}")
+    except ImportError as exc:
+        warnings.warn(
+            f"{__name__}.{name} is not built ({exc}); using the slower pure-Python twin "
+            "(build it with `pip install -e .` and a C compiler)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return None
+    # In a source tree (the .pxd sits beside it) an editable build goes stale on edits.
+    built = Path(module.__file__ or "")
+    sources = [built.with_name(f"{name}.pxd"), built.with_name(f"{name[:-2]}_py.py")]
+    if sources[0].exists() and any(
+        s.exists() and s.stat().st_mtime > built.stat().st_mtime for s in sources
+    ):
+        warnings.warn(
+            f"{__name__}.{name} is older than its sources: rebuild with `pip install -e .`",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return module
+
+
+msgconv: ModuleType = msgconv_py
+MSGCONV_IMPL = "pure"
+if os.environ.get("DIAG_GATEWAY_PURE", "").strip().lower() not in ("1", "true", "yes"):
+    _compiled = _load_compiled("msgconv_c")
+    if _compiled is not None:
+        msgconv, MSGCONV_IMPL = _compiled, "compiled"
+
+CdrError: type[ValueError] = msgconv.CdrError
+UnknownTypeError: type[ValueError] = msgconv.UnknownTypeError
+Converter = msgconv.Converter
+cdr_to_json = msgconv.cdr_to_json
+converter_for = msgconv.converter_for
+converter_for_definition = msgconv.converter_for_definition
+
+__all__ = [
+    "MSGCONV_IMPL",
+    "CdrError",
+    "Converter",
+    "UnknownTypeError",
+    "cdr_to_json",
+    "converter_for",
+    "converter_for_definition",
+    "msgconv",
+]

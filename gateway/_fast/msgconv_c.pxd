@@ -1,0 +1,206 @@
+# C types for msgconv_py.py, which setup.py compiles a second time as gateway._fast.msgconv_c.
+# Edit both files together: every name typed here must keep its meaning in the .py.
+cimport cython
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from libc.stdint cimport uint32_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
+
+# The high half of a 64x64-bit product: one instruction where the compiler has 128-bit ints.
+cdef extern from *:
+    """
+    static inline uint64_t _c_mulhi64(uint64_t a, uint64_t b) {
+    #ifdef __SIZEOF_INT128__
+        return (uint64_t)(((unsigned __int128)a * b) >> 64);
+    #else
+        uint64_t a_lo = a & 0xFFFFFFFFu, a_hi = a >> 32, b_lo = b & 0xFFFFFFFFu, b_hi = b >> 32;
+        uint64_t lo_lo = a_lo * b_lo, hi_lo = a_hi * b_lo, lo_hi = a_lo * b_hi;
+        uint64_t cross = (lo_lo >> 32) + (hi_lo & 0xFFFFFFFFu) + lo_hi;
+        return a_hi * b_hi + (hi_lo >> 32) + (cross >> 32);
+    #endif
+    }
+    """
+    uint64_t _c_mulhi64(uint64_t a, uint64_t b) noexcept
+
+
+# -- tables and constants (module globals of the .py) ---------------------------------------
+cdef int _K_BOOL, _K_U8, _K_I8, _K_I16, _K_U16, _K_I32, _K_U32, _K_I64, _K_U64
+cdef int _K_F32, _K_F64, _K_STR, _K_WSTR, _K_CHAR, _K_WCHAR, _K_MSG
+cdef int _SCALAR, _ARRAY, _SEQ
+cdef Py_ssize_t _KIND_SIZE[16]
+cdef bint _KIND_SIGNED[11]
+cdef Py_ssize_t _KIND_MAXTXT[11]
+cdef uint64_t _SIGN_BIT[9]
+cdef uint64_t _SIZE_MASK[9]
+cdef uint64_t _MASK64, _MASK32
+cdef uint64_t _POW10[20]
+cdef bytes _DIGITS2, _U8_SLOTS, _U8_LENS
+cdef bint _NATIVE_LITTLE
+cdef bytes _PLAIN_ASCII
+
+cdef uint64_t _F64_MANTISSA, _F64_HIDDEN_BIT, _F64_EXPONENT, _F64_ABS
+cdef int _F32_POW5_INV_BITS, _F32_POW5_BITS, _F64_POW5_INV_BITS, _F64_POW5_BITS
+cdef uint64_t _F32_POW5_INV[31]
+cdef uint64_t _F32_POW5[47]
+cdef uint64_t _F64_POW5_INV_LO[342]
+cdef uint64_t _F64_POW5_INV_HI[342]
+cdef uint64_t _F64_POW5_LO[326]
+cdef uint64_t _F64_POW5_HI[326]
+cdef uint64_t _DIV_POW10_MAGIC[17]
+cdef int _DIV_POW10_SHIFT[17]
+cdef uint64_t _SWAR_LANES_7F, _SWAR_LANES_0F, _SWAR_ASCII
+
+
+# -- shortest float digits (Ryu) --------------------------------------------------------------
+cdef int _pow5bits(int e) noexcept
+cdef int _log10_pow2(int e) noexcept
+cdef int _log10_pow5(int e) noexcept
+
+@cython.locals(count=int)
+cdef int _pow5_factor(uint64_t v) noexcept
+
+@cython.locals(low=uint64_t, high=uint64_t, total=uint64_t)
+cdef uint32_t _mulshift32(uint32_t m, uint64_t factor, int shift) noexcept
+
+cdef uint64_t _mulhi64(uint64_t a, uint64_t b) noexcept
+
+@cython.locals(high1=uint64_t, low1=uint64_t, high0=uint64_t, total=uint64_t)
+cdef uint64_t _mulshift64(uint64_t m, uint64_t lo, uint64_t hi, int shift) noexcept
+
+
+cdef class _Decimal:
+    cdef uint64_t sig
+    cdef int exp10
+
+
+@cython.locals(ieee_mantissa=uint32_t, ieee_exponent=uint32_t, e2=int, m2=uint32_t,
+               accept_bounds=bint, mv=uint32_t, mp=uint32_t, mm=uint32_t, mm_shift=uint32_t,
+               vm_trailing_zeros=bint, vr_trailing_zeros=bint, last_removed=uint32_t,
+               q=int, e10=int, k=int, i=int, j=int, factor=uint64_t,
+               vr=uint32_t, vp=uint32_t, vm=uint32_t, removed=int)
+cdef int _f32_shortest(uint32_t bits, _Decimal out) noexcept
+
+@cython.locals(ieee_mantissa=uint64_t, ieee_exponent=uint32_t, e2=int, m2=uint64_t,
+               accept_bounds=bint, mv=uint64_t, mm_shift=uint32_t,
+               vm_trailing_zeros=bint, vr_trailing_zeros=bint, last_removed=uint32_t,
+               q=int, e10=int, k=int, i=int, j=int, lo=uint64_t, hi=uint64_t,
+               vr=uint64_t, vp=uint64_t, vm=uint64_t, removed=int, round_up=bint)
+cdef int _f64_shortest(uint64_t bits, _Decimal out) noexcept
+
+@cython.locals(bits=uint32_t, cur=_Cursor)
+cpdef str float32_repr(double value)
+
+@cython.locals(bits=uint64_t, cur=_Cursor)
+cpdef str float64_repr(double value)
+
+
+
+# -- reading CDR, writing JSON ----------------------------------------------------------------
+@cython.locals(length=int)
+cdef int _decimal_length(uint64_t v) noexcept
+
+@cython.locals(v=uint64_t, i=int)
+cdef uint64_t _load(const unsigned char* q, Py_ssize_t size, bint little) noexcept
+
+
+@cython.final
+cdef class _Cursor(_Decimal):
+    cdef bytes data
+    cdef const unsigned char* p
+    cdef Py_ssize_t pos
+    cdef Py_ssize_t end
+    cdef bint little
+    cdef char* buf
+    cdef Py_ssize_t n
+    cdef Py_ssize_t cap
+    cdef list out
+
+    cdef int start(self, bytes data, Py_ssize_t size_hint, bint little) except -1
+    cdef int fail(self, str what) except -1
+    cdef inline int need(self, Py_ssize_t size) except -1
+    cdef inline void align(self, Py_ssize_t size) noexcept
+    cdef bytes result(self)
+
+    @cython.locals(cap=Py_ssize_t, grown=cython.p_void)
+    cdef inline int reserve(self, Py_ssize_t extra) except -1
+
+    @cython.locals(size=Py_ssize_t, src=cython.p_const_char)
+    cdef int put(self, bytes text) except -1
+
+    @cython.locals(src=cython.p_const_char)
+    cdef inline int put_padded(self, bytes text, Py_ssize_t size) except -1
+
+    cdef inline int put_c(self, int c) except -1
+
+    @cython.locals(merged=uint64_t, top=uint64_t, hundreds=uint64_t, tens=uint64_t,
+                   digits=cython.p_const_char, high=uint32_t, low=uint32_t)
+    cdef inline int w_8digits(self, char* o, uint32_t x) noexcept
+
+    @cython.locals(digits=cython.p_const_char, small=uint32_t)
+    cdef inline int w_digits(self, char* o, uint64_t v, int count) noexcept
+
+    @cython.locals(length=int)
+    cdef int w_uint(self, uint64_t v) noexcept
+
+    @cython.locals(o=cython.p_char, length=int, point=int, x=int, fraction_length=int,
+                   whole=uint64_t, fraction=uint64_t, chunks=int, end=cython.p_char)
+    cdef inline int w_decimal(self, bint negative, uint64_t digits, int exp10) noexcept
+
+    cdef inline int w_f32(self, uint32_t bits) noexcept
+    cdef inline int w_f64(self, uint64_t bits) noexcept
+    cdef int w_prim(self, int kind, uint64_t bits) noexcept
+
+    @cython.locals(v=uint64_t)
+    cdef inline Py_ssize_t read_u32(self) except -1
+
+    @cython.locals(size=Py_ssize_t)
+    cdef int put_prim(self, int kind) except -1
+
+    @cython.locals(size=Py_ssize_t, q=cython.p_const_uchar, o=cython.p_char,
+                   slots=cython.p_const_char, lens=cython.p_const_uchar, i=Py_ssize_t,
+                   b=cython.uchar, little=bint, room=Py_ssize_t)
+    cdef int put_prims(self, int kind, Py_ssize_t count) except -1
+
+    @cython.locals(size=Py_ssize_t, start=Py_ssize_t, q=cython.p_const_uchar, o=cython.p_char,
+                   plain=cython.p_const_uchar, i=Py_ssize_t, c=cython.uchar, raw=bytes)
+    cdef int put_str(self) except -1
+
+    @cython.locals(count=Py_ssize_t)
+    cdef int put_wstr(self) except -1
+
+
+# -- plans and the interpreter ----------------------------------------------------------------
+@cython.final
+cdef class _Plan:
+    cdef readonly str type_name
+    cdef readonly list fields
+    cdef readonly bint empty
+    cdef readonly Py_ssize_t min_size
+
+
+@cython.final
+cdef class _Field:
+    cdef readonly bytes head
+    cdef readonly bytes head_padded
+    cdef readonly Py_ssize_t head_len
+    cdef readonly int kind
+    cdef readonly int shape
+    cdef readonly Py_ssize_t count
+    cdef readonly Py_ssize_t min_size
+    cdef readonly _Plan sub
+
+
+@cython.locals(f=_Field, count=Py_ssize_t, size=Py_ssize_t, i=Py_ssize_t)
+cdef int _emit_struct(_Cursor cur, _Plan plan) except -1
+
+@cython.locals(unit=Py_ssize_t)
+cdef int _emit_one(_Cursor cur, int kind, _Plan sub) except -1
+
+
+@cython.final
+cdef class Converter:
+    cdef readonly str type_name
+    cdef readonly _Plan plan
+
+    @cython.locals(size=Py_ssize_t, cur=_Cursor)
+    cpdef bytes to_json(self, data)

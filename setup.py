@@ -1,0 +1,100 @@
+"""Builds the compiled twins: each pure-Python hot path compiled a second time by Cython.
+
+Environment switches:
+- DIAG_GATEWAY_NO_EXT=1       build no extension (pure Python only).
+- DIAG_GATEWAY_REQUIRE_EXT=1  a failed build is an error (CI and ``make test``).
+Otherwise a failed build (no Cython, no C compiler) warns and installs pure Python.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = Path(__file__).resolve().parent
+# Cython finds a .pxd by the module's base name, so each pure source is staged here
+# under the compiled name, next to its .pxd, and compiled from there.
+STAGE = Path("build") / "cython-src"
+
+# (package, pure module, compiled module): one line per twin.
+TWINS = [
+    ("gateway._fast", "msgconv_py", "msgconv_c"),
+    ("recorder", "ringbuf_py", "ringbuf_c"),
+]
+
+COMPILER_DIRECTIVES = {"language_level": 3, "cdivision": True}
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _stage(package: str, pure: str, compiled: str) -> str:
+    """Copies ``pure``.py and ``compiled``.pxd into the staging tree; returns the .py path."""
+    src_dir = ROOT.joinpath(*package.split("."))
+    dst_dir = ROOT / STAGE / Path(*package.split("."))
+    dst_dir.mkdir(parents=True, exist_ok=True)
+    for src, dst in ((f"{pure}.py", f"{compiled}.py"), (f"{compiled}.pxd", f"{compiled}.pxd")):
+        target = dst_dir / dst
+        data = (src_dir / src).read_bytes()
+        if not target.exists() or target.read_bytes() != data:
+            target.write_bytes(data)  # rewrite only on change: keeps Cython's cache valid
+    return str((STAGE / Path(*package.split(".")) / f"{compiled}.py").as_posix())
+
+
+def _extensions() -> list[Extension]:
+    if _flag("DIAG_GATEWAY_NO_EXT"):
+        return []
+    return [
+        Extension(f"{package}.{compiled}", [_stage(package, pure, compiled)])
+        for package, pure, compiled in TWINS
+    ]
+
+
+class OptionalBuildExt(build_ext):
+    """Cythonizes then compiles; without DIAG_GATEWAY_REQUIRE_EXT a failure falls back to pure."""
+
+    def run(self) -> None:
+        if not self.extensions:
+            return
+        try:
+            from Cython.Build import cythonize
+
+            compiled = cythonize(
+                self.extensions, compiler_directives=COMPILER_DIRECTIVES, quiet=True
+            )
+            for ext, c_ext in zip(self.extensions, compiled, strict=True):
+                ext.sources = c_ext.sources  # keep setuptools' own Extension objects
+            super().run()
+        except Exception as exc:  # any failure means: no compiled twin
+            self._fallback(exc, self.extensions)
+
+    def build_extension(self, ext: Extension) -> None:
+        try:
+            super().build_extension(ext)
+        except Exception as exc:  # compiler missing or failing
+            self._fallback(exc, [ext])
+            return
+        # Newer than its sources even when up to date: gateway._fast warns about stale builds.
+        os.utime(self.get_ext_fullpath(ext.name))
+
+    def _fallback(self, exc: BaseException, failed: list[Extension]) -> None:
+        if _flag("DIAG_GATEWAY_REQUIRE_EXT"):
+            raise exc
+        for ext in failed:
+            # A module left by an earlier build (in build/ or, editable, beside the .py)
+            # would be packaged or imported instead of the pure twin.
+            Path(self.get_ext_fullpath(ext.name)).unlink(missing_ok=True)
+        names = ", ".join(ext.name for ext in failed)
+        print(
+            f"WARNING: could not build {names} ({type(exc).__name__}: {exc}); "
+            "installing the pure-Python twin, which is slower",
+            file=sys.stderr,
+        )
+
+
+setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})
