@@ -28,8 +28,10 @@ def build_registry(vendor: str, built: set[str]) -> Registry:
     reg = Registry(vendor)
     server.register(reg)
     auth_routes.register(reg)
-    entities.register(reg)
+    # Data first: aiohttp tries routes sharing a static prefix in registration order, and
+    # data reads are the hottest path.
     data.register(reg)
+    entities.register(reg)
     for module in (operations, configurations, logs, status):
         module.register(reg)
     built.update({"operations", "configurations", "logs", "status"})

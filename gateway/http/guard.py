@@ -18,6 +18,11 @@ class Guard:
         self.all_checks: list[Check] = []
         self.write_checks: list[Check] = []
 
+    @property
+    def active(self) -> bool:
+        """True when any check is installed (the middleware skips the call otherwise)."""
+        return bool(self.all_checks or self.write_checks)
+
     def add(self, check: Check, *, writes_only: bool = False) -> None:
         """Append a check (authentication and roles for all, locks for writes)."""
         (self.write_checks if writes_only else self.all_checks).append(check)

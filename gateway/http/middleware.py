@@ -80,7 +80,7 @@ def make_middleware(state: Any) -> Any:
                 # (an encoded topic path keeps its %2F and never ends in `/docs`).
                 route = state.docs_route
                 handler = route.handler
-            if route is not None:
+            if route is not None and guard.active:
                 await guard(request, route)
             return await handler(request)
         except ApiError as err:
