@@ -14,7 +14,6 @@ index (a crash between rename and index write) are recovered from their recordin
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
@@ -24,6 +23,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from gateway.dirlock import DirLock
 
 log = logging.getLogger(__name__)
 
@@ -76,30 +77,11 @@ class Recovery:
     dropped: list[str] = field(default_factory=list)
 
 
-class DirLock:
-    """An exclusive flock on the storage directory (released by the kernel if we die)."""
+class RecorderLock(DirLock):
+    """An exclusive flock on the recording storage directory."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root
-        self._fd: int | None = None
-
-    def acquire(self) -> bool:
-        """True when this process now owns the directory."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            return False
-        self._fd = fd
-        return True
-
-    def release(self) -> None:
-        """Give the directory up."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        super().__init__(root, LOCK_NAME)
 
 
 def write_atomic(path: Path, data: bytes) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 from .buffer import RINGBUF_IMPL, RingBuffer
 from .config import RecorderConfig
 from .flusher import BagWriterThread, WriteJob
-from .index import DirLock, Recording, RecordingIndex, per_fault_excess, quota_evictions
+from .index import RecorderLock, Recording, RecordingIndex, per_fault_excess, quota_evictions
 from .selection import NodeTopics
 from .taps import Taps
 from .windows import Window, Windows
@@ -52,7 +52,7 @@ class Recorder:
         self.pending: dict[str, Recording] = {}  # closed windows being written
         self.armed: set[str] = set()  # lazy start: nodes with a pending or confirmed fault
         self.running = False
-        self._lock = DirLock(cfg.root)
+        self._lock = RecorderLock(cfg.root)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._track: asyncio.Task[None] | None = None

@@ -8,7 +8,6 @@ loss could). Checkpoints, which do fsync, run on a thread of their own.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import sqlite3
@@ -19,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from ..dirlock import DirLock
 from .model import FaultRecord
 
 log = logging.getLogger(__name__)
@@ -183,32 +183,11 @@ class FaultStore:
         self.conn.close()
 
 
-class StateDirLock:
-    """An exclusive lock on a state directory, so two gateways never share one database."""
+class StateDirLock(DirLock):
+    """The fault manager's lock on its state directory."""
 
     def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self._fd: int | None = None
-
-    def acquire(self) -> bool:
-        """True when this process now owns the directory."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            return False
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        self._fd = fd
-        return True
-
-    def release(self) -> None:
-        """Give the directory up."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        super().__init__(directory, LOCK_NAME)
 
 
 def open_store(state_dir: str) -> tuple[FaultStore, StateDirLock | None]:

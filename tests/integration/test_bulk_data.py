@@ -25,13 +25,7 @@ MAX_UPLOAD = 100_000
 LIDAR_BAGS = "/apps/lidar_sensor/bulk-data/rosbags"
 
 
-@pytest.fixture(scope="module")
-def robot(domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Robot]:
-    with Robot.start(domain, nodes=("lidar_sensor", "temp_sensor"),
-                     log_dir=tmp_path_factory.mktemp("robot")) as r:
-        yield r
-
-
+ROBOT_NODES = ("lidar_sensor", "temp_sensor")
 @pytest.fixture(scope="module")
 def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("bulk") / "state"

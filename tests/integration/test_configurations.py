@@ -14,19 +14,13 @@ from tests.harness import Gateway, assert_error, enc
 
 pytestmark = pytest.mark.integration
 
-NODES = ("temp_sensor", "unresponsive_param", "managed_lifecycle")
+ROBOT_NODES = ("temp_sensor", "unresponsive_param", "managed_lifecycle")
 TEMP = "/apps/temp_sensor/configurations"
 TEMPERATURE = "/apps/temp_sensor/data/" + enc("/powertrain/engine/temperature")
 
 
 def _all_up(body: dict) -> bool:
-    return set(NODES) <= {i["id"] for i in body["items"]}
-
-
-@pytest.fixture(scope="module")
-def robot(domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Robot]:
-    with Robot.start(domain, nodes=NODES, log_dir=tmp_path_factory.mktemp("robot")) as r:
-        yield r
+    return set(ROBOT_NODES) <= {i["id"] for i in body["items"]}
 
 
 @pytest.fixture(scope="module")

@@ -21,13 +21,6 @@ NS = "/bridge_test"
 
 
 @pytest.fixture(scope="module")
-def ros(domain: int) -> Iterator[RosSide]:
-    side = RosSide(domain)
-    yield side
-    side.close()
-
-
-@pytest.fixture(scope="module")
 def gw(domain: int, ros: RosSide, tmp_path_factory: pytest.TempPathFactory
        ) -> Iterator[Gateway]:
     settings = [f"state_dir={tmp_path_factory.mktemp('state')}",

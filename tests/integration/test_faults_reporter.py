@@ -31,6 +31,7 @@ LIDAR_CODES = {"LIDAR_RANGE_INVALID": "ERROR", "LIDAR_FREQ_UNSUPPORTED": "WARN",
                "LIDAR_CALIBRATION_REQUIRED": "INFO"}
 
 
+ROBOT_NODES = ("lidar_sensor",)
 class Holder:
     """The module's gateway, restartable with the same settings and state directory."""
 
@@ -42,20 +43,6 @@ class Holder:
         self.gw = Gateway(free_port(), self.domain, self.settings,
                           self.log.with_suffix(f".{time.monotonic_ns()}.log"))
         return self.gw.start()
-
-
-@pytest.fixture(scope="module")
-def robot(domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Robot]:
-    with Robot.start(domain, nodes=("lidar_sensor",),
-                     log_dir=tmp_path_factory.mktemp("robot")) as r:
-        yield r
-
-
-@pytest.fixture(scope="module")
-def ros(domain: int) -> Iterator[RosSide]:
-    side = RosSide(domain)
-    yield side
-    side.close()
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,20 +28,7 @@ patterns:
 """
 
 
-@pytest.fixture(scope="module")
-def robot(domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Robot]:
-    with Robot.start(domain, nodes=("temp_sensor", "lidar_sensor"),
-                     log_dir=tmp_path_factory.mktemp("robot")) as r:
-        yield r
-
-
-@pytest.fixture(scope="module")
-def ros(domain: int) -> Iterator[RosSide]:
-    side = RosSide(domain)
-    yield side
-    side.close()
-
-
+ROBOT_NODES = ("temp_sensor", "lidar_sensor")
 @pytest.fixture(scope="module")
 def reporter(ros: RosSide) -> FaultReporter:
     node = ros.node("pub", "/snap")

@@ -44,13 +44,6 @@ correlation:
 
 
 @pytest.fixture(scope="module")
-def ros(domain: int) -> Iterator[RosSide]:
-    side = RosSide(domain)
-    yield side
-    side.close()
-
-
-@pytest.fixture(scope="module")
 def gw(domain: int, ros: RosSide, tmp_path_factory: pytest.TempPathFactory
        ) -> Iterator[Gateway]:
     tmp = tmp_path_factory.mktemp("stream")

@@ -21,12 +21,6 @@ TEMPERATURE = "/powertrain/engine/temperature"
 
 
 @pytest.fixture(scope="module")
-def robot(domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Robot]:
-    with Robot.start(domain, log_dir=tmp_path_factory.mktemp("robot")) as r:
-        yield r
-
-
-@pytest.fixture(scope="module")
 def gw(robot: Robot, domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     log = tmp_path_factory.mktemp("gw") / "gateway.log"
     with Gateway(free_port(), domain, ["topic_sample_timeout_sec=3.0"], log) as g:

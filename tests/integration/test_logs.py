@@ -13,22 +13,16 @@ from tests.harness import Gateway, assert_error
 
 pytestmark = pytest.mark.integration
 
-NODES = ("lidar_sensor", "calibration")
+ROBOT_NODES = ("lidar_sensor", "calibration")
 LIDAR = "/apps/lidar_sensor/logs"
 ISO_NS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z$")
-
-
-@pytest.fixture(scope="module")
-def robot(domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Robot]:
-    with Robot.start(domain, nodes=NODES, log_dir=tmp_path_factory.mktemp("robot")) as r:
-        yield r
 
 
 @pytest.fixture(scope="module")
 def gw(robot: Robot, domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     log = tmp_path_factory.mktemp("gw") / "gateway.log"
     with Gateway(free_port(), domain, ["logs.buffer_size=50"], log) as g:
-        g.wait_for("/apps", lambda b: set(NODES) <= {i["id"] for i in b["items"]}, timeout=20)
+        g.wait_for("/apps", lambda b: set(ROBOT_NODES) <= {i["id"] for i in b["items"]}, timeout=20)
         # two rounds of the lidar's ERROR/WARN/INFO lines (one every 2 s)
         g.wait_for(LIDAR, lambda b: len(b["items"]) >= 6, timeout=20)
         yield g

@@ -13,14 +13,8 @@ from tests.harness import Gateway, assert_error, enc
 
 pytestmark = pytest.mark.integration
 
-NODES = ("calibration", "lidar_sensor", "long_calibration")
+ROBOT_NODES = ("calibration", "lidar_sensor", "long_calibration")
 FIB = "/apps/long_calibration/operations/long_calibration/executions"
-
-
-@pytest.fixture(scope="module")
-def robot(domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Robot]:
-    with Robot.start(domain, nodes=NODES, log_dir=tmp_path_factory.mktemp("robot")) as r:
-        yield r
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +37,7 @@ SETTINGS = ["snapshots.rosbag.enabled=true", "snapshots.rosbag.duration_sec=2",
             "snapshots.enabled=false"]
 
 
-@pytest.fixture(scope="module")
-def robot(domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Robot]:
-    with Robot.start(domain, nodes=("lidar_sensor",),
-                     log_dir=tmp_path_factory.mktemp("robot")) as r:
-        yield r
-
-
+ROBOT_NODES = ("lidar_sensor",)
 def gateway(domain: int, state: Path, *extra: str) -> Gateway:
     """A gateway (not started yet) with the recorder on and short windows."""
     return Gateway(free_port(), domain, [f"state_dir={state}", *SETTINGS, *extra],

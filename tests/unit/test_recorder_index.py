@@ -8,7 +8,7 @@ from pathlib import Path
 from recorder.index import (
     INDEX_NAME,
     SIDECAR_NAME,
-    DirLock,
+    RecorderLock,
     Recording,
     RecordingIndex,
     per_fault_excess,
@@ -114,7 +114,7 @@ def test_per_fault_excess_keeps_the_newest() -> None:
 
 
 def test_dir_lock_is_exclusive(tmp_path: Path) -> None:
-    first, second = DirLock(tmp_path), DirLock(tmp_path)
+    first, second = RecorderLock(tmp_path), RecorderLock(tmp_path)
     assert first.acquire()
     assert not second.acquire()
     first.release()
