@@ -22,6 +22,10 @@ $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard gateway/_fast/*.py gate
 demo: install
 	$(BIN)/diag-gateway demo $(ARGS)
 
+# A primary and three robots (own ROS domains, gateways announcing by mDNS on 127.0.0.1).
+fleet-demo: install
+	$(BIN)/python deploy/fleet_demo.py $(ARGS)
+
 test: install lint
 	$(BIN)/python -m pytest -q -rs $(PYTEST_ARGS)
 

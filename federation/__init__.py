@@ -1,1 +1,8 @@
-"""federation."""
+"""Federation: a primary gateway's fleet view over peer gateways (docs/federation.md).
+
+Importable without rclpy. Pure modules: `settings` (budgets, peers), `health` (liveness and
+backoff), `fleet` (entity merge), `wire` (entity declaration), `items` (peer items in the local
+schema), `combine` (collection merge). I/O: `client` (pooled session per peer), `peers`
+(probe and refresh loops), `mdns` (the only zeroconf importer), `fanout`, `forward`, `relay`
+(fault stream), `routes` (`GET /x-vendor-entities`), and `service`, which ties them together.
+"""

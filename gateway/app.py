@@ -41,6 +41,8 @@ def build_registry(vendor: str, built: set[str]) -> Registry:
     from .resources import bulk_data
     bulk_data.register(reg)
     built.add("bulk-data")
+    from federation import routes as federation_routes  # the peer entity declaration
+    federation_routes.register(reg)
     unbuilt.register(reg, built)
     server.register_docs(reg)
     return reg
@@ -64,6 +66,9 @@ def make_app(settings: Settings) -> web.Application:
         state.features.add("tls")
     check_peer_settings(settings)
     app.cleanup_ctx.append(_ros_lifecycle)
+    if settings["aggregation.enabled"] or settings["aggregation.announce"]:
+        from federation.service import install as install_federation  # docs/federation.md
+        install_federation(app, state)
     return app
 
 

@@ -1,4 +1,8 @@
-"""Entity cache: the current entity set and graph, a generation counter, cached bodies."""
+"""Entity cache: the current entity set and graph, a generation counter, cached bodies.
+
+`local` is the set discovered on this robot; `entities` is the set served, which is the local
+set merged with the peers' when aggregation is on (`merger`, set by the federation service).
+"""
 
 from __future__ import annotations
 
@@ -20,7 +24,10 @@ class EntityCache:
         self.host = host
         self.graph = GraphSnapshot()
         self.entities = EntitySet()
+        self.local = self.entities
         self.generation = 0
+        self.local_generation = 0  # bumps only when the local graph changes (peers sync on it)
+        self.merger: Callable[[EntitySet, int], EntitySet] | None = None
         self.refreshed_ns = 0
         self.refreshes = 0
         self._bodies: OrderedDict[Any, Any] = OrderedDict()
@@ -31,8 +38,10 @@ class EntityCache:
     def apply(self, graph: GraphSnapshot) -> None:
         """Rebuild entities from a new graph snapshot; bumps the generation."""
         self.generation += 1
+        self.local_generation += 1
         nodes = [runtime.NodeRef(n.name, n.namespace) for n in graph.nodes]
-        self.entities = runtime.build(nodes, self.host, self.generation)
+        self.local = runtime.build(nodes, self.host, self.generation)
+        self.entities = self.merger(self.local, self.generation) if self.merger else self.local
         self.graph = graph
         self.refreshed_ns = time.time_ns()
         self.refreshes += 1
@@ -41,6 +50,14 @@ class EntityCache:
         for n in nodes:
             by_name.setdefault(n.name, []).append(n.fqn)
         self.collisions = [(k, v) for k, v in sorted(by_name.items()) if len(v) > 1]
+
+    def remerge(self) -> None:
+        """The peers changed: rebuild the served set from the local one; bumps the generation."""
+        if self.merger is None:
+            return
+        self.generation += 1
+        self.entities = self.merger(self.local, self.generation)
+        self._bodies.clear()
 
     def body(self, key: Any, build: Callable[[], Any]) -> Any:
         """A value built once per generation and key (e.g. a serialized list body)."""

@@ -80,8 +80,15 @@ def make_middleware(state: Any) -> Any:
                 # (an encoded topic path keeps its %2F and never ends in `/docs`).
                 route = state.docs_route
                 handler = route.handler
-            if route is not None and guard.active:
-                await guard(request, route)
+            if route is not None:
+                if guard.active:
+                    await guard(request, route)
+                # Aggregation: requests for peer-owned entities and items go to the peer.
+                forward = state.extras.get("forwarder")
+                if forward is not None:
+                    answer = await forward(request, route)
+                    if answer is not None:
+                        return answer  # type: ignore[no-any-return]
             return await handler(request)
         except ApiError as err:
             return error_response(err, vendor)

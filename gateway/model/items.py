@@ -76,3 +76,62 @@ def resolve(requested: str, items: Sequence[MemberItem], ids: Sequence[str]) -> 
     if len(matches) == 1:
         return matches[0]
     raise ItemLookupError(requested, [ids[k] for k in matches])
+
+
+# Rules 4 and 5: collections merged across gateways (the aggregating gateway's fan-out).
+
+
+@dataclass(frozen=True)
+class FleetItem:
+    """One item of a collection merged across gateways.
+
+    `member_ids` are fleet app ids (rule 5 already applied); `local_id` is the item's id on
+    its member (rules 1 and 3), or the topic path for data.
+    """
+
+    gateway: str
+    member_ids: tuple[str, ...]
+    local_id: str
+
+
+def reattribute(item_id: str, rename: dict[str, str]) -> str:
+    """Rule 5: a `<member>:<item>` id with the member half renamed; other ids unchanged."""
+    member, sep, rest = item_id.partition(":")
+    if sep and member in rename:
+        return f"{rename[member]}:{rest}"
+    return item_id
+
+
+def fleet_ids(items: Sequence[FleetItem]) -> list[str]:
+    """Rules 2 and 4: bare ids, `<member_id>:<id>` for every copy of an id used twice.
+
+    A data topic is one item per gateway (its members merged, rule 4), so a topic path is
+    qualified only when two gateways each contribute it.
+    """
+    totals = Counter(i.local_id for i in items)
+    return [f"{i.member_ids[0]}:{i.local_id}" if totals[i.local_id] > 1 and i.member_ids
+            else i.local_id for i in items]
+
+
+def operation_fleet_ids(paths: Sequence[tuple[str, tuple[str, ...], str]]) -> list[str]:
+    """Rules 1-3 over (gateway, member ids, path) of operations merged across gateways."""
+    local = member_local_ids([MemberItem(m[0] if m else g, p) for g, m, p in paths])
+    return fleet_ids([FleetItem(g, m, lid) for (g, m, _), lid in zip(paths, local, strict=True)])
+
+
+def resolve_topic(requested: str, topics: Sequence[str], member_ids: Sequence[Sequence[str]],
+                  ids: Sequence[str]) -> int:
+    """Index of the data item `requested` names: its id, its topic (rule 6), `<member>:<topic>`."""
+    for k, assigned in enumerate(ids):
+        if assigned == requested:
+            return k
+    member, sep, rest = requested.partition(":")
+    if sep and not requested.startswith("/"):
+        topic = rest if rest.startswith("/") else "/" + rest
+        matches = [k for k, t in enumerate(topics) if t == topic and member in member_ids[k]]
+    else:
+        topic = requested if requested.startswith("/") else "/" + requested
+        matches = [k for k, t in enumerate(topics) if t == topic]
+    if len(matches) == 1:
+        return matches[0]
+    raise ItemLookupError(requested, [ids[k] for k in matches])

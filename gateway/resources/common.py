@@ -17,6 +17,12 @@ def entities(request: web.Request) -> EntitySet:
     return state_of(request).cache.entities  # type: ignore[no-any-return]
 
 
+def local_member_apps(state: GatewayState, entity: Entity) -> list[Entity]:
+    """Member apps whose nodes run on this robot (peer apps of the fleet view excluded)."""
+    local = state.cache.local.apps
+    return [a for a in state.cache.entities.member_apps(entity) if a.id in local]
+
+
 def entity_not_found(kind: str, entity_id: str) -> Exception:
     """404 for an unknown entity, naming it the way the spec's parameters do."""
     word = SINGULAR[kind]
@@ -38,11 +44,21 @@ def href(path: str) -> str:
     return API_PREFIX + path
 
 
+def federation(state: GatewayState) -> Any:
+    """The federation service (aggregation on), else None."""
+    return state.extras.get("federation")
+
+
 def entity_ref(state: GatewayState, entity: Entity) -> dict[str, Any]:
     """Entity list item: id, name, type, href and the vendor block."""
     xv: dict[str, Any] = {"source": entity.source}
     if entity.kind == "apps":
         xv["is_online"] = entity.is_online
+    fed = federation(state)
+    if fed is not None:  # aggregation: who contributes it, and whether its owner answers
+        xv["contributors"] = fed.view.contributors(entity.kind, entity.id) or ["local"]
+        if not fed.view.available(entity.kind, entity.id):
+            xv["available"] = False
     return {"id": entity.id, "name": entity.name, "type": entity.type,
             "href": href(entity.path), state.xv: xv}
 

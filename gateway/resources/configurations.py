@@ -12,6 +12,8 @@ from typing import Any
 
 from aiohttp import web
 
+from federation.local import provide
+
 from ..auth.roles import Role
 from ..http.errors import ApiError, bad_request, not_found, vendor_error
 from ..http.jsonutil import json_response, read_json_body
@@ -28,7 +30,7 @@ from ..ros.parameters import (
     ValueNotConvertible,
 )
 from ..state import GatewayState, state_of
-from .common import envelope, resolve_entity
+from .common import envelope, federation, local_member_apps, resolve_entity
 
 
 def _store(state: GatewayState) -> ParameterStore:
@@ -82,7 +84,7 @@ def param_item(state: GatewayState, store: ParameterStore, app: Entity, p: Param
 async def _per_member(state: GatewayState, entity: Entity, work: Any
                       ) -> list[tuple[Entity, Any]]:
     """Run work(app) for every member app serving parameters; exceptions are returned."""
-    apps = state.cache.entities.member_apps(entity)
+    apps = local_member_apps(state, entity)
     jobs: list[tuple[Entity, Any]] = []
     for app in apps:
         served = _has_parameter_services(state, app)
@@ -136,18 +138,44 @@ def _raise_worst(outcomes: list[tuple[Entity, Any]]) -> None:
     raise parameter_error(errors[0]) from None  # type: ignore[arg-type]
 
 
-async def list_configurations(request: web.Request) -> web.Response:
-    """Parameters of every member node; partial when some nodes do not answer."""
-    state = state_of(request)
-    entity = resolve_entity(request)
+async def local_items(state: GatewayState, entity: Entity
+                      ) -> tuple[list[dict[str, Any]], dict[str, Any], list[tuple[Entity, Any]]]:
+    """(items, partial fields, per-member outcomes) of this gateway's parameters."""
     store = _store(state)
     outcomes = await _per_member(state, entity, lambda app: store.params(app.node_fqn))
-    _raise_worst(outcomes)
     qualified = entity.kind != "apps"
     items = [param_item(state, store, app, p, qualified)
              for app, result in outcomes if not isinstance(result, BaseException)
              for p in result]
-    return json_response(envelope(state, items, entity.id, **_partial(outcomes)))
+    return items, _partial(outcomes), outcomes
+
+
+async def _local_items(state: GatewayState, entity: Entity) -> list[dict[str, Any]]:
+    return (await local_items(state, entity))[0]
+
+
+provide("configurations", _local_items)
+
+
+async def list_configurations(request: web.Request) -> web.Response:
+    """Parameters of every member node; partial when some nodes (or peers) do not answer."""
+    state = state_of(request)
+    entity = resolve_entity(request)
+    fed = federation(state)
+    peers = fed.contributors(request, entity) if fed is not None else []
+    if peers:  # the peers' parameters are fetched while the local nodes answer
+        answers = asyncio.ensure_future(fed.peer_items(request, entity, "configurations",
+                                                       peers))
+        try:
+            items, partial, _ = await local_items(state, entity)
+        except BaseException:
+            answers.cancel()
+            raise
+        return json_response(fed.combine_list(entity, "configurations", items, partial,
+                                              await answers))
+    items, partial, outcomes = await local_items(state, entity)
+    _raise_worst(outcomes)
+    return json_response(envelope(state, items, entity.id, **partial))
 
 
 async def find_parameter(state: GatewayState, entity: Entity, param_id: str
@@ -156,7 +184,7 @@ async def find_parameter(state: GatewayState, entity: Entity, param_id: str
     member, sep, rest = param_id.partition(":")
     if entity.kind == "apps":
         return entity, (rest if sep and member == entity.id else param_id)
-    apps = {a.id: a for a in state.cache.entities.member_apps(entity)}
+    apps = {a.id: a for a in local_member_apps(state, entity)}
     if sep and member in apps:
         return apps[member], rest
     # A bare name that exactly one member node has (nodes that do not answer are skipped).
@@ -250,6 +278,15 @@ async def reset_all_configurations(request: web.Request) -> web.Response:
         else:
             entry["status"] = 204
         results.append(entry)
+    fed = federation(state)
+    if fed is not None:  # members run by another gateway are not reset from here
+        for app in state.cache.entities.member_apps(entity):
+            origin = fed.view.app_origin(app.id)
+            if origin is not None and not origin.is_local:
+                results.append({"id": app.id, "node": origin.node_fqn,
+                                "gateway": origin.gateway, "status": 409,
+                                "message": f"run by gateway '{origin.gateway}': not reset; "
+                                           f"reset it through /apps/{app.id}/configurations"})
     if all(r["status"] == 204 for r in results):
         return web.Response(status=204)
     body = {"items": results, state.xv: {"entity_id": entity.id, "partial": True,

@@ -10,6 +10,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from federation.local import provide
+
 from ..auth.roles import Role
 from ..http.errors import ApiError, bad_request, not_found, vendor_error
 from ..http.jsonutil import dumps, json_response, read_json_body
@@ -27,7 +29,7 @@ from ..ros.message import (
 )
 from ..ros.samples import sample_to_json
 from ..state import GatewayState, state_of
-from .common import envelope, resolve_entity
+from .common import envelope, federation, resolve_entity
 
 # Samples above this size are converted off the event loop.
 OFFLOOP_BYTES = 64 * 1024
@@ -101,10 +103,29 @@ def data_item(state: GatewayState, ref: TopicRef) -> dict[str, Any]:
             state.xv: xv}
 
 
+def local_items(state: GatewayState, entity: Entity) -> list[dict[str, Any]]:
+    """This gateway's data items of an entity (fresh top-level dicts; cached per generation)."""
+    cached = state.cache.body(("data-items", entity.kind, entity.id), lambda: [
+        data_item(state, ref) for ref in entity_topics(state, entity).values()])
+    return [dict(item) for item in cached]
+
+
+async def _local_items(state: GatewayState, entity: Entity) -> list[dict[str, Any]]:
+    return local_items(state, entity)
+
+
+provide("data", _local_items)
+
+
 async def list_data(request: web.Request) -> web.Response:
-    """Topics of an entity (aggregated over member apps)."""
+    """Topics of an entity (aggregated over member apps, and over peers with aggregation)."""
     state = state_of(request)
     entity = resolve_entity(request)
+    fed = federation(state)
+    peers = fed.contributors(request, entity) if fed is not None else []
+    if peers:
+        return json_response(await fed.merge_list(request, entity, "data",
+                                                  local_items(state, entity), peers=peers))
 
     def build() -> bytes:
         items = [data_item(state, ref) for ref in entity_topics(state, entity).values()]

@@ -11,7 +11,15 @@ from ..http.jsonutil import json_response
 from ..http.routes import ENTITY_PARAM, ENTITY_TYPES, Registry
 from ..model.entities import Entity
 from ..state import GatewayState, state_of
-from .common import entities, entity_not_found, entity_ref, envelope, href, resolve_entity
+from .common import (
+    entities,
+    entity_not_found,
+    entity_ref,
+    envelope,
+    federation,
+    href,
+    resolve_entity,
+)
 
 
 def capabilities(state: GatewayState, entity: Entity) -> list[dict[str, str]]:
@@ -35,9 +43,14 @@ def detail(state: GatewayState, entity: Entity) -> dict[str, Any]:
     out["capabilities"] = capabilities(state, entity)
     links = {"self": href(entity.path)}
     xv = out[state.xv]
-    xv["contributors"] = ["local"]
+    xv.setdefault("contributors", ["local"])
     if entity.kind == "apps":
-        xv["ros2"] = {"node": entity.node_fqn, "namespace": entity.namespace}
+        node = entity.node_fqn
+        fed = federation(state)
+        origin = fed.view.app_origin(entity.id) if fed is not None else None
+        if origin is not None and not origin.is_local:  # a peer's app: its node over there
+            node = origin.node_fqn
+        xv["ros2"] = {"node": node, "namespace": entity.namespace}
         if entity.component:
             links["is-located-on"] = href(f"{entity.path}/is-located-on")
             links["belongs-to"] = href(f"{entity.path}/belongs-to")

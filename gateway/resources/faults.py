@@ -17,7 +17,7 @@ from ..http.jsonutil import json_response
 from ..http.routes import Registry
 from ..model.entities import Entity
 from ..state import GatewayState, state_of
-from .common import envelope, resolve_entity
+from .common import envelope, federation, resolve_entity
 
 # state.extras key of the global-clear hook: predicates (request, fault_code, sources) -> True
 # when the fault must be skipped (e.g. its entity is locked by another client).
@@ -65,6 +65,9 @@ async def list_all(request: web.Request) -> web.Response:
         body["muted_faults"] = engine.muted_faults()
     if _flag(request, "include_clusters"):
         body["clusters"] = engine.cluster_items(iso)
+    fed = federation(state)  # aggregation: every peer's faults too (no X-Vendor-No-Fan-Out)
+    if fed is not None:
+        body = await fed.merge_global_faults(request, body)
     return json_response(body)
 
 
@@ -81,8 +84,13 @@ async def clear_all(request: web.Request) -> web.Response:
 
 async def stream(request: web.Request) -> web.StreamResponse:
     """Server-sent fault events."""
-    svc = service(state_of(request))
+    state = state_of(request)
+    svc = service(state)
     assert svc.stream is not None
+    fed = federation(state)  # aggregation: healthy peers' streams relayed while we serve one
+    if fed is not None and not fed.no_fan_out(request):
+        with fed.relay.attached(svc.stream.publish):
+            return await svc.stream.serve(request)
     return await svc.stream.serve(request)
 
 
@@ -92,8 +100,12 @@ async def list_entity(request: web.Request) -> web.Response:
     entity = resolve_entity(request)
     svc = service(state)
     faults = svc.select(_statuses(request), owners(state, entity))
-    return json_response(envelope(state, [views.list_item(state.xv, f) for f in faults],
-                                  entity.id))
+    items = [views.list_item(state.xv, f) for f in faults]
+    fed = federation(state)  # aggregation: the faults peers hold for this entity
+    peers = fed.contributors(request, entity) if fed is not None else []
+    if peers:
+        return json_response(await fed.merge_list(request, entity, "faults", items, peers=peers))
+    return json_response(envelope(state, items, entity.id))
 
 
 def _scoped(request: web.Request) -> tuple[GatewayState, Entity, FaultService, Any]:

@@ -13,7 +13,7 @@ from ..http.routes import Registry
 from ..model.entities import Entity
 from ..ros.rosout import SEVERITIES, RosoutLog, entry, logger_to_node, select
 from ..state import GatewayState, state_of
-from .common import envelope, resolve_entity
+from .common import envelope, federation, local_member_apps, resolve_entity
 
 DEFAULT_CONFIG = {"severity_filter": "debug", "max_entries": 100}
 MAX_ENTRIES = 10000
@@ -54,7 +54,7 @@ def config_of(state: GatewayState, entity: Entity) -> dict[str, Any]:
 
 def members_of(state: GatewayState, entity: Entity) -> tuple[list[str], bool]:
     """(node fqns, prefix match): apps exact, functions their hosts, components/areas prefix."""
-    fqns = [a.node_fqn for a in state.cache.entities.member_apps(entity) if a.node_fqn]
+    fqns = [a.node_fqn for a in local_member_apps(state, entity) if a.node_fqn]
     return fqns, entity.kind in ("components", "areas")
 
 
@@ -73,6 +73,11 @@ async def list_logs(request: web.Request) -> web.Response:
     picked = select(records, nodes, members, prefix, config["severity_filter"],
                     config["max_entries"])
     items = [entry(r, nodes[r.logger]) for r in picked]
+    fed = federation(state)
+    peers = fed.contributors(request, entity) if fed is not None else []
+    if peers:  # the newest max_entries of every gateway's entries, oldest first
+        return json_response(await fed.merge_list(request, entity, "logs", items, peers=peers,
+                                                  limit=config["max_entries"]))
     return json_response(envelope(state, items, entity.id))
 
 

@@ -9,6 +9,8 @@ from urllib.parse import quote
 
 from aiohttp import web
 
+from federation.local import provide
+
 from ..auth.roles import Role
 from ..http.errors import (
     ApiError,
@@ -35,7 +37,7 @@ from ..ros.message import (
 )
 from ..ros.services import CallError, CallTimeout, NotAvailable, ServiceCaller
 from ..state import GatewayState, state_of
-from .common import envelope, href, resolve_entity
+from .common import envelope, federation, href, resolve_entity
 
 # Longest budget a request's own `timeout` may ask for.
 MAX_TIMEOUT_S = 3600.0
@@ -133,10 +135,29 @@ def operation_item(state: GatewayState, op: OpRef) -> dict[str, Any]:
     return item
 
 
+def local_items(state: GatewayState, entity: Entity) -> list[dict[str, Any]]:
+    """This gateway's operation items of an entity (fresh top-level dicts)."""
+    cached = state.cache.body(("operation-items", entity.kind, entity.id), lambda: [
+        operation_item(state, op) for op in entity_operations(state, entity)])
+    return [dict(item) for item in cached]
+
+
+async def _local_items(state: GatewayState, entity: Entity) -> list[dict[str, Any]]:
+    return local_items(state, entity)
+
+
+provide("operations", _local_items)
+
+
 async def list_operations(request: web.Request) -> web.Response:
-    """Services and actions of an entity (aggregated over member apps)."""
+    """Services and actions of an entity (aggregated over member apps and peers)."""
     state = state_of(request)
     entity = resolve_entity(request)
+    fed = federation(state)
+    peers = fed.contributors(request, entity) if fed is not None else []
+    if peers:
+        return json_response(await fed.merge_list(request, entity, "operations",
+                                                  local_items(state, entity), peers=peers))
 
     def build() -> bytes:
         items = [operation_item(state, op) for op in entity_operations(state, entity)]

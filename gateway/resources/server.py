@@ -15,7 +15,7 @@ from ..http.openapi import build, project
 from ..http.routes import API_PREFIX, ENTITY_TYPES, Registry
 from ..ros.samples import implementation as sample_implementation
 from ..state import GatewayState, state_of
-from .common import entities
+from .common import entities, federation
 from .data import entity_topics
 
 API_VERSION = "1.0.0"
@@ -62,12 +62,17 @@ async def root(request: web.Request) -> web.Response:
 
 
 async def version_info(request: web.Request) -> web.Response:
-    """Supported API versions."""
-    return json_response({"items": [{
+    """Supported API versions (with aggregation: each peer's too, tagged with its name)."""
+    items = [{
         "version": API_VERSION,
         "base_uri": API_PREFIX,
         "vendor_info": {"version": __version__, "name": "diag-gateway"},
-    }]})
+    }]
+    fed = federation(state_of(request))
+    if fed is None or fed.no_fan_out(request):
+        return json_response({"items": items})
+    return json_response(await fed.merge_server_list(request, "version-info", "/version-info",
+                                                     items))
 
 
 def _warnings(state: GatewayState) -> list[dict[str, Any]]:

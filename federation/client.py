@@ -1,0 +1,143 @@
+"""One pooled keep-alive HTTP client per peer, with budgets and failure reasons."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import orjson
+from multidict import CIMultiDictProxy
+
+from .health import CANCELED, ERROR_STATUS, INVALID_RESPONSE, TIMEOUT, TOO_LARGE, UNREACHABLE
+from .settings import Budgets
+
+API_PREFIX = "/api/v1"
+# Connections kept per peer: fan-out, forwards and long-lived SSE relays share them.
+POOL_PER_PEER = 64
+KEEPALIVE_S = 30.0
+CHUNK = 64 * 1024
+
+
+class PeerError(Exception):
+    """A peer call that produced no usable answer; `reason` is a spec peer_failures reason."""
+
+    def __init__(self, reason: str, message: str = "", status: int | None = None) -> None:
+        super().__init__(message or reason)
+        self.reason = reason
+        self.status = status
+
+
+def classify(exc: BaseException) -> str:
+    """The peer_failures reason of an exception raised by a peer call."""
+    if isinstance(exc, PeerError):
+        return exc.reason
+    if isinstance(exc, asyncio.CancelledError):
+        return CANCELED
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return TIMEOUT
+    if isinstance(exc, (aiohttp.ClientPayloadError, aiohttp.ClientResponseError, ValueError)):
+        return INVALID_RESPONSE
+    return UNREACHABLE
+
+
+def base_url(url: str) -> str:
+    """A peer's base URL without a trailing slash or API prefix."""
+    url = url.strip().rstrip("/")
+    if url.endswith(API_PREFIX):
+        url = url[: -len(API_PREFIX)]
+    return url
+
+
+@dataclass
+class Answer:
+    """Status, headers and (capped) body of a peer answer."""
+
+    status: int
+    headers: CIMultiDictProxy[str]
+    body: bytes
+
+    def json(self) -> Any:
+        """The body as JSON; PeerError invalid-response otherwise."""
+        try:
+            return orjson.loads(self.body)
+        except orjson.JSONDecodeError as exc:
+            raise PeerError(INVALID_RESPONSE, f"not JSON: {exc}") from None
+
+
+class PeerClient:
+    """A peer's connection pool; every call has a budget and a body size cap."""
+
+    def __init__(self, url: str, budgets: Budgets, max_bytes: int) -> None:
+        self.url = base_url(url)
+        self.budgets = budgets
+        self.max_bytes = max_bytes
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        """The pooled keep-alive session (created on first use, on the running loop)."""
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(limit=POOL_PER_PEER, limit_per_host=POOL_PER_PEER,
+                                             keepalive_timeout=KEEPALIVE_S)
+            self._session = aiohttp.ClientSession(
+                connector=connector, auto_decompress=False, trust_env=False,
+                skip_auto_headers=("Accept-Encoding", "User-Agent"),
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.budgets.timeout_s,
+                                              connect=self.budgets.timeout_s))
+        return self._session
+
+    def api(self, path: str) -> str:
+        """Absolute URL of a path below /api/v1 (path starts with '/')."""
+        return self.url + API_PREFIX + path
+
+    async def get(self, path: str, *, budget_s: float, headers: dict[str, str] | None = None,
+                  max_bytes: int | None = None) -> Answer:
+        """GET within the budget; PeerError with the reason when there is no answer."""
+        try:
+            return await asyncio.wait_for(self._get(path, headers or {},
+                                                    max_bytes or self.max_bytes), budget_s)
+        except PeerError:
+            raise
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            raise PeerError(classify(exc), f"{type(exc).__name__}: {exc}") from None
+
+    async def _get(self, path: str, headers: dict[str, str], cap: int) -> Answer:
+        async with self.session.get(self.api(path), headers=headers,
+                                    allow_redirects=False) as resp:
+            length = resp.content_length
+            if length is not None and length > cap:
+                raise PeerError(TOO_LARGE, f"answer of {length} bytes exceeds {cap}")
+            parts: list[bytes] = []
+            size = 0
+            while True:
+                chunk = await resp.content.read(CHUNK)
+                if not chunk:
+                    break
+                size += len(chunk)
+                if size > cap:
+                    raise PeerError(TOO_LARGE, f"answer exceeds {cap} bytes")
+                parts.append(chunk)
+            return Answer(resp.status, resp.headers, b"".join(parts))
+
+    async def get_items(self, path: str, *, budget_s: float,
+                        headers: dict[str, str] | None = None) -> dict[str, Any] | None:
+        """A list envelope; None when the peer lacks the route (404/501: members omitted)."""
+        answer = await self.get(path, budget_s=budget_s, headers=headers)
+        if answer.status in (404, 501):
+            return None
+        if not 200 <= answer.status < 300:
+            raise PeerError(ERROR_STATUS, f"status {answer.status}", answer.status)
+        body = answer.json()
+        if not isinstance(body, dict) or not isinstance(body.get("items"), list):
+            raise PeerError(INVALID_RESPONSE, "not a list envelope")
+        return body
+
+    async def close(self) -> None:
+        """Close the pool."""
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+        self._session = None

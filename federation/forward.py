@@ -1,0 +1,328 @@
+"""Forwarding: requests for peer-owned entities and member-qualified items go to the owning peer.
+
+Spec "Aggregation behaviour" 4-5. The middleware calls `Forwarder.__call__` after the guard
+and before the handler; it returns None for requests this gateway answers itself. A peer's
+answer is streamed back (SSE, Range downloads) with its status and headers; `Location` and
+entity hrefs are rewritten to the fleet ids. Outcomes: 504 `not-responding` when a budget
+ran out (or the owning peer already fails its health check), 502 `x-vendor-peer-unavailable`
+when nothing answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import aiohttp
+from aiohttp import web
+
+from gateway.http.errors import not_found, not_responding, vendor_error
+from gateway.http.routes import API_PREFIX, ENTITY_PARAM, Route
+from gateway.model.entities import Entity
+from gateway.model.items import ItemLookupError, MemberItem, resolve, resolve_topic
+
+from .client import CHUNK
+from .combine import combine
+from .local import PROVIDERS
+from .service import FederationService
+
+log = logging.getLogger(__name__)
+
+# Sub-resources answered from the fleet view on this gateway, never forwarded.
+DISCOVERY = frozenset({"", "is-located-on", "belongs-to", "hosts", "depends-on",
+                       "subcomponents", "contains", "components", "subareas", "docs"})
+# Item routes whose id may name a member (spec "Aggregation behaviour" 4).
+ITEM_PARAMS = {"data": "data_id", "operations": "op_id", "configurations": "param_name"}
+HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
+                        "te", "trailer", "trailers", "transfer-encoding", "upgrade", "host",
+                        "authorization", "content-length"})
+RESPONSE_DROP = frozenset({"connection", "keep-alive", "transfer-encoding", "server", "date",
+                           "content-length"})
+SMALL_BODY = 1024 * 1024
+_TEMPLATE = re.compile(r"\{([a-z_]+)\}")
+
+
+class BudgetExceeded(Exception):
+    """A forward's time budget ran out: the setting that holds it and its seconds."""
+
+    def __init__(self, setting: str, budget_s: float) -> None:
+        super().__init__(setting)
+        self.setting = setting
+        self.budget_s = budget_s
+
+
+class Target:
+    """Where a forwarded request goes: a peer and the path (with query) on it."""
+
+    def __init__(self, peer: str, path: str, entity: tuple[str, str, str] | None) -> None:
+        self.peer = peer
+        self.path = path
+        self.entity = entity  # (kind, id on the peer, fleet id) of the addressed entity
+
+
+def _fill(template: str, values: dict[str, str]) -> str:
+    return _TEMPLATE.sub(lambda m: quote(values[m.group(1)], safe=""), template)
+
+
+def _split(route: Route) -> tuple[str, str, str] | None:
+    """(kind, collection word, rest template) of an entity route, else None."""
+    parts = route.path.split("/")
+    if len(parts) < 3 or parts[1] not in ENTITY_PARAM or parts[2] != "{" + \
+            ENTITY_PARAM[parts[1]] + "}":
+        return None
+    rest = "/".join(parts[3:])
+    return parts[1], (parts[3] if len(parts) > 3 else ""), ("/" + rest if rest else "")
+
+
+def rewrite_location(location: str, peer: str, fed: FederationService) -> str:
+    """A peer's Location with its own API path turned into the fleet's."""
+    parts = urlsplit(location)
+    path = parts.path
+    if not path.startswith(API_PREFIX + "/"):
+        return location
+    segs = path.split("/")  # ['', 'api', 'v1', kind, id, ...]
+    if len(segs) > 4 and segs[3] == "apps":
+        segs[4] = quote(fed.rename(peer, segs[4]), safe="")
+    out = "/".join(segs)
+    return out + (f"?{parts.query}" if parts.query else "")
+
+
+class Forwarder:
+    """Decides and performs forwards for one gateway."""
+
+    def __init__(self, fed: FederationService) -> None:
+        self.fed = fed
+
+    async def __call__(self, request: web.Request, route: Route) -> web.StreamResponse | None:
+        """The peer's answer for a request this gateway does not answer itself, else None."""
+        target = await self.target(request, route)
+        if target is None:
+            return None
+        return await self.forward(request, route, target)
+
+    async def target(self, request: web.Request, route: Route) -> Target | None:
+        """The forward target of a request, or None to handle it here."""
+        split = _split(route)
+        if split is None:
+            return None
+        kind, word, rest = split
+        if word in DISCOVERY:
+            return None
+        view = self.fed.view
+        info = request.match_info
+        entity_id = info[ENTITY_PARAM[kind]]
+        values = {k: v for k, v in info.items()}
+        query = f"?{request.query_string}" if request.query_string else ""
+        owner = view.owner(kind, entity_id)
+        if owner is not None:
+            values[ENTITY_PARAM[kind]] = owner.remote_id
+            return Target(owner.gateway, _fill(route.path, values) + query,
+                          (kind, owner.remote_id, entity_id))
+        param = ITEM_PARAMS.get(word)
+        if param is None or param not in info or not view.peers_of(kind, entity_id):
+            return None
+        entity = view.entities.get(kind, entity_id)
+        if entity is None:
+            return None
+        member, item = await self._member_item(request, entity, word, info[param])
+        if member is None:
+            return None
+        origin = view.app_origin(member)
+        if origin is None or origin.is_local:
+            return None
+        values[param] = item
+        values["app_id"] = origin.remote_id
+        tail = "/".join(rest.split("/")[3:])  # what follows /{word}/{param}
+        template = f"/apps/{{app_id}}/{word}/{{{param}}}" + (f"/{tail}" if tail else "")
+        return Target(origin.gateway, _fill(template, values) + query,
+                      ("apps", origin.remote_id, member))
+
+    async def _member_item(self, request: web.Request, entity: Entity, collection: str,
+                           item_id: str) -> tuple[str | None, str]:
+        """(member app, item id on the member) an item id names; member None to answer here."""
+        members = {a.id for a in self.fed.view.entities.member_apps(entity)}
+        if not (collection == "data" and item_id.startswith("/")):
+            member, sep, rest = item_id.partition(":")
+            if sep and member in members:
+                return member, rest
+        return await self._resolve_bare(request, entity, collection, item_id)
+
+    async def _resolve_bare(self, request: web.Request, entity: Entity, collection: str,
+                            item_id: str) -> tuple[str | None, str]:
+        """Rule 6 across the fleet: a bare id naming exactly one merged item."""
+        provider = PROVIDERS.get(collection)
+        if provider is None:
+            return None, item_id
+        fed = self.fed
+        local = await provider(fed.state, entity)
+        answers = await fed.peer_items(request, entity, collection,
+                                       fed.view.peers_of(entity.kind, entity.id))
+        merged = combine(collection, fed.xv, local, answers, fed.rename).items
+        xv = fed.xv
+        members = [tuple(i[xv].get("member_ids") or ()) for i in merged]
+        ids = [i["id"] for i in merged]
+        try:
+            if collection == "configurations":
+                names = [str(i.get("name")) for i in merged]
+                k = _resolve_param(item_id, names, ids)
+                return ids[k].partition(":")[0] or None, names[k]
+            if collection == "data":
+                topics = [(i[xv].get("ros2") or {}).get("topic") or i["id"] for i in merged]
+                k = resolve_topic(item_id, topics, members, ids)
+                return (members[k][0] if members[k] else None), topics[k]
+            paths = [i[xv][f"ros2_{i[xv]['ros2_kind']}"] for i in merged]
+            k = _resolve_op(item_id, paths, members, ids)
+        except ItemLookupError as exc:
+            if exc.candidates:
+                raise not_found(f"Item id '{item_id}' is ambiguous on {entity.type} "
+                                f"'{entity.id}'; use one of: {', '.join(exc.candidates)}",
+                                entity_id=entity.id, candidates=exc.candidates) from None
+            return None, item_id
+        return (members[k][0] if members[k] else None), paths[k].strip("/")
+
+    async def forward(self, request: web.Request, route: Route, target: Target
+                      ) -> web.StreamResponse:
+        """Send the request to the peer and stream its answer back."""
+        fed = self.fed
+        peer = fed.table.peers.get(target.peer)
+        budgets = fed.settings.budgets
+        if peer is None or not peer.online:
+            raise not_responding(f"Peer gateway '{target.peer}' is not answering its health "
+                                 "check; the request was not forwarded", peer=target.peer)
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
+        headers.update(fed.peer_headers(request, peer))
+        headers["Via"] = f"1.1 {fed.settings.self_name}"
+        sent = asyncio.Event()
+        data: Any = None
+        if request.body_exists:
+            length = request.content_length
+            if length is not None and length <= SMALL_BODY:
+                data = await request.read()
+                sent.set()
+            else:
+                data = _body(request, sent)
+        else:
+            sent.set()
+        url = peer.client.api(target.path)
+        call = asyncio.ensure_future(peer.client.session.request(
+            request.method, url, headers=headers, data=data, allow_redirects=False))
+        try:
+            try:
+                resp = await _answer(call, sent, budgets.write_s, budgets.forward_s)
+            except BaseException:
+                call.cancel()
+                raise
+        except BudgetExceeded as exc:
+            fed.table.suspect(peer.name)
+            raise not_responding(
+                f"Peer gateway '{peer.name}' did not answer within {exc.setting} "
+                f"({exc.budget_s * 1000:.0f} ms); the request may still run there",
+                peer=peer.name, budget=exc.setting) from None
+        except (aiohttp.ServerTimeoutError, asyncio.TimeoutError) as exc:
+            fed.table.suspect(peer.name)
+            raise not_responding(
+                f"Peer gateway '{peer.name}' did not accept a connection within "
+                f"aggregation.timeout_ms ({budgets.timeout_s * 1000:.0f} ms)",
+                peer=peer.name, budget="aggregation.timeout_ms", details=str(exc)) from None
+        except (aiohttp.ClientError, OSError) as exc:
+            fed.table.suspect(peer.name)
+            raise vendor_error(502, "x-vendor-peer-unavailable",
+                               f"Peer gateway '{peer.name}' did not answer: "
+                               f"{type(exc).__name__}", peer=peer.name) from None
+        try:
+            return await self._relay(request, route, target, resp)
+        finally:
+            resp.release()
+
+    async def _relay(self, request: web.Request, route: Route, target: Target,
+                     resp: aiohttp.ClientResponse) -> web.StreamResponse:
+        fed = self.fed
+        out_headers = {k: v for k, v in resp.headers.items() if k.lower() not in RESPONSE_DROP}
+        if "Location" in out_headers:
+            out_headers["Location"] = rewrite_location(out_headers["Location"], target.peer, fed)
+        ctype = resp.headers.get("Content-Type", "")
+        streaming = route.streaming or ctype.startswith("text/event-stream")
+        length = resp.content_length
+        renamed = target.entity is not None and target.entity[1] != target.entity[2]
+        if renamed and ctype.startswith("application/json") and not streaming \
+                and (length is None or length <= SMALL_BODY):
+            body = await asyncio.wait_for(resp.read(), fed.settings.budgets.forward_s)
+            assert target.entity is not None
+            body = _rename_body(body, *target.entity)
+            return web.Response(status=resp.status, body=body, headers=out_headers)
+        out = web.StreamResponse(status=resp.status, headers=out_headers)
+        if length is not None:
+            out.content_length = length
+        await out.prepare(request)
+        read_s = None if streaming else fed.settings.budgets.forward_s
+        try:
+            while True:
+                chunk = await asyncio.wait_for(resp.content.read(CHUNK), read_s)
+                if not chunk:
+                    break
+                await out.write(chunk)
+        except (asyncio.TimeoutError, aiohttp.ClientError, OSError) as exc:
+            # Headers are out: the only honest signal left is a cut connection.
+            log.warning("forward from %s cut mid-body: %s", target.peer, type(exc).__name__)
+            if request.transport is not None:
+                request.transport.close()
+            return out
+        with contextlib.suppress(ConnectionResetError):
+            await out.write_eof()
+        return out
+
+
+def _rename_body(body: bytes, kind: str, remote_id: str, fleet_id: str) -> bytes:
+    """Entity hrefs and the entity_id of a peer's JSON body in fleet ids."""
+    old = f"{API_PREFIX}/{kind}/{remote_id}".encode()
+    new = f"{API_PREFIX}/{kind}/{fleet_id}".encode()
+    for end in (b"/", b'"', b"?"):
+        body = body.replace(old + end, new + end)
+    return body.replace(b'"entity_id":"' + remote_id.encode() + b'"',
+                        b'"entity_id":"' + fleet_id.encode() + b'"')
+
+
+def _resolve_param(requested: str, names: list[str], ids: list[str]) -> int:
+    matches = [k for k, (n, i) in enumerate(zip(names, ids, strict=True))
+               if i == requested or n == requested]
+    if len(matches) == 1:
+        return matches[0]
+    raise ItemLookupError(requested, [ids[k] for k in matches])
+
+
+def _resolve_op(requested: str, paths: list[str], members: list[tuple[str, ...]],
+                ids: list[str]) -> int:
+    items = [MemberItem(m[0] if m else "", p) for m, p in zip(members, paths, strict=True)]
+    return resolve(requested, items, ids)
+
+
+async def _body(request: web.Request, sent: asyncio.Event) -> AsyncIterator[bytes]:
+    async for chunk in request.content.iter_chunked(CHUNK):
+        yield chunk
+    sent.set()
+
+
+async def _answer(call: asyncio.Future[aiohttp.ClientResponse], sent: asyncio.Event,
+                  write_s: float, read_s: float) -> aiohttp.ClientResponse:
+    """The peer's response; BudgetExceeded when a budget ran out."""
+    if not sent.is_set():
+        waiter: asyncio.Future[Any] = asyncio.ensure_future(sent.wait())
+        try:
+            first, _ = await asyncio.wait({call, waiter}, timeout=write_s,
+                                          return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+        if call in first:
+            return call.result()
+        if not sent.is_set():
+            raise BudgetExceeded("aggregation.write_timeout_ms", write_s)
+    done, _ = await asyncio.wait({call}, timeout=read_s)
+    if call in done:
+        return call.result()
+    raise BudgetExceeded("aggregation.forward_timeout_ms", read_s)
+

@@ -1,0 +1,144 @@
+"""mDNS announce and browse with python-zeroconf (the only importer of zeroconf).
+
+Bound to the configured interfaces (`aggregation.mdns_interfaces`, loopback by default). A
+peer that leaves cleanly sends a goodbye and is removed; a crashed one is reported only
+after ~19 minutes, so the peer's own health probes mark it offline long before that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import socket
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from zeroconf import InterfaceChoice, IPVersion, ServiceStateChange
+from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
+
+from .settings import MdnsOptions, peer_name
+
+log = logging.getLogger(__name__)
+
+RESOLVE_TIMEOUT_MS = 3000
+
+
+def interface_addresses(entries: tuple[str, ...]) -> list[str] | InterfaceChoice:
+    """IPv4 addresses for interface entries (addresses or names); `all` for every one."""
+    if not entries or any(e.strip().lower() == "all" for e in entries):
+        return InterfaceChoice.All
+    out: list[str] = []
+    names: dict[str, list[str]] | None = None
+    for entry in entries:
+        entry = entry.strip()
+        try:
+            out.append(str(ipaddress.IPv4Address(entry)))
+            continue
+        except ValueError:
+            pass
+        if names is None:
+            import psutil
+
+            names = {n: [a.address for a in addrs if a.family == socket.AF_INET]
+                     for n, addrs in psutil.net_if_addrs().items()}
+        if entry not in names:
+            raise ValueError(f"setting 'aggregation.mdns_interfaces': no interface {entry!r}")
+        out.extend(names[entry])
+    return out
+
+
+def announced_addresses(host: str, interfaces: list[str] | InterfaceChoice) -> list[str]:
+    """Addresses to announce: the bind address, else the mDNS interfaces' addresses."""
+    if host and host not in ("0.0.0.0", "::", ""):
+        try:
+            return [str(ipaddress.IPv4Address(host))]
+        except ValueError:
+            return [socket.gethostbyname(host)]
+    if isinstance(interfaces, list):
+        return interfaces
+    import psutil
+
+    return [a.address for addrs in psutil.net_if_addrs().values() for a in addrs
+            if a.family == socket.AF_INET and not a.address.startswith("127.")]
+
+
+def instance_of(full_name: str, service: str) -> str:
+    """The instance part of `<instance>.<service>`."""
+    if full_name.endswith("." + service):
+        return full_name[: -len(service) - 1]
+    return full_name.split(".", 1)[0]
+
+
+class Mdns:
+    """Announces this gateway and reports peers found and lost."""
+
+    def __init__(self, opts: MdnsOptions, host: str, port: int,
+                 found: Callable[[str, str], None],
+                 lost: Callable[[str], Awaitable[None]]) -> None:
+        self.opts = opts
+        self.host = host
+        self.port = port
+        self.found = found
+        self.lost = lost
+        self.azc: AsyncZeroconf | None = None
+        self.info: AsyncServiceInfo | None = None
+        self.browser: AsyncServiceBrowser | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.known: dict[str, str] = {}  # full service name -> peer name
+
+    async def start(self) -> None:
+        """Register the service and/or start browsing."""
+        interfaces = interface_addresses(self.opts.interfaces)
+        self.azc = AsyncZeroconf(interfaces=interfaces, ip_version=IPVersion.V4Only)
+        if self.opts.announce:
+            addresses = announced_addresses(self.host, interfaces)
+            self.info = AsyncServiceInfo(
+                self.opts.service, f"{self.opts.name}.{self.opts.service}",
+                addresses=[socket.inet_aton(a) for a in addresses], port=self.port,
+                properties={"name": self.opts.name, "api": "/api/v1"})
+            await (await self.azc.async_register_service(self.info))
+            log.info("mDNS: announced %s on %s:%d", self.opts.name, ",".join(addresses),
+                     self.port)
+        if self.opts.discover:
+            self.browser = AsyncServiceBrowser(self.azc.zeroconf, self.opts.service,
+                                               handlers=[self._on_change])
+
+    def _on_change(self, zeroconf: Any, service_type: str, name: str,
+                   state_change: ServiceStateChange) -> None:
+        task = asyncio.get_running_loop().create_task(self._handle(name, state_change))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _handle(self, name: str, change: ServiceStateChange) -> None:
+        instance = peer_name(instance_of(name, self.opts.service))
+        if change is ServiceStateChange.Removed:
+            known = self.known.pop(name, None)
+            if known is not None:
+                log.info("mDNS: %s left", known)
+                await self.lost(known)
+            return
+        assert self.azc is not None
+        info = AsyncServiceInfo(self.opts.service, name)
+        if not await info.async_request(self.azc.zeroconf, RESOLVE_TIMEOUT_MS):
+            log.info("mDNS: %s did not resolve", name)
+            return
+        addresses = info.parsed_addresses(IPVersion.V4Only)
+        if not addresses or not info.port:
+            return
+        url = f"{self.opts.scheme}://{addresses[0]}:{info.port}"
+        self.known[name] = instance
+        self.found(instance, url)
+
+    async def stop(self) -> None:
+        """Send goodbyes and close."""
+        for task in list(self._tasks):
+            task.cancel()
+        if self.browser is not None:
+            await self.browser.async_cancel()
+        if self.azc is not None:
+            if self.info is not None:
+                with contextlib.suppress(Exception):
+                    await (await self.azc.async_unregister_service(self.info))
+            await self.azc.async_close()

@@ -1,0 +1,186 @@
+"""The peer table: each peer's client, health probe loop and last complete entity declaration."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.model.entities import EntitySet
+
+from .client import PeerClient, PeerError, base_url
+from .fleet import PeerSet
+from .health import ERROR_STATUS, PeerHealth
+from .peer_auth import PeerAuth
+from .settings import FederationSettings
+from .wire import WireError, load
+
+log = logging.getLogger(__name__)
+
+HEALTH_BODY_CAP = 1024 * 1024
+
+
+@dataclass(eq=False)
+class Peer:
+    """One peer gateway."""
+
+    name: str
+    url: str
+    discovered: bool
+    client: PeerClient
+    health: PeerHealth = field(default_factory=PeerHealth)
+    entities: EntitySet | None = None
+    etag: str | None = None
+    last_refresh: float = float("-inf")
+    refreshes: int = 0
+    not_modified: int = 0
+    refresh_failures: int = 0
+    probes: int = 0
+    task: asyncio.Task[None] | None = None
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def online(self) -> bool:
+        """True while the health check passes."""
+        return self.health.online
+
+    def own_headers(self, auth: PeerAuth) -> dict[str, str]:
+        """Headers of the gateway's own calls (health, refresh, relay)."""
+        value = auth.authorization(caller=None, discovered=self.discovered)
+        return {"Authorization": value} if value else {}
+
+
+class PeerTable:
+    """Peers by name; a probe task per peer keeps its status and entity set current."""
+
+    def __init__(self, settings: FederationSettings, auth: PeerAuth, vendor: str,
+                 on_change: Callable[[], None]) -> None:
+        self.settings = settings
+        self.auth = auth
+        self.entities_path = f"/x-{vendor}-entities"
+        self.on_change = on_change
+        self.peers: dict[str, Peer] = {}
+
+    def add(self, name: str, url: str, discovered: bool) -> Peer:
+        """Add (or re-point) a peer and start probing it; its entities follow the first probe."""
+        old = self.peers.get(name)
+        if old is not None:
+            if old.url == base_url(url):
+                return old
+            del self.peers[name]  # re-pointed (e.g. restarted on another port)
+            asyncio.get_running_loop().create_task(self._retire(old))
+        client = PeerClient(url, self.settings.budgets, self.settings.max_response_bytes)
+        peer = Peer(name, client.url, discovered, client)
+        self.peers[name] = peer
+        peer.task = asyncio.get_running_loop().create_task(self._run(peer), name=f"peer-{name}")
+        log.info("peer %s at %s added (%s)", name, peer.url,
+                 "mDNS" if discovered else "configured")
+        return peer
+
+    async def remove(self, name: str) -> None:
+        """Stop probing a peer and forget it (its entities leave the fleet view)."""
+        peer = self.peers.pop(name, None)
+        if peer is None:
+            return
+        await self._retire(peer)
+        log.info("peer %s removed", name)
+        self.on_change()
+
+    async def _retire(self, peer: Peer) -> None:
+        if peer.task is not None:
+            peer.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await peer.task
+        await peer.client.close()
+
+    async def close(self) -> None:
+        """Stop every peer."""
+        for name in list(self.peers):
+            await self._retire(self.peers.pop(name))
+
+    def suspect(self, name: str) -> None:
+        """A call to the peer failed: probe it now rather than at the next tick."""
+        peer = self.peers.get(name)
+        if peer is not None:
+            peer.wake.set()
+
+    def sets(self) -> list[PeerSet]:
+        """The declared entity sets of peers synced at least once, by name."""
+        return [PeerSet(p.name, p.entities, p.online)
+                for p in sorted(self.peers.values(), key=lambda p: p.name)
+                if p.entities is not None]
+
+    def health(self) -> list[dict[str, Any]]:
+        """The /health `peers` block."""
+        return [{"name": p.name, "url": p.url, "status": p.health.status}
+                for p in sorted(self.peers.values(), key=lambda p: p.name)]
+
+    def stats(self) -> dict[str, Any]:
+        """Per-peer counters for diagnostics."""
+        return {p.name: {"probes": p.probes, "refreshes": p.refreshes,
+                         "not_modified": p.not_modified, "refresh_failures": p.refresh_failures,
+                         "failures": p.health.failures, "last_reason": p.health.last_reason}
+                for p in self.peers.values()}
+
+    async def probe(self, peer: Peer) -> tuple[bool, str | None]:
+        """One health check: (passed, failure reason)."""
+        peer.probes += 1
+        try:
+            answer = await peer.client.get("/health", budget_s=self.settings.budgets.health_s,
+                                           headers=peer.own_headers(self.auth),
+                                           max_bytes=HEALTH_BODY_CAP)
+        except PeerError as exc:
+            return False, exc.reason
+        if answer.status != 200:
+            return False, ERROR_STATUS
+        return True, None
+
+    async def refresh(self, peer: Peer) -> bool:
+        """One conditional entity refresh; True when the peer's set changed.
+
+        A refresh that cannot be read is discarded whole: the last complete set stays.
+        """
+        headers = peer.own_headers(self.auth)
+        if peer.etag:
+            headers["If-None-Match"] = peer.etag
+        try:
+            answer = await peer.client.get(self.entities_path,
+                                           budget_s=self.settings.budgets.timeout_s,
+                                           headers=headers)
+            if answer.status == 304:
+                peer.not_modified += 1
+                return False
+            if answer.status != 200:
+                raise PeerError(ERROR_STATUS, f"status {answer.status}")
+            entities, _generation = load(answer.json())
+        except (PeerError, WireError) as exc:
+            peer.refresh_failures += 1
+            log.warning("peer %s: entity refresh discarded (%s); keeping the last set",
+                        peer.name, exc)
+            return False
+        peer.entities = entities
+        peer.etag = answer.headers.get("ETag")
+        peer.refreshes += 1
+        return True
+
+    async def _run(self, peer: Peer) -> None:
+        loop = asyncio.get_running_loop()
+        interval = self.settings.health_interval_s
+        while True:
+            ok, reason = await self.probe(peer)
+            now = loop.time()
+            changed = peer.health.record(ok, now, reason)
+            if changed:
+                log.info("peer %s is %s%s", peer.name, peer.health.status,
+                         f" ({reason})" if reason else "")
+            if ok and (changed or now - peer.last_refresh >= self.settings.refresh_interval_s):
+                peer.last_refresh = now
+                changed = await self.refresh(peer) or changed
+            if changed:
+                self.on_change()
+            peer.wake.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(peer.wake.wait(), peer.health.delay(interval))

@@ -1,0 +1,37 @@
+"""`GET /x-vendor-entities`: this gateway's local entity set in one body, for its primary.
+
+Served by every gateway (a robot's gateway needs no aggregation setting to be a peer). The
+ETag changes only with the local discovery generation, so a primary's conditional refresh
+of an unchanged peer costs one request answered 304 with no body.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from gateway.http.jsonutil import dumps
+from gateway.http.routes import Registry
+from gateway.state import state_of
+
+from .wire import dump, etag
+
+
+async def entity_declaration(request: web.Request) -> web.Response:
+    """The local entity set (areas, components, apps, functions); 304 when unchanged."""
+    state = state_of(request)
+    cache = state.cache
+    tag = etag(state.started_ns, cache.local_generation)
+    headers = {"ETag": tag, "Cache-Control": "no-cache"}
+    if tag in (t.strip() for t in request.headers.get("If-None-Match", "").split(",")):
+        return web.Response(status=304, headers=headers)
+    fed = state.extras.get("federation")
+    name = fed.settings.self_name if fed is not None else ""
+    body = cache.body(("declaration", cache.local_generation),
+                      lambda: dumps(dump(cache.local, name, cache.local_generation)))
+    return web.Response(body=body, content_type="application/json", headers=headers)
+
+
+def register(reg: Registry) -> None:
+    """Declare the entity declaration route."""
+    reg.add("GET", "/x-vendor-entities", entity_declaration, tag="discovery",
+            response="Object", summary="This gateway's local entity set (peer refresh)")

@@ -1,0 +1,307 @@
+"""The federation service: peers, the fleet view, fan-out reads and forwarding for one gateway.
+
+A collection handler asks `contributors(request, entity)` which peers hold part of the entity
+(local apps answer through the handler's own code), then `merge_list(...)` merges the local
+items with the peers' answers. Requests for entities a peer alone owns never reach a handler:
+the middleware hands them to `forward`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+from urllib.parse import quote
+
+from aiohttp import web
+
+from gateway.model.entities import Entity, EntitySet
+from gateway.state import GatewayState
+
+from .combine import PeerAnswer, combine
+from .fanout import gather
+from .fleet import FleetView, Origin, local_view, merge
+from .peer_auth import PeerAuth, discovered_peer_allowed
+from .peers import Peer, PeerTable
+from .relay import FaultRelay
+from .settings import FederationSettings
+
+log = logging.getLogger(__name__)
+
+# Headers every forwarded and fanned-out call carries over from the caller.
+PASSED_HEADERS = ("X-Client-Id", "Accept-Language")
+
+
+class FederationService:
+    """Peers (static and mDNS), their merged entities, and the calls made to them."""
+
+    def __init__(self, state: GatewayState) -> None:
+        self.state = state
+        self.settings = FederationSettings.from_settings(state.settings)
+        self.auth = PeerAuth.from_settings(state.settings)
+        self.xv = state.xv
+        self.no_fan_out_header = f"X-{state.vendor.capitalize()}-No-Fan-Out"
+        self.table = PeerTable(self.settings, self.auth, state.vendor, self._changed)
+        self.view: FleetView = local_view(EntitySet())
+        self.relay = FaultRelay(self.table, self._relay_headers, self.xv, self.rename)
+        self.fan_out_path_header = f"X-{state.vendor.capitalize()}-Fan-Out-Path"
+        self.mdns: Any = None
+        self.discovered_refused = 0
+        for warning in self.settings.warnings:
+            log.warning("%s", warning)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def attach(self, cache: Any) -> None:
+        """Serve the merged set from the entity cache from now on."""
+        cache.merger = self._merge
+        cache.remerge()
+
+    async def start(self) -> None:
+        """Start probing static peers and mDNS; nothing here waits on a peer."""
+        for peer in self.settings.peers:
+            self.table.add(peer.name, peer.url, discovered=False)
+        mdns = self.settings.mdns
+        if mdns.announce or mdns.discover:
+            from .mdns import Mdns
+
+            self.mdns = Mdns(mdns, self.state.settings["server.host"],
+                             self.state.settings["server.port"], self._found, self._lost)
+            await self.mdns.start()
+
+    async def stop(self) -> None:
+        """Stop mDNS and every peer."""
+        if self.mdns is not None:
+            await self.mdns.stop()
+        await self.relay.close()
+        await self.table.close()
+
+    def _merge(self, local: EntitySet, generation: int) -> EntitySet:
+        self.view = merge(local, self.table.sets(), generation)
+        return self.view.entities
+
+    def _changed(self) -> None:
+        if self.state.cache is not None:
+            self.state.cache.remerge()
+
+    # -- mDNS -----------------------------------------------------------------------------
+
+    def _found(self, name: str, url: str) -> None:
+        peer = self.table.peers.get(name)
+        if peer is not None and not peer.discovered:
+            return  # a configured peer of the same name wins
+        if name == self.settings.self_name:
+            return
+        if not discovered_peer_allowed(url, self.auth.require_tls):
+            self.discovered_refused += 1
+            return
+        count = sum(1 for p in self.table.peers.values() if p.discovered and p.name != name)
+        if peer is None and count >= self.settings.mdns.max_peers:
+            self.discovered_refused += 1
+            log.warning("peer %s at %s refused: setting 'aggregation.max_discovered_peers' "
+                        "(%d) reached", name, url, self.settings.mdns.max_peers)
+            return
+        self.table.add(name, url, discovered=True)
+
+    async def _lost(self, name: str) -> None:
+        peer = self.table.peers.get(name)
+        if peer is not None and peer.discovered:
+            await self.table.remove(name)
+
+    # -- health ---------------------------------------------------------------------------
+
+    def health(self) -> list[dict[str, Any]]:
+        """The /health `peers` block."""
+        return self.table.health()
+
+    # -- requests -------------------------------------------------------------------------
+
+    def no_fan_out(self, request: web.Request) -> bool:
+        """True when the caller asked for this gateway's answer alone (presence only)."""
+        return self.no_fan_out_header in request.headers
+
+    def peer_headers(self, request: web.Request | None, peer: Peer) -> dict[str, str]:
+        """X-Client-Id and the Authorization this call to the peer carries."""
+        headers: dict[str, str] = {}
+        caller = None
+        if request is not None:
+            for name in PASSED_HEADERS:
+                value = request.headers.get(name)
+                if value is not None:
+                    headers[name] = value
+            caller = request.headers.get("Authorization")
+        auth = self.auth.authorization(caller=caller, discovered=peer.discovered)
+        if auth:
+            headers["Authorization"] = auth
+        return headers
+
+    def contributors(self, request: web.Request, entity: Entity) -> list[Origin]:
+        """The peers holding part of an entity (empty with X-Vendor-No-Fan-Out)."""
+        if self.no_fan_out(request):
+            return []
+        return self.view.peers_of(entity.kind, entity.id)
+
+    def is_local(self, entity: Entity) -> bool:
+        """True when this gateway contributes the entity itself."""
+        return "local" in self.view.contributors(entity.kind, entity.id)
+
+    async def call_peers(self, request: web.Request, paths: Sequence[tuple[str, str]]
+                         ) -> list[PeerAnswer]:
+        """GET (peer, path) in parallel within aggregation.timeout_ms, marked no-fan-out."""
+        calls = []
+        for name, path in paths:
+            peer = self.table.peers.get(name)
+            headers = self.peer_headers(request, peer) if peer is not None else {}
+            headers[self.no_fan_out_header] = "1"
+            calls.append((name, path, headers))
+        return await gather(self.table, calls, self.settings.budgets.timeout_s)
+
+    async def peer_items(self, request: web.Request, entity: Entity, collection: str,
+                         peers: Sequence[Origin]) -> list[PeerAnswer]:
+        """Each contributing peer's items of one collection of the entity."""
+        query = request.query_string
+        paths = [(o.gateway, f"/{entity.kind}/{quote(o.remote_id, safe='')}/{collection}"
+                             + (f"?{query}" if query else "")) for o in peers]
+        return await self.call_peers(request, paths)
+
+    def rename(self, gateway: str, app_id: str) -> str:
+        """Rule 5: the fleet id of a gateway's app."""
+        return self.view.fleet_app_id(gateway, app_id)
+
+    async def merge_list(self, request: web.Request, entity: Entity, collection: str,
+                         local_items: list[dict[str, Any]], local_extra: dict[str, Any]
+                         | None = None, *, peers: Sequence[Origin] | None = None,
+                         limit: int | None = None) -> dict[str, Any]:
+        """The list envelope of a collection merged over this gateway and its peers."""
+        if peers is None:
+            peers = self.contributors(request, entity)
+        answers = await self.peer_items(request, entity, collection, peers)
+        return self.combine_list(entity, collection, local_items, local_extra, answers, limit)
+
+    def combine_list(self, entity: Entity, collection: str, local_items: list[dict[str, Any]],
+                     local_extra: dict[str, Any] | None, answers: Sequence[PeerAnswer],
+                     limit: int | None = None) -> dict[str, Any]:
+        """The list envelope of local items merged with the peers' answers."""
+        local = local_items if self.is_local(entity) or local_items else None
+        merged = combine(collection, self.xv, local, answers, self.rename, limit)
+        return self.envelope(merged.items, merged.extra, entity.id, local_extra)
+
+    def _relay_headers(self, peer: Peer) -> dict[str, str]:
+        return {**peer.own_headers(self.auth), self.no_fan_out_header: "1"}
+
+    async def merge_global_faults(self, request: web.Request, body: dict[str, Any]
+                                  ) -> dict[str, Any]:
+        """GET /faults over the fleet (X-Vendor-No-Fan-Out is not honoured here, per spec).
+
+        A gateway already on the request's fan-out path answers alone, so primaries that
+        discover each other do not ask one another in circles.
+        """
+        path = [p for p in request.headers.get(self.fan_out_path_header, "").split(",") if p]
+        if self.settings.self_name in path or not self.table.peers:
+            return body
+        query = f"?{request.query_string}" if request.query_string else ""
+        calls = []
+        for name in sorted(self.table.peers):
+            peer = self.table.peers[name]
+            headers = self.peer_headers(request, peer)
+            headers[self.fan_out_path_header] = ",".join([*path, self.settings.self_name])
+            calls.append((name, f"/faults{query}", headers))
+        answers = await gather(self.table, calls, self.settings.budgets.timeout_s)
+        merged = combine("faults", self.xv, body["items"], answers, self.rename)
+        out = dict(body)
+        out["items"] = merged.items
+        xv = dict(body.get(self.xv) or {})
+        xv["total_count"] = len(merged.items)
+        for key, value in merged.extra.items():
+            xv[key] = value
+        out[self.xv] = xv
+        for key in ("muted_count", "cluster_count"):  # correlation counts add up
+            if isinstance(out.get(key), int):
+                out[key] += sum(a.body.get(key, 0) for a in answers
+                                if a.ok and isinstance(a.body.get(key), int))
+        return out
+
+    async def merge_server_list(self, request: web.Request, collection: str, path: str,
+                                local_items: list[dict[str, Any]],
+                                extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A server-level list (version-info, global faults) merged over every peer."""
+        query = f"?{request.query_string}" if request.query_string else ""
+        answers = await self.call_peers(request, [(name, path + query)
+                                                  for name in sorted(self.table.peers)])
+        merged = combine(collection, self.xv, local_items, answers, self.rename)
+        return self.envelope(merged.items, merged.extra, None, extra)
+
+    def envelope(self, items: list[dict[str, Any]], extra: dict[str, Any],
+                 entity_id: str | None, local_extra: dict[str, Any] | None = None
+                 ) -> dict[str, Any]:
+        """The list envelope of merged items (local partial fields kept and extended)."""
+        xv: dict[str, Any] = {"total_count": len(items)}
+        if entity_id is not None:
+            xv["entity_id"] = entity_id
+        for key, value in (local_extra or {}).items():
+            xv[key] = value
+        for key, value in extra.items():
+            if isinstance(value, list) and isinstance(xv.get(key), list):
+                xv[key] = xv[key] + value
+            else:
+                xv[key] = value
+        return {"items": items, self.xv: xv}
+
+
+FEDERATION = "federation"
+
+
+def service_of(state: GatewayState) -> FederationService | None:
+    """The running federation service, or None when aggregation is off."""
+    return state.extras.get(FEDERATION)  # type: ignore[no-any-return]
+
+
+def install(app: web.Application, state: GatewayState) -> FederationService | None:
+    """Aggregation on: the federation service runs with the app (after ROS, stopped before).
+
+    A robot that only announces itself (aggregation.announce without .enabled) runs mDNS
+    alone: it serves its entity declaration to whichever primary finds it.
+    """
+    if not state.settings["aggregation.enabled"]:
+        _install_announcer(app, state)
+        return None
+    service = FederationService(state)
+    state.extras[FEDERATION] = service
+    from .forward import Forwarder
+
+    state.extras["forwarder"] = Forwarder(service)
+    state.features.add("aggregation")
+    state.extras.setdefault("health", {})["peers"] = service.health
+
+    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
+        service.attach(state.cache)
+        await service.start()
+        try:
+            yield
+        finally:
+            await service.stop()
+
+    app.cleanup_ctx.append(lifecycle)
+    return service
+
+
+def _install_announcer(app: web.Application, state: GatewayState) -> None:
+    from .mdns import Mdns
+
+    opts = FederationSettings.from_settings(state.settings).mdns
+    announcer = Mdns(dataclasses.replace(opts, discover=False), state.settings["server.host"],
+                     state.settings["server.port"], lambda name, url: None, _nothing)
+
+    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
+        await announcer.start()
+        try:
+            yield
+        finally:
+            await announcer.stop()
+
+    app.cleanup_ctx.append(lifecycle)
+
+
+async def _nothing(name: str) -> None:
+    return None

@@ -1,0 +1,145 @@
+"""Aggregation settings as plain values: budgets in seconds, static peers, mDNS options."""
+
+from __future__ import annotations
+
+import re
+import socket
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from gateway.config import ConfigError
+
+# Health checks cap the connect and read budgets at this (spec: Limits, aggregation.timeout_ms).
+HEALTH_CAP_S = 1.0
+LOCAL = "local"
+_NAME = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def peer_name(text: str) -> str:
+    """A peer name usable in `<peer>__<id>`: alphanumerics, underscore and hyphen."""
+    out = _NAME.sub("_", text.strip()).strip("_")
+    return out or "peer"
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """Time budgets of peer calls, in seconds."""
+
+    timeout_s: float = 2.0
+    forward_s: float = 15.0
+    write_s: float = 5.0
+
+    @property
+    def health_s(self) -> float:
+        """Connect and read budget of a health check."""
+        return min(self.timeout_s, HEALTH_CAP_S)
+
+
+def budgets(timeout_ms: int, forward_ms: int, write_ms: int,
+            warnings: list[str] | None = None) -> Budgets:
+    """Budgets from (already range-clamped) milliseconds; forward is raised to timeout."""
+    if forward_ms < timeout_ms:
+        if warnings is not None:
+            warnings.append(f"setting 'aggregation.forward_timeout_ms': {forward_ms} is below "
+                            f"aggregation.timeout_ms; using {timeout_ms}")
+        forward_ms = timeout_ms
+    return Budgets(timeout_ms / 1000.0, forward_ms / 1000.0, write_ms / 1000.0)
+
+
+@dataclass(frozen=True)
+class StaticPeer:
+    """A configured peer."""
+
+    name: str
+    url: str
+
+
+def static_peers(urls: Any, names: Any) -> list[StaticPeer]:
+    """Pairs of aggregation.peer_urls and peer_names; ConfigError naming the setting."""
+    urls = [str(u).strip() for u in (urls or ())]
+    names = [str(n).strip() for n in (names or ())]
+    if len(urls) != len(names):
+        raise ConfigError(f"settings 'aggregation.peer_urls' ({len(urls)} entries) and "
+                          f"'aggregation.peer_names' ({len(names)}) must have equal lengths")
+    out: list[StaticPeer] = []
+    seen: set[str] = set()
+    for url, name in zip(urls, names, strict=True):
+        if not url and not name:
+            continue  # empty entries are ignored
+        if not url:
+            raise ConfigError(f"setting 'aggregation.peer_urls': peer '{name}' has no URL")
+        if not name:
+            parts = urlsplit(url)
+            name = f"{parts.hostname or 'peer'}_{parts.port or ''}"
+        clean = peer_name(name)
+        if clean != name:
+            raise ConfigError(f"setting 'aggregation.peer_names': {name!r} may hold only "
+                              "letters, digits, '_' and '-'")
+        if clean == LOCAL or "__" in clean:
+            raise ConfigError(f"setting 'aggregation.peer_names': {name!r} is reserved or "
+                              "contains '__'")
+        if clean in seen:
+            raise ConfigError(f"setting 'aggregation.peer_names': {name!r} is not unique")
+        seen.add(clean)
+        out.append(StaticPeer(clean, url.rstrip("/")))
+    return out
+
+
+@dataclass(frozen=True)
+class MdnsOptions:
+    """mDNS announce and browse options."""
+
+    announce: bool = False
+    discover: bool = False
+    service: str = "_diag-gateway._tcp.local."
+    name: str = ""
+    interfaces: tuple[str, ...] = ("127.0.0.1",)
+    max_peers: int = 50
+    scheme: str = "http"
+
+
+def service_type(text: str) -> str:
+    """A fully qualified mDNS service type (`_x._tcp.local.`)."""
+    text = text.strip()
+    if not text.endswith("."):
+        text += "."
+    if not text.endswith(".local."):
+        text = text[:-1] + ".local."
+    return text
+
+
+@dataclass(frozen=True)
+class FederationSettings:
+    """Everything the federation service reads from the settings."""
+
+    enabled: bool = False
+    budgets: Budgets = field(default_factory=Budgets)
+    peers: tuple[StaticPeer, ...] = ()
+    mdns: MdnsOptions = field(default_factory=MdnsOptions)
+    health_interval_s: float = 0.5
+    refresh_interval_s: float = 1.0
+    max_response_bytes: int = 16 * 1024 * 1024
+    self_name: str = ""
+    warnings: tuple[str, ...] = ()
+
+    @classmethod
+    def from_settings(cls, s: Any) -> FederationSettings:
+        """From the resolved gateway settings (ConfigError for unusable peers)."""
+        warnings: list[str] = []
+        b = budgets(s["aggregation.timeout_ms"], s["aggregation.forward_timeout_ms"],
+                    s["aggregation.write_timeout_ms"], warnings)
+        name = str(s["aggregation.mdns_name"]) or socket.gethostname()
+        mdns = MdnsOptions(
+            announce=bool(s["aggregation.announce"]), discover=bool(s["aggregation.discover"]),
+            service=service_type(str(s["aggregation.mdns_service"])), name=peer_name(name),
+            interfaces=tuple(s["aggregation.mdns_interfaces"]),
+            max_peers=int(s["aggregation.max_discovered_peers"]),
+            scheme=str(s["aggregation.peer_scheme"]))
+        return cls(
+            enabled=bool(s["aggregation.enabled"]), budgets=b,
+            peers=tuple(static_peers(s["aggregation.peer_urls"], s["aggregation.peer_names"])),
+            mdns=mdns, health_interval_s=s["aggregation.health_interval_ms"] / 1000.0,
+            refresh_interval_s=s["aggregation.refresh_interval_ms"] / 1000.0,
+            max_response_bytes=int(s["aggregation.max_response_bytes"]),
+            self_name=peer_name(name), warnings=tuple(warnings))

@@ -1,0 +1,48 @@
+"""Peer liveness: offline within two probes, back at the first success, backoff (pure)."""
+
+from __future__ import annotations
+
+from federation.health import BACKOFF_S, RETRY_S, PeerHealth
+
+
+def test_a_new_peer_is_offline_until_its_first_probe_passes() -> None:
+    h = PeerHealth()
+    assert h.status == "offline" and not h.probed
+    assert h.record(True, now=1.0) is True
+    assert h.status == "online" and h.since == 1.0 and h.last_ok == 1.0
+
+
+def test_one_timeout_is_retried_two_mark_the_peer_offline() -> None:
+    h = PeerHealth()
+    h.record(True, 0.0)
+    assert h.record(False, 1.0, "timeout") is False
+    assert h.online and h.delay(0.5) == RETRY_S
+    assert h.record(False, 2.2, "timeout") is True
+    assert not h.online and h.since == 2.2 and h.last_reason == "timeout"
+
+
+def test_a_refused_connection_or_error_status_is_offline_at_once() -> None:
+    for reason in ("unreachable", "error-status"):
+        h = PeerHealth()
+        h.record(True, 0.0)
+        assert h.record(False, 0.5, reason) is True and not h.online
+
+
+def test_backoff_while_offline_and_recovery_on_first_success() -> None:
+    h = PeerHealth()
+    h.record(True, 0.0)
+    delays = []
+    for k in range(7):
+        h.record(False, float(k), "unreachable")
+        delays.append(h.delay(0.5))
+    assert delays[:4] == list(BACKOFF_S) and delays[-1] == BACKOFF_S[-1]
+    assert max(delays) <= 2.0  # a recovered peer is probed again within 2 s
+    assert h.record(True, 10.0) is True and h.online and h.failures == 0
+    assert h.delay(0.5) == 0.5
+
+
+def test_a_never_seen_peer_is_probed_quickly() -> None:
+    h = PeerHealth()
+    assert h.delay(0.5) == BACKOFF_S[0]
+    h.record(False, 0.0, "unreachable")
+    assert h.record(False, 0.3, "unreachable") is False  # still offline: no change
