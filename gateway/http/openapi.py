@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 from urllib.parse import quote
 
@@ -139,8 +140,9 @@ def project(doc: dict[str, Any], prefix: str,
             expand: dict[str, list[str]]) -> dict[str, Any] | None:
     """The document restricted to paths at or below prefix, ids substituted.
 
-    `expand` maps a path parameter (e.g. data_id) to the discovered values for it; paths
-    with such a parameter are listed once per value (URL-encoded). None when nothing matches.
+    `expand` maps a path parameter (e.g. data_id, op_id) to the discovered values for it;
+    paths with such parameters are listed once per value (URL-encoded). None when nothing
+    matches.
     """
     want = [s for s in prefix.strip("/").split("/") if s]
     paths: dict[str, Any] = {}
@@ -152,18 +154,19 @@ def project(doc: dict[str, Any], prefix: str,
         concrete = "/" + "/".join(
             values.get(s[1:-1], s) if s.startswith("{") else s for s in segs)
         rest = [s[1:-1] for s in segs[len(want):] if s.startswith("{")]
-        if not rest:
+        keys = [r for r in rest if r in expand]
+        if not keys:
             paths[concrete] = ops
             continue
-        if len(rest) == 1 and rest[0] in expand:
-            for value in expand[rest[0]]:
-                item = concrete.replace("{" + rest[0] + "}", quote(value, safe=""))
-                paths[item] = {m: {k: v for k, v in op.items()
-                                   if k not in ("parameters", "requestBody")}
-                               for m, op in ops.items()}
-            continue
-        if rest and not any(r in expand for r in rest):
-            paths[concrete] = ops
+        # One path per discovered item (ids URL-encoded); other parameters stay templated.
+        # Item paths carry no payload schema.
+        bare = {m: {k: v for k, v in op.items() if k not in ("parameters", "requestBody")}
+                for m, op in ops.items()}
+        for values in itertools.product(*(expand[k] for k in keys)):
+            item = concrete
+            for key, value in zip(keys, values, strict=True):
+                item = item.replace("{" + key + "}", quote(value, safe=""))
+            paths[item] = bare
     if not paths:
         return None
     out = dict(doc)

@@ -17,6 +17,7 @@ from ..ros.samples import implementation as sample_implementation
 from ..state import GatewayState, state_of
 from .common import entities, federation
 from .data import entity_topics
+from .operations import entity_operations
 
 API_VERSION = "1.0.0"
 # Collections a scoped /docs prefix may end in; these others answer 404 there.
@@ -161,6 +162,7 @@ async def scoped_docs(request: web.Request) -> web.Response:
         if len(segs) > 2 and segs[2] not in DOCS_COLLECTIONS:
             raise not_found(f"No scoped document for '{segs[2]}'", path=prefix)
         expand["data_id"] = list(entity_topics(state, entity))
+        expand["op_id"] = [op.id for op in entity_operations(state, entity)]
     projected = project(doc, "/" + prefix, expand)
     if projected is None:
         raise not_found(f"No API paths below '/{prefix}'", path=prefix)

@@ -249,6 +249,9 @@ def test_openapi_documents(gw: Gateway) -> None:
     assert not any(p.startswith("/components") for p in scoped["paths"])
     whole = gw.get("/apps/temp_sensor/docs").json()
     assert "/apps/temp_sensor" in whole["paths"]
+    ops = gw.get("/apps/long_calibration/operations/docs").json()["paths"]
+    assert "/apps/long_calibration/operations/long_calibration/executions" in ops
+    assert "/apps/long_calibration/operations/long_calibration/executions/{exec_id}" in ops
     assert_error(gw.get("/apps/temp_sensor/locks/docs"), 404)
     assert_error(gw.get("/apps/ghost/docs"), 404)
 
