@@ -55,10 +55,19 @@ def make_middleware(state: Any) -> Any:
     routes = state.route_table
     guard = state.guard
 
+    # Raw paths that passed check_uri recently: a set lookup instead of two regex scans on
+    # the hot path (bounded; cleared when full).
+    checked: set[str] = set()
+
     @web.middleware
     async def middleware(request: web.Request, handler: Any) -> web.StreamResponse:
         try:
-            check_uri(request.raw_path, max_uri)
+            raw = request.raw_path
+            if raw not in checked:
+                check_uri(raw, max_uri)
+                if len(checked) >= 4096:
+                    checked.clear()
+                checked.add(raw)
             rng = request.headers.get("Range")
             if rng is not None:
                 try:
@@ -75,7 +84,7 @@ def make_middleware(state: Any) -> Any:
                 raise http_layer_error(status, f"No resource at {request.path}")
             route = routes.get(match_info.route)
             if route is not None and route.multi_segment and request.method == "GET" \
-                    and request.raw_path.partition("?")[0].endswith("/docs"):
+                    and raw.partition("?")[0].endswith("/docs"):
                 # `/apps/x/data/docs` is the scoped document, not a topic named `docs`
                 # (an encoded topic path keeps its %2F and never ends in `/docs`).
                 route = state.docs_route
