@@ -9,8 +9,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from .bridge import RosBridge
-from .message import import_type, message_to_dict
+from .bridge import ClientCache, RosBridge
+from .message import message_to_dict
 from .services import (
     READY_WAIT_S,
     CallFailed,
@@ -99,7 +99,7 @@ class ActionManager:
     def __init__(self, bridge: RosBridge, limiter: InFlightLimiter) -> None:
         self.bridge = bridge
         self.limiter = limiter
-        self._clients: dict[tuple[str, str], asyncio.Future[Any]] = {}
+        self._clients = ClientCache(bridge)
         self._by_op: dict[tuple[str, str, str], OrderedDict[str, Execution]] = {}
         self._by_id: dict[str, Execution] = {}
 
@@ -107,21 +107,8 @@ class ActionManager:
         """The cached action client, created on first use (off the loop)."""
         from rclpy.action import ActionClient
 
-        key = (action, type_name)
-        fut = self._clients.get(key)
-        if fut is not None and fut.done() and not fut.cancelled() and fut.exception() is None:
-            return fut.result()
-        if fut is None:
-            cls = import_type(type_name)
-            fut = self._clients[key] = asyncio.ensure_future(self.bridge.run(
-                ActionClient, self.bridge.node, cls, action,
-                what=f"creating an action client for {action}"))
-        try:
-            return await asyncio.shield(fut)
-        except Exception:
-            if self._clients.get(key) is fut:
-                del self._clients[key]
-            raise
+        return await self._clients.get(action, type_name, ActionClient,
+                                       f"creating an action client for {action}")
 
     async def send_goal(self, entity: tuple[str, str], op_id: str, action: str,
                         type_name: str, goal: Any, timeout: float) -> Execution:

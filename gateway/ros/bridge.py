@@ -153,3 +153,36 @@ class RosBridge:
         except Exception:
             log.debug("node destroy", exc_info=True)
         rclpy.try_shutdown(context=self.context)
+
+
+class ClientCache:
+    """ROS clients created once per (name, type) off the event loop; a failed creation is
+    forgotten so the next caller retries."""
+
+    def __init__(self, bridge: RosBridge) -> None:
+        self.bridge = bridge
+        self._clients: dict[tuple[str, str], asyncio.Future[Any]] = {}
+
+    async def get(self, name: str, type_name: str, factory: Callable[..., Any],
+                  what: str) -> Any:
+        """The client for name, made with factory(node, msg_class, name) on first use."""
+        from .message import import_type
+
+        key = (name, type_name)
+        fut = self._clients.get(key)
+        if fut is not None and fut.done() and not fut.cancelled() and fut.exception() is None:
+            return fut.result()
+        if fut is None:
+            cls = import_type(type_name)
+            fut = self._clients[key] = asyncio.ensure_future(
+                self.bridge.run(factory, self.bridge.node, cls, name, what=what))
+        try:
+            return await asyncio.shield(fut)
+        except Exception:
+            if self._clients.get(key) is fut:
+                del self._clients[key]
+            raise
+
+    def clear(self) -> None:
+        """Forget every client (they are destroyed with the bridge's node)."""
+        self._clients.clear()

@@ -13,8 +13,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from .bridge import RosBridge
-from .message import import_type
+from .bridge import ClientCache, RosBridge
 
 # How long a call waits for a freshly created client to match its server.
 READY_WAIT_S = 2.0
@@ -115,26 +114,14 @@ class ServiceCaller:
     def __init__(self, bridge: RosBridge, max_in_flight: int = 8) -> None:
         self.bridge = bridge
         self.limiter = InFlightLimiter(max_in_flight)
-        self._clients: dict[tuple[str, str], asyncio.Future[Any]] = {}
+        self._clients = ClientCache(bridge)
         self.calls = 0
         self.timeouts = 0
 
     async def client(self, name: str, type_name: str) -> Any:
         """The cached client of a service, created on first use (off the loop)."""
-        key = (name, type_name)
-        fut = self._clients.get(key)
-        if fut is not None and fut.done() and not fut.cancelled() and fut.exception() is None:
-            return fut.result()
-        if fut is None:
-            cls = import_type(type_name)
-            fut = self._clients[key] = asyncio.ensure_future(self.bridge.run(
-                self.bridge.node.create_client, cls, name, what=f"creating a client for {name}"))
-        try:
-            return await asyncio.shield(fut)
-        except Exception:
-            if self._clients.get(key) is fut:
-                del self._clients[key]
-            raise
+        return await self._clients.get(name, type_name, _create_client,
+                                       f"creating a client for {name}")
 
     async def call(self, name: str, type_name: str, request: Any, timeout: float) -> Any:
         """The response to one request; CallTimeout, NotAvailable or CallFailed otherwise."""
@@ -180,3 +167,7 @@ class ServiceCaller:
     def close(self) -> None:
         """Forget every client; they are destroyed with the bridge's node."""
         self._clients.clear()
+
+
+def _create_client(node: Any, cls: Any, name: str) -> Any:
+    return node.create_client(cls, name)
