@@ -162,9 +162,9 @@ def project(doc: dict[str, Any], prefix: str,
         # Item paths carry no payload schema.
         bare = {m: {k: v for k, v in op.items() if k not in ("parameters", "requestBody")}
                 for m, op in ops.items()}
-        for values in itertools.product(*(expand[k] for k in keys)):
+        for combo in itertools.product(*(expand[k] for k in keys)):
             item = concrete
-            for key, value in zip(keys, values, strict=True):
+            for key, value in zip(keys, combo, strict=True):
                 item = item.replace("{" + key + "}", quote(value, safe=""))
             paths[item] = bare
     if not paths:
