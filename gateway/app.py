@@ -22,8 +22,21 @@ log = logging.getLogger(__name__)
 
 
 def build_registry(vendor: str, built: set[str]) -> Registry:
-    """Every route of this build, in matching order."""
-    from .resources import configurations, data, entities, logs, operations, server, status, unbuilt
+    """Every route of this build, in matching order; `built` receives the served features."""
+    from federation import routes as federation_routes  # the peer entity declaration
+
+    from .resources import (
+        bulk_data,
+        configurations,
+        data,
+        entities,
+        faults,
+        logs,
+        operations,
+        server,
+        status,
+        unbuilt,
+    )
 
     reg = Registry(vendor)
     server.register(reg)
@@ -32,18 +45,11 @@ def build_registry(vendor: str, built: set[str]) -> Registry:
     # data reads are the hottest path.
     data.register(reg)
     entities.register(reg)
-    for module in (operations, configurations, logs, status):
+    for module in (operations, configurations, logs, status, faults, bulk_data,
+                   federation_routes):
         module.register(reg)
-    built.update({"operations", "configurations", "logs", "status"})
-    from .resources import faults
-    faults.register(reg)
-    built.add("faults")
-    from .resources import bulk_data
-    bulk_data.register(reg)
-    built.add("bulk-data")
-    from federation import routes as federation_routes  # the peer entity declaration
-    federation_routes.register(reg)
-    unbuilt.register(reg, built)
+    built.update({"operations", "configurations", "logs", "status", "faults", "bulk-data"})
+    unbuilt.register(reg, built)  # 501 rows for every feature not built
     server.register_docs(reg)
     return reg
 
@@ -76,7 +82,13 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     from .discovery.cache import EntityCache
     from .discovery.poller import GraphPoller
     from .discovery.runtime import HostInfo
+    from .faults.service import FaultService
+    from .resources import bulk_data
+    from .ros.actions import ActionManager
     from .ros.bridge import RosBridge
+    from .ros.parameters import ParameterStore
+    from .ros.rosout import RosoutLog
+    from .ros.services import ServiceCaller
     from .ros.topics import SamplePool
 
     state = app[STATE]
@@ -97,11 +109,6 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     log.info("ROS domain %d: %d apps discovered", bridge.domain_id,
              len(state.cache.entities.apps))
     # operations, configurations, logs, status
-    from .ros.actions import ActionManager
-    from .ros.parameters import ParameterStore
-    from .ros.rosout import RosoutLog
-    from .ros.services import ServiceCaller
-
     calls = ServiceCaller(bridge, s["operations.max_in_flight_per_service"])
     state.extras.update(
         service_caller=calls, actions=ActionManager(bridge, calls.limiter),
@@ -109,9 +116,7 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
                                   s["parameter_negative_cache_sec"]),
         rosout=RosoutLog(bridge, s["logs.buffer_size"]))
     await state.extras["rosout"].start()
-    from .resources import bulk_data  # uploads and the rosbag recorder (fault listener)
-    await bulk_data.start(state)
-    from .faults.service import FaultService
+    await bulk_data.start(state)  # uploads and the recorder (a fault listener): before faults
     state.extras["faults"] = FaultService(state)
     await state.extras["faults"].start()
     app.on_shutdown.append(state.extras["faults"].on_shutdown)
