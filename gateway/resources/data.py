@@ -128,8 +128,7 @@ async def list_data(request: web.Request) -> web.Response:
                                                   local_items(state, entity), peers=peers))
 
     def build() -> bytes:
-        items = [data_item(state, ref) for ref in entity_topics(state, entity).values()]
-        return dumps(envelope(state, items, entity.id))
+        return dumps(envelope(state, local_items(state, entity), entity.id))
 
     body = state.cache.body(("data-list", entity.kind, entity.id), build)
     return web.Response(body=body, content_type="application/json")

@@ -160,8 +160,7 @@ async def list_operations(request: web.Request) -> web.Response:
                                                   local_items(state, entity), peers=peers))
 
     def build() -> bytes:
-        items = [operation_item(state, op) for op in entity_operations(state, entity)]
-        return dumps(envelope(state, items, entity.id))
+        return dumps(envelope(state, local_items(state, entity), entity.id))
 
     body = state.cache.body(("operations-list", entity.kind, entity.id), build)
     return web.Response(body=body, content_type="application/json")
