@@ -59,6 +59,7 @@ _KEEPALIVE = b":keepalive\n\n"
 class _Client:
     queue: asyncio.Queue[bytes] = field(default_factory=lambda: asyncio.Queue(CLIENT_QUEUE))
     overflowed: bool = False
+    local_only: bool = False  # X-<Vendor>-No-Fan-Out: no events relayed from peers
 
 
 class FaultStream:
@@ -68,25 +69,31 @@ class FaultStream:
         self.slots = slots
         self.keepalive_s = keepalive_s
         self.last_id = first_id
-        self.ring: deque[tuple[int, bytes]] = deque(maxlen=REPLAY_EVENTS)
+        self.ring: deque[tuple[int, bytes, bool]] = deque(maxlen=REPLAY_EVENTS)
         self.clients: set[_Client] = set()
         self.published = 0
         self.dropped_clients = 0
         self._last_publish = time.monotonic()
         self._keepalive: asyncio.Task[None] | None = None
 
-    def publish(self, event: str, data: Any) -> int:
-        """Number, keep and fan out one event; returns its id (call on the event loop)."""
+    def publish(self, event: str, data: Any, *, relayed: bool = False) -> int:
+        """Number, keep and fan out one event (relayed: from a peer); returns its id."""
         self.last_id += 1
         raw = frame(self.last_id, event, data)
-        self.ring.append((self.last_id, raw))
+        self.ring.append((self.last_id, raw, relayed))
         self.published += 1
         self._last_publish = time.monotonic()
-        self._fan_out(raw)
+        self._fan_out(raw, relayed)
         return self.last_id
 
-    def _fan_out(self, raw: bytes) -> None:
+    def publish_relayed(self, event: str, data: Any) -> int:
+        """publish() for an event relayed from a peer gateway."""
+        return self.publish(event, data, relayed=True)
+
+    def _fan_out(self, raw: bytes, relayed: bool = False) -> None:
         for client in self.clients:
+            if relayed and client.local_only:
+                continue
             try:
                 client.queue.put_nowait(raw)
             except asyncio.QueueFull:
@@ -105,24 +112,26 @@ class FaultStream:
             if time.monotonic() - self._last_publish >= self.keepalive_s * 0.99:
                 self._fan_out(_KEEPALIVE)
 
-    def replay(self, last_event_id: int | None) -> list[bytes]:
+    def replay(self, last_event_id: int | None, local_only: bool = False) -> list[bytes]:
         """Kept frames newer than last_event_id (none without a Last-Event-ID)."""
         if last_event_id is None:
             return []
-        return [raw for i, raw in self.ring if i > last_event_id]
+        return [raw for i, raw, relayed in self.ring
+                if i > last_event_id and not (relayed and local_only)]
 
-    async def serve(self, request: web.Request) -> web.StreamResponse:
-        """The SSE response for one client until it disconnects (503 past the cap)."""
+    async def serve(self, request: web.Request, local_only: bool = False) -> web.StreamResponse:
+        """The SSE response for one client until it disconnects (503 past the cap); a
+        local_only client gets no events relayed from peers."""
         if not self.slots.acquire():
             raise ApiError(503, SERVICE_UNAVAILABLE,
                            f"Too many SSE clients (sse.max_clients={self.slots.max_clients})",
                            parameters={"max_clients": self.slots.max_clients})
         if self._keepalive is None or self._keepalive.done():
             self._keepalive = asyncio.ensure_future(self._keepalive_loop())
-        client = _Client()
+        client = _Client(local_only=local_only)
         try:
             last = _last_event_id(request.headers.get("Last-Event-ID"))
-            backlog = self.replay(last)
+            backlog = self.replay(last, local_only)
             self.clients.add(client)  # same loop step as the replay copy: no gap, no repeat
             resp = web.StreamResponse(status=200, headers=SSE_HEADERS)
             await resp.prepare(request)

@@ -88,10 +88,12 @@ async def stream(request: web.Request) -> web.StreamResponse:
     svc = service(state)
     assert svc.stream is not None
     fed = federation(state)  # aggregation: healthy peers' streams relayed while we serve one
-    if fed is not None and not fed.no_fan_out(request):
-        with fed.relay.attached(svc.stream.publish):
-            return await svc.stream.serve(request)
-    return await svc.stream.serve(request)
+    if fed is None:
+        return await svc.stream.serve(request)
+    if fed.no_fan_out(request):  # this gateway's own events only, even while relays run
+        return await svc.stream.serve(request, local_only=True)
+    with fed.relay.attached(svc.stream.publish_relayed):
+        return await svc.stream.serve(request)
 
 
 async def list_entity(request: web.Request) -> web.Response:

@@ -131,3 +131,32 @@ def test_slow_client_is_dropped_not_blocking() -> None:
         assert client.queue.get_nowait() == b""  # the close marker
 
     asyncio.run(scenario())
+
+
+def test_local_only_clients_get_no_relayed_events() -> None:
+    async def scenario() -> None:
+        slots = SseSlots(2)
+        stream = FaultStream(slots, keepalive_s=30.0)
+
+        async def local_only(request: web.Request) -> web.StreamResponse:
+            return await stream.serve(request, local_only=True)
+
+        app = app_for(stream)
+        app.router.add_get("/local", local_only)
+        stream.publish("fault_confirmed", {"own": 1})  # id 1
+        stream.publish_relayed("fault_confirmed", {"peer": 2})  # id 2
+        async with TestServer(app, handler_cancellation=True) as server, \
+                aiohttp.ClientSession() as session:
+            fleet = await session.get(server.make_url("/stream"),
+                                      headers={"Last-Event-ID": "0"})
+            local = await session.get(server.make_url("/local"), headers={"Last-Event-ID": "0"})
+            await wait_until(lambda: slots.connected == 2 and len(stream.clients) == 2)
+            stream.publish_relayed("fault_updated", {"peer": 3})  # id 3
+            stream.publish("fault_cleared", {"own": 4})  # id 4
+            assert [i for i, _, _ in await read_events(fleet, 4)] == [1, 2, 3, 4]
+            assert [i for i, _, _ in await read_events(local, 2)] == [1, 4]
+            fleet.close()
+            local.close()
+            await wait_until(lambda: slots.connected == 0)
+
+    asyncio.run(scenario())
