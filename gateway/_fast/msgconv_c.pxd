@@ -19,8 +19,19 @@ cdef extern from *:
         return a_hi * b_hi + (hi_lo >> 32) + (cross >> 32);
     #endif
     }
+
+    static inline int _c_bitlen64(uint64_t v) {  /* v > 0 */
+    #if defined(__GNUC__) || defined(__clang__)
+        return 64 - __builtin_clzll(v);
+    #else
+        int n = 0;
+        while (v) { v >>= 1; n++; }
+        return n;
+    #endif
+    }
     """
     uint64_t _c_mulhi64(uint64_t a, uint64_t b) noexcept
+    int _c_bitlen64(uint64_t v) noexcept
 
 
 # -- tables and constants (module globals of the .py) ---------------------------------------
@@ -96,8 +107,11 @@ cpdef str float64_repr(double value)
 
 
 # -- reading CDR, writing JSON ----------------------------------------------------------------
-@cython.locals(length=int)
-cdef int _decimal_length(uint64_t v) noexcept
+@cython.locals(length=int, t=int)
+cdef inline int _decimal_length(uint64_t v) noexcept
+
+@cython.locals(merged=uint64_t, top=uint64_t, hundreds=uint64_t, tens=uint64_t)
+cdef inline uint64_t _ascii8(uint32_t x) noexcept
 
 @cython.locals(v=uint64_t, i=int)
 cdef uint64_t _load(const unsigned char* q, Py_ssize_t size, bint little) noexcept
@@ -132,12 +146,17 @@ cdef class _Cursor(_Decimal):
 
     cdef inline int put_c(self, int c) except -1
 
-    @cython.locals(merged=uint64_t, top=uint64_t, hundreds=uint64_t, tens=uint64_t,
-                   digits=cython.p_const_char, high=uint32_t, low=uint32_t)
+    @cython.locals(tens=uint64_t, digits=cython.p_const_char, high=uint32_t, low=uint32_t)
     cdef inline int w_8digits(self, char* o, uint32_t x) noexcept
 
     @cython.locals(digits=cython.p_const_char, small=uint32_t)
     cdef inline int w_digits(self, char* o, uint64_t v, int count) noexcept
+
+    @cython.locals(word=uint64_t, high=uint64_t, low=uint64_t, top=uint64_t, skip=int)
+    cdef inline int w_digits_fast(self, char* o, uint64_t v, int length) noexcept
+
+    @cython.locals(word=uint64_t, high=uint64_t, low=uint64_t, top=uint64_t, head=int)
+    cdef inline char* w_fraction(self, char* o, uint64_t digits, int length, int point) noexcept
 
     @cython.locals(length=int)
     cdef int w_uint(self, uint64_t v) noexcept

@@ -533,6 +533,10 @@ _DIV_POW10_SHIFT = [_div_pow10_magic(k)[1] if k else 0 for k in range(17)]
 
 def _decimal_length(v):
     """Number of decimal digits of an unsigned 64-bit value (1 for 0)."""
+    if cython.compiled:
+        v |= 1  # the same length, and 0 has one digit
+        t = (_c_bitlen64(v) * 1233) >> 12  # noqa: F821 - floor(log10) or one more
+        return t + 1 - (v < _POW10[t])
     if v < 100000000:
         if v < 10000:
             if v < 100:
@@ -586,6 +590,17 @@ def _load(q, size, little):
 _SWAR_LANES_7F = 0x7F0000007F
 _SWAR_LANES_0F = 0x000F000F000F000F
 _SWAR_ASCII = 0x3030303030303030
+
+
+def _ascii8(x):
+    """Compiled twin: the 8 digits of ``x`` < 10**8 as ASCII, the first in the low byte."""
+    merged = x % 10000  # widened to 64 bits before the shift
+    merged = (merged << 32) | (x // 10000)
+    top = ((merged * 10486) >> 20) & _SWAR_LANES_7F  # lane // 100
+    hundreds = ((merged - 100 * top) << 16) + top
+    tens = ((hundreds * 103) >> 10) & _SWAR_LANES_0F  # lane // 10
+    tens += (hundreds - 10 * tens) << 8
+    return tens + _SWAR_ASCII
 
 
 # ---------------------------------------------------------------------------------------
@@ -691,13 +706,7 @@ class _Cursor(_Decimal):
     def w_8digits(self, o, x):
         """Writes exactly 8 digits of ``x`` < 10**8 at ``o``."""
         if _NATIVE_LITTLE:
-            merged = x % 10000  # widened to 64 bits before the shift
-            merged = (merged << 32) | (x // 10000)
-            top = ((merged * 10486) >> 20) & _SWAR_LANES_7F  # lane // 100
-            hundreds = ((merged - 100 * top) << 16) + top
-            tens = ((hundreds * 103) >> 10) & _SWAR_LANES_0F  # lane // 10
-            tens += (hundreds - 10 * tens) << 8
-            tens += _SWAR_ASCII
+            tens = _ascii8(x)
             memcpy(o, cython.address(tens), 8)  # noqa: F821
         else:
             digits = _DIGITS2
@@ -725,6 +734,70 @@ class _Cursor(_Decimal):
             o[0] = 48 + small
         return 0
 
+    def w_digits_fast(self, o, v, length):
+        """Writes the ``length`` digits of ``v`` < 10**17 at ``o``; junk may follow up to o + 8."""
+        if not _NATIVE_LITTLE or length <= 2:
+            return self.w_digits(o, v, length)  # one or two digits: one table copy
+        if length <= 8:
+            word = _ascii8(v) >> ((8 - length) * 8)  # leading zeros shifted out
+            memcpy(o, cython.address(word), 8)  # noqa: F821
+            return 0
+        high = v // 100000000
+        low = _ascii8(v - high * 100000000)
+        top = high // 100000000  # the 17th digit, else 0 and overwritten: no branch
+        high -= top * 100000000
+        o[0] = 48 + top
+        skip = length == 17
+        o += skip
+        length -= skip
+        word = _ascii8(high) >> ((16 - length) * 8)
+        memcpy(o, cython.address(word), 8)  # noqa: F821
+        memcpy(o + length - 8, cython.address(low), 8)  # noqa: F821
+        return 0
+
+    def w_fraction(self, o, digits, length, point):
+        """Writes ``length`` <= 17 digits with a '.' after the first ``point`` (0 < point <
+        length) at ``o``, junk up to 8 bytes after; returns the end. Little-endian hosts.
+
+        8-digit words stored whole, the one holding the point stored again shifted past it:
+        no division per digit and no reads of bytes just written.
+        """
+        if length <= 8:
+            word = _ascii8(digits) >> ((8 - length) * 8)
+            memcpy(o, cython.address(word), 8)  # noqa: F821
+            word >>= point * 8
+            memcpy(o + point + 1, cython.address(word), 8)  # noqa: F821
+            o[point] = 46  # '.'
+            return o + length + 1
+        high = digits // 100000000
+        low = _ascii8(digits - high * 100000000)
+        if length == 17:
+            top = high // 100000000
+            o[0] = 48 + top
+            high -= top * 100000000
+            if point == 1:
+                o[1] = 46
+                word = _ascii8(high)
+                memcpy(o + 2, cython.address(word), 8)  # noqa: F821
+                memcpy(o + 10, cython.address(low), 8)  # noqa: F821
+                return o + 18
+            o += 1
+            point -= 1
+            length -= 1
+        head = length - 8  # digits in the high word
+        word = _ascii8(high) >> ((8 - head) * 8)
+        memcpy(o, cython.address(word), 8)  # noqa: F821
+        if point < head:
+            word >>= point * 8
+            memcpy(o + point + 1, cython.address(word), 8)  # noqa: F821
+            memcpy(o + head + 1, cython.address(low), 8)  # noqa: F821
+        else:
+            memcpy(o + head, cython.address(low), 8)  # noqa: F821
+            low >>= (point - head) * 8
+            memcpy(o + point + 1, cython.address(low), 8)  # noqa: F821
+        o[point] = 46  # '.'
+        return o + length + 1
+
     def w_uint(self, v):
         """Writes the decimal digits of an unsigned 64-bit value."""
         length = _decimal_length(v)
@@ -735,7 +808,7 @@ class _Cursor(_Decimal):
     def w_decimal(self, negative, digits, exp10):
         """Writes ``digits * 10**exp10`` laid out as Python's float repr does.
 
-        Needs 64 reserved bytes: a fixed-size copy of zeros may run past the text.
+        Needs 64 reserved bytes: fixed-size copies of digits and zeros may run past the text.
         """
         o = self.buf + self.n
         if negative:
@@ -743,8 +816,10 @@ class _Cursor(_Decimal):
             o += 1
         length = _decimal_length(digits)
         point = length + exp10
-        if point <= -4 or point > 16:
-            self.w_digits(o + 1, digits, length)
+        if _NATIVE_LITTLE and 0 < point < length:
+            o = self.w_fraction(o, digits, length, point)
+        elif point <= -4 or point > 16:
+            self.w_digits_fast(o + 1, digits, length)
             o[0] = o[1]
             if length > 1:
                 o[1] = 46  # '.'
@@ -767,10 +842,10 @@ class _Cursor(_Decimal):
             o += 4
         elif point <= 0:
             memcpy(o, b"0.000", 5)  # noqa: F821
-            self.w_digits(o + 2 - point, digits, length)
+            self.w_digits_fast(o + 2 - point, digits, length)
             o += 2 - point + length
         elif point >= length:
-            self.w_digits(o, digits, length)
+            self.w_digits_fast(o, digits, length)
             memcpy(o + length, b"0000000000000000", 16)  # noqa: F821
             o[point] = 46
             o[point + 1] = 48
