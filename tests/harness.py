@@ -96,11 +96,15 @@ class Gateway:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(5)
 
+    def _conn(self, timeout: float) -> http.client.HTTPConnection:
+        """A connection to the gateway (plain HTTP; subclasses may use TLS)."""
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
     def request(self, method: str, path: str, body: Any = None,
                 headers: dict[str, str] | None = None, raw: bytes | None = None,
                 timeout: float = 30.0) -> Response:
         """One HTTP request; path is below /api/v1 unless it starts with http."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        conn = self._conn(timeout)
         hdrs = dict(headers or {})
         data = raw
         if body is not None:

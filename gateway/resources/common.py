@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -71,3 +72,23 @@ def envelope(state: GatewayState, items: list[Any], entity_id: str | None = None
         xv["entity_id"] = entity_id
     xv.update(extra)
     return {"items": items, state.xv: xv}
+
+
+async def list_collection(request: web.Request, collection: str,
+                          local_items: Callable[[GatewayState, Entity], list[dict[str, Any]]]
+                          ) -> web.Response:
+    """A collection list of the addressed entity: this gateway's cached items, merged with the
+    peers' when aggregation names contributors."""
+    from ..http.jsonutil import dumps, json_response
+
+    state = state_of(request)
+    entity = resolve_entity(request)
+    fed = federation(state)
+    peers = fed.contributors(request, entity) if fed is not None else []
+    if peers:
+        return json_response(await fed.merge_list(request, entity, collection,
+                                                  local_items(state, entity), peers=peers))
+    body = state.cache.body((f"{collection}-list", entity.kind, entity.id),
+                            lambda: dumps(envelope(state, local_items(state, entity),
+                                                   entity.id)))
+    return web.Response(body=body, content_type="application/json")

@@ -29,7 +29,7 @@ from ..ros.message import (
 )
 from ..ros.samples import sample_to_json
 from ..state import GatewayState, state_of
-from .common import envelope, federation, resolve_entity
+from .common import list_collection, resolve_entity
 
 # Samples above this size are converted off the event loop.
 OFFLOOP_BYTES = 64 * 1024
@@ -119,19 +119,7 @@ provide("data", _local_items)
 
 async def list_data(request: web.Request) -> web.Response:
     """Topics of an entity (aggregated over member apps, and over peers with aggregation)."""
-    state = state_of(request)
-    entity = resolve_entity(request)
-    fed = federation(state)
-    peers = fed.contributors(request, entity) if fed is not None else []
-    if peers:
-        return json_response(await fed.merge_list(request, entity, "data",
-                                                  local_items(state, entity), peers=peers))
-
-    def build() -> bytes:
-        return dumps(envelope(state, local_items(state, entity), entity.id))
-
-    body = state.cache.body(("data-list", entity.kind, entity.id), build)
-    return web.Response(body=body, content_type="application/json")
+    return await list_collection(request, "data", local_items)
 
 
 def find_topic(state: GatewayState, entity: Entity, data_id: str) -> TopicRef:

@@ -20,7 +20,7 @@ from ..http.errors import (
     not_responding,
     vendor_error,
 )
-from ..http.jsonutil import dumps, json_response, read_json_body
+from ..http.jsonutil import json_response, read_json_body
 from ..http.routes import Registry
 from ..model.entities import Entity
 from ..model.items import ItemLookupError, MemberItem, assign_ids, resolve
@@ -37,7 +37,7 @@ from ..ros.message import (
 )
 from ..ros.services import CallError, CallTimeout, NotAvailable, ServiceCaller
 from ..state import GatewayState, state_of
-from .common import envelope, federation, href, resolve_entity
+from .common import envelope, href, list_collection, resolve_entity
 
 # Longest budget a request's own `timeout` may ask for.
 MAX_TIMEOUT_S = 3600.0
@@ -151,19 +151,7 @@ provide("operations", _local_items)
 
 async def list_operations(request: web.Request) -> web.Response:
     """Services and actions of an entity (aggregated over member apps and peers)."""
-    state = state_of(request)
-    entity = resolve_entity(request)
-    fed = federation(state)
-    peers = fed.contributors(request, entity) if fed is not None else []
-    if peers:
-        return json_response(await fed.merge_list(request, entity, "operations",
-                                                  local_items(state, entity), peers=peers))
-
-    def build() -> bytes:
-        return dumps(envelope(state, local_items(state, entity), entity.id))
-
-    body = state.cache.body(("operations-list", entity.kind, entity.id), build)
-    return web.Response(body=body, content_type="application/json")
+    return await list_collection(request, "operations", local_items)
 
 
 async def get_operation(request: web.Request) -> web.Response:

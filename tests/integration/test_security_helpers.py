@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from tests.harness import ROOT, Gateway, Response
+from tests.harness import ROOT, Gateway
 
 SECRET = "integration-test-secret-of-forty-bytes!!"
 OTHER_SECRET = "another-secret-that-is-at-least-32-bytes"
@@ -82,24 +82,6 @@ class SecureGateway(Gateway):
                 time.sleep(0.1)
         self.stop()
         raise RuntimeError("gateway did not answer /health in time")
-
-    def request(self, method: str, path: str, body: Any = None,
-                headers: dict[str, str] | None = None, raw: bytes | None = None,
-                timeout: float = 30.0) -> Response:
-        """One request; path below /api/v1."""
-        conn = self._conn(timeout)
-        hdrs = dict(headers or {})
-        data = raw
-        if body is not None:
-            data = json.dumps(body).encode()
-            hdrs.setdefault("Content-Type", "application/json")
-        try:
-            conn.request(method, "/api/v1" + path, body=data, headers=hdrs)
-            resp = conn.getresponse()
-            return Response(resp.status, {k.lower(): v for k, v in resp.getheaders()},
-                            resp.read())
-        finally:
-            conn.close()
 
     def status(self, method: str, path: str, headers: dict[str, str] | None = None,
                body: bytes | None = None, timeout: float = 10.0) -> int:
