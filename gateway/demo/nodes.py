@@ -8,7 +8,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 import rclpy
 from rcl_interfaces.msg import SetParametersResult
@@ -386,7 +386,8 @@ FACTORIES: dict[str, Callable[[], Node]] = {
 
 
 def _exit_if_stalled(seconds: float) -> threading.Timer:
-    """Start a watchdog that force-exits (code 0) if teardown hangs inside DDS."""
+    """Start a watchdog that force-exits (code 0) if teardown hangs inside DDS (it is never
+    cancelled: the process leaves through os._exit either way)."""
 
     def bail() -> None:
         print(f"teardown stalled for {seconds} s; forcing exit", file=sys.stderr, flush=True)
@@ -398,8 +399,8 @@ def _exit_if_stalled(seconds: float) -> threading.Timer:
     return watchdog
 
 
-def run(name: str) -> int:
-    """Run one demo node until SIGINT/SIGTERM; return the process exit code."""
+def run(name: str) -> NoReturn:
+    """Run one demo node until SIGINT/SIGTERM, then exit the process with code 0."""
     # Block the stop signals before any DDS thread exists (threads inherit the mask) and take
     # them synchronously below, so no DDS system call is ever interrupted by them.
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
@@ -411,13 +412,16 @@ def run(name: str) -> int:
     spinner.start()
     signal.sigwait(STOP_SIGNALS)
     STOP.set()
-    watchdog = _exit_if_stalled(TEARDOWN_TIMEOUT)
+    _exit_if_stalled(TEARDOWN_TIMEOUT)
     executor.shutdown(timeout_sec=TEARDOWN_TIMEOUT)
     spinner.join(timeout=TEARDOWN_TIMEOUT)
     node.destroy_node()
     rclpy.try_shutdown()
-    watchdog.cancel()
-    return 0
+    # Leave without interpreter finalization: DDS threads can stall there under load, after
+    # the teardown above already finished (the watchdog stays armed until this point).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def main(argv: list[str] | None = None) -> int:
