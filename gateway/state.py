@@ -9,6 +9,7 @@ from typing import Any
 from aiohttp import web
 
 from .config import Settings
+from .events import EventBus
 from .http.guard import Guard
 from .http.routes import Registry, Route
 
@@ -29,6 +30,7 @@ class GatewayState:
     features: set[str] = field(default_factory=set)
     docs_route: Any = None  # the scoped /docs route (middleware sends `<item route>/docs` to it)
     extras: dict[str, Any] = field(default_factory=dict)
+    events: EventBus = field(default_factory=EventBus)  # gateway/events.py
 
     @property
     def vendor(self) -> str:
