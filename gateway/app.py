@@ -31,8 +31,11 @@ def build_registry(vendor: str, built: set[str]) -> Registry:
         data,
         entities,
         faults,
+        lifecycle,
+        locks,
         logs,
         operations,
+        scripts,
         server,
         status,
         unbuilt,
@@ -49,6 +52,12 @@ def build_registry(vendor: str, built: set[str]) -> Registry:
                    federation_routes):
         module.register(reg)
     built.update({"operations", "configurations", "logs", "status", "faults", "bulk-data"})
+    from .control.schemas import SCHEMAS as control_schemas  # locks, scripts, lifecycle
+    from .http.openapi import add_schemas
+    add_schemas(control_schemas)
+    for module in (locks, scripts, lifecycle):
+        module.register(reg)
+    built.update({"locks", "scripts", "lifecycle"})
     unbuilt.register(reg, built)  # 501 rows for every feature not built
     server.register_docs(reg)
     return reg
@@ -72,6 +81,9 @@ def make_app(settings: Settings) -> web.Application:
         state.features.add("tls")
     check_peer_settings(settings)
     app.cleanup_ctx.append(_ros_lifecycle)
+    from .resources import lifecycle, locks, scripts  # after ROS: they stop before it
+    for module in (locks, scripts, lifecycle):
+        module.install(app, state)
     if settings["aggregation.enabled"] or settings["aggregation.announce"]:
         from federation.service import install as install_federation  # docs/federation.md
         install_federation(app, state)

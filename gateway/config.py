@@ -229,6 +229,35 @@ SETTINGS: tuple[Setting, ...] = (
     _s("aggregation.require_tls", bool, False, "refuse http:// peers"),
     _s("aggregation.peer_scheme", str, "http", "scheme of mDNS-found peers",
        choices=("http", "https")),
+    # Locks, scripts and lifecycle control (docs/control.md).
+    _s("locking.enabled", bool, True, "lock manager and lock routes (off: 501, no write guarded)"),
+    _s("locking.default_max_expiration", int, 3600,
+       "longest lock in seconds (longer requests are capped)", minimum=1, maximum=31536000),
+    _s("locking.cleanup_interval", float, 30.0, "seconds between sweeps of expired locks",
+       minimum=0.05, maximum=86400.0),
+    _s("locking.defaults.components.lock_required_scopes", tuple, (),
+       "collections a component write may change only under the writer's own lock"),
+    _s("locking.defaults.apps.lock_required_scopes", tuple, (),
+       "collections an app write may change only under the writer's own lock"),
+    _s("locking.defaults.components.breakable", bool, True,
+       "another client may replace a component lock with break_lock"),
+    _s("locking.defaults.apps.breakable", bool, True,
+       "another client may replace an app lock with break_lock"),
+    _s("scripts.scripts_dir", str, "",
+       "directory of managed scripts (.sh, .bash, .py; empty: scripts off, 501)"),
+    _s("scripts.allow_uploads", bool, True, "accept script uploads (false: 400)"),
+    _s("scripts.upload_dir", str, "", "directory of uploaded scripts (default: <state_dir>/scripts)"),
+    _s("scripts.max_file_size_mb", int, 10, "largest script upload in MiB (413)",
+       minimum=1, maximum=1024),
+    _s("scripts.max_concurrent_executions", int, 5, "script runs at once (more: 429)",
+       minimum=1, maximum=1000),
+    _s("scripts.default_timeout_sec", int, 300, "a run past this is killed (terminated)",
+       minimum=1, maximum=604800),
+    _s("scripts.max_execution_history", int, 100,
+       "execution records kept (oldest finished evicted first)", minimum=1, maximum=100000),
+    _s("scripts.max_output_bytes", int, 1048576,
+       "stdout and stderr kept per run, each (the rest is dropped and flagged)",
+       minimum=1024, maximum=1 << 30),
 )
 
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
@@ -250,7 +279,7 @@ REMOVED = frozenset(
 
 # Prefixes whose keys belong to features of later builds: accepted and kept, not validated.
 OPEN_PREFIXES = (
-    "auth.", "aggregation.", "snapshots.", "correlation.", "faults.", "locking.", "scripts.",
+    "auth.", "aggregation.", "snapshots.", "correlation.", "faults.",
     "bulk_data.", "rate_limiting.", "cors.", "triggers.", "fault_triggers.", "recorder.",
     "entity_freeze_frame.", "updates.", "plugins.",
 )

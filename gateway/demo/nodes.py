@@ -337,6 +337,27 @@ def managed_lifecycle() -> Node:
     return node
 
 
+def _lifecycle(name: str, activate: bool) -> Node:
+    """A managed node left unconfigured, or configured and activated on start."""
+    from rclpy.lifecycle import LifecycleNode
+
+    node = LifecycleNode(name, namespace="/")
+    if activate:
+        node.trigger_configure()
+        node.trigger_activate()
+    return node
+
+
+def lifecycle_standby() -> Node:
+    """A managed node left unconfigured until someone starts it."""
+    return _lifecycle("lifecycle_standby", activate=False)
+
+
+def lifecycle_worker() -> Node:
+    """A managed node brought to active on start."""
+    return _lifecycle("lifecycle_worker", activate=True)
+
+
 class _NeverExecute(CallbackGroup):
     """A callback group whose entities executors never wait on, so requests are never taken."""
 
@@ -382,6 +403,8 @@ FACTORIES: dict[str, Callable[[], Node]] = {
     "long_calibration": long_calibration,
     "managed_lifecycle": managed_lifecycle,
     "unresponsive_param": unresponsive_param,
+    "lifecycle_standby": lifecycle_standby,
+    "lifecycle_worker": lifecycle_worker,
 }
 
 

@@ -27,6 +27,8 @@ NODES: tuple[str, ...] = (
     "long_calibration",
     "managed_lifecycle",
     "unresponsive_param",
+    "lifecycle_standby",
+    "lifecycle_worker",
 )
 
 NAMESPACES: dict[str, str] = {
@@ -42,6 +44,8 @@ NAMESPACES: dict[str, str] = {
     "long_calibration": "/powertrain/engine",
     "managed_lifecycle": "/",
     "unresponsive_param": "/",
+    "lifecycle_standby": "/",
+    "lifecycle_worker": "/",
 }
 
 FASTDDS_PROFILE = Path(__file__).with_name("fastdds_profile.xml")

@@ -54,6 +54,12 @@ _SCHEMAS: dict[str, Any] = {
     "Object": {"type": "object"},
 }
 
+
+def add_schemas(schemas: dict[str, Any]) -> None:
+    """Name more component schemas (a resource module's request and response bodies)."""
+    _SCHEMAS.update(schemas)
+
+
 _STATUS_TEXT = {200: "OK", 201: "Created", 202: "Accepted", 204: "No Content",
                 206: "Partial Content", 207: "Multi-Status"}
 
@@ -87,7 +93,8 @@ def _operation(route: Route, vendor: str, with_roles: bool) -> dict[str, Any]:
     if params:
         op["parameters"] = params
     if route.request:
-        op["requestBody"] = {"required": True, "content": {"application/json": {
+        ctype = route.extra.get("request_content_type", "application/json")
+        op["requestBody"] = {"required": True, "content": {ctype: {
             "schema": {"$ref": f"#/components/schemas/{route.request}"}}}}
     if route.alternates:
         op[f"x-{vendor}-alternates"] = True

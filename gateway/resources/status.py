@@ -60,6 +60,10 @@ async def app_status(request: web.Request) -> web.Response:
     if lifecycle is not None:
         xv["lifecycle"] = lifecycle
         state_id = lifecycle.get("state_id", -1)
+    from .lifecycle import latest  # the last lifecycle control request, while polling it
+    transition = latest(state, entity.id)
+    if transition is not None:
+        xv.setdefault("lifecycle", {})["transition"] = transition
     body = {"id": entity.id, "status": readiness(online, state_id), state.xv: xv}
     return json_response(body)
 

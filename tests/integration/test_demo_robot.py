@@ -202,6 +202,14 @@ def test_lifecycle_node_is_active(ros: Ros) -> None:
     assert state.id == State.PRIMARY_STATE_ACTIVE
 
 
+@pytest.mark.integration
+def test_demo_lifecycle_nodes_start_unconfigured_and_active(ros: Ros) -> None:
+    for name, want in (("lifecycle_standby", State.PRIMARY_STATE_UNCONFIGURED),
+                       ("lifecycle_worker", State.PRIMARY_STATE_ACTIVE)):
+        client = ros.ready_client(GetState, f"/{name}/get_state")
+        assert ros.result(client.call_async(GetState.Request())).current_state.id == want
+
+
 def _send_goal(ros: Ros, client: ActionClient[Any, Any, Any], order: int) -> Any:
     """Send a Fibonacci goal and return its goal handle."""
     return ros.result(client.send_goal_async(Fibonacci.Goal(order=order)))

@@ -35,7 +35,7 @@ def ids(body: dict) -> set[str]:
 def test_apps_are_the_twelve_demo_nodes(gw: Gateway) -> None:
     body = gw.get("/apps").json()
     assert ids(body) == set(NODES)
-    assert body["x-vendor"]["total_count"] == 12
+    assert body["x-vendor"]["total_count"] == 14
     item = next(i for i in body["items"] if i["id"] == "temp_sensor")
     assert item == {"id": "temp_sensor", "name": "temp_sensor", "type": "app",
                     "href": "/api/v1/apps/temp_sensor",
@@ -61,8 +61,8 @@ def test_runtime_only_entities(gw: Gateway) -> None:
     func = gw.get("/functions/powertrain/hosts").json()
     assert ids(func) == {"temp_sensor", "temp_monitor", "rpm_sensor", "calibration",
                          "long_calibration"}
-    assert ids(gw.get("/functions/root/hosts").json()) == {"managed_lifecycle",
-                                                           "unresponsive_param"}
+    assert ids(gw.get("/functions/root/hosts").json()) == {
+        "managed_lifecycle", "unresponsive_param", "lifecycle_standby", "lifecycle_worker"}
 
 
 def test_app_detail_and_relationships(gw: Gateway) -> None:
@@ -208,8 +208,8 @@ def test_http_layer_errors(gw: Gateway) -> None:
 def test_unbuilt_and_unsupported_collections_answer_501(gw: Gateway) -> None:
     assert_error(gw.get("/apps/temp_sensor/data-categories"), 501, "vendor-error")
     assert_error(gw.get("/functions/chassis/data-groups"), 501, "vendor-error")
-    body = assert_error(gw.get("/apps/temp_sensor/locks"), 501)
-    assert body["parameters"]["feature"] == "locks"
+    body = assert_error(gw.get("/apps/temp_sensor/scripts"), 501)  # no scripts.scripts_dir
+    assert body["parameters"]["feature"] == "scripts"
 
 
 def test_server_resources(gw: Gateway) -> None:
@@ -225,7 +225,7 @@ def test_server_resources(gw: Gateway) -> None:
     assert health["status"] == "healthy" and health["warning_schema_version"] == 2
     assert health["warnings"] == []
     assert health["discovery"]["mode"] == "runtime_only"
-    assert health["discovery"]["pipeline"]["total_entities"] == 12 + 1 + 5
+    assert health["discovery"]["pipeline"]["total_entities"] == 14 + 1 + 5
     pool = health["x-vendor-data-provider"]
     assert pool["pool_size"] >= 1 and pool["pool_cap"] == 64
     assert health["x-vendor-subscription-executor"]["worker_alive"] is True
@@ -284,7 +284,7 @@ def test_node_started_later_appears_and_leaves(gw: Gateway, domain: int, tmp_pat
 def test_vendor_word_is_a_setting(robot: Robot, domain: int) -> None:
     with Gateway(free_port(), domain, ["api.vendor=medkit"]) as g:
         g.wait_for("/apps", lambda b: "x-medkit" in b and len(b["items"]) > 0)
-        body = assert_error(g.get("/apps/temp_sensor/locks"), 501)
+        body = assert_error(g.get("/apps/temp_sensor/scripts"), 501)
         assert body["vendor_code"] == "x-medkit-collection-not-available"
         assert "x-medkit-data-provider" in g.get("/health").json()
         assert "/functions/{function_id}/x-medkit-graph" in g.get("/docs").json()["paths"]

@@ -1,0 +1,251 @@
+"""Lock enforcement at the edge: which entity and collection a write touches, the guard check,
+the global fault-clear filter, the expiry sweep and lock rule resolution from settings."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from ..events import LOCKS, Event
+from ..http.errors import INVALID_REQUEST, ApiError
+from ..http.routes import ENTITY_PARAM, ENTITY_TYPES, Route
+from .locking import (
+    CONFLICT,
+    EXISTS,
+    INVALID,
+    NOT_BREAKABLE,
+    NOT_FOUND,
+    NOT_OWNER,
+    REQUIRED,
+    Lock,
+    LockConfig,
+    LockError,
+    LockManager,
+    Target,
+    resolve_config,
+)
+
+log = logging.getLogger(__name__)
+
+# state.extras keys: the manager, and the optional per-entity rule source. The latter is a
+# callable (kind, entity_id) -> the manifest `lock` block ({required_scopes, breakable,
+# max_expiration}) or None; the manifest loader installs it.
+MANAGER = "locks"
+ENTITY_CONFIG = "lock_entity_config"
+CLIENT_HEADER = "X-Client-Id"
+LOCK_BROKEN = "lock-broken"
+# Path words under an entity whose writes count as another lock collection.
+COLLECTION_ALIASES = {"status": "modes"}  # lifecycle control changes the entity's mode
+NESTED = ("subcomponents", "subareas")
+
+
+@dataclass(frozen=True)
+class WriteTarget:
+    """Where a write route lands: entity kind, path parameters naming it, and the collection."""
+
+    kind: str
+    id_param: str
+    collection: str
+
+
+def write_target(route: Route) -> WriteTarget | None:
+    """The lock target of a write route; None for routes no lock can cover.
+
+    Not covered: server-level routes (the global fault clear has its own filter), areas and
+    functions (never locked, and locks do not propagate downward), and the lock routes (their
+    own ownership rules apply).
+    """
+    segs = [s for s in route.path.strip("/").split("/") if s]
+    if len(segs) < 3 or segs[0] not in ENTITY_TYPES or segs[0] not in ("components", "apps"):
+        return None
+    id_param = ENTITY_PARAM[segs[0]]
+    rest = segs[2:]
+    if len(rest) >= 3 and rest[0] in NESTED and rest[1].startswith("{"):
+        id_param = rest[1][1:-1]
+        rest = rest[2:]
+    word = rest[0]
+    if word == "locks" or word.startswith("{"):
+        return None
+    return WriteTarget(segs[0], id_param, COLLECTION_ALIASES.get(word, word))
+
+
+def ancestors(entities: Any, kind: str, entity_id: str) -> list[tuple[str, str]]:
+    """Lockable ancestors, nearest first: an app's component, then parent components."""
+    chain: list[tuple[str, str]] = []
+    comp: str | None = None
+    if kind == "apps":
+        app = entities.apps.get(entity_id)
+        comp = app.component if app is not None else None
+    else:
+        current = entities.components.get(entity_id)
+        comp = current.parent if current is not None else None
+    seen = {entity_id} if kind == "components" else set()
+    while comp and comp not in seen and comp in entities.components:
+        seen.add(comp)
+        chain.append(("components", comp))
+        comp = entities.components[comp].parent
+    return chain
+
+
+def iso_s(epoch_s: float) -> str:
+    """ISO 8601 UTC with millisecond precision."""
+    from ..faults.model import iso
+
+    return iso(int(epoch_s * 1e9))
+
+
+def api_error(err: LockError, lock_id: str | None = None) -> ApiError:
+    """The spec's error body for a refused lock operation or guarded write."""
+    params: dict[str, Any] = {}
+    if err.entity_id:
+        params["entity_id"] = err.entity_id
+    if err.kind == INVALID:
+        return ApiError(400, "invalid-parameter", err.message, parameters=params or None)
+    if err.kind == NOT_FOUND:
+        params["lock_id"] = lock_id or (err.lock.id if err.lock else "")
+        return ApiError(404, "resource-not-found", err.message, parameters=params)
+    if err.kind == NOT_OWNER:
+        params["lock_id"] = lock_id or (err.lock.id if err.lock else "")
+        return ApiError(403, "forbidden", err.message, parameters=params)
+    if err.kind in (EXISTS, NOT_BREAKABLE) and err.lock is not None:
+        params["existing_lock_id"] = err.lock.id
+        params["lock_expiration"] = iso_s(err.lock.expires_at)
+        return ApiError(409, INVALID_REQUEST, err.message, parameters=params)
+    if err.kind == REQUIRED:
+        params.update(details="A lock must be held to modify this resource collection",
+                      collection=err.collection)
+        if err.lock is not None:  # held by another client: name it
+            params.update(lock_id=err.lock.id, lock_expiration=iso_s(err.lock.expires_at))
+        return ApiError(409, INVALID_REQUEST, err.message, parameters=params)
+    if err.kind == CONFLICT and err.lock is not None:
+        params.update(collection=err.collection, lock_id=err.lock.id,
+                      lock_expiration=iso_s(err.lock.expires_at))
+        return ApiError(409, LOCK_BROKEN, err.message, parameters=params)
+    return ApiError(409, INVALID_REQUEST, err.message, parameters=params or None)
+
+
+def config_source(settings: Any, extras: dict[str, Any]) -> Callable[[str, str], LockConfig]:
+    """Resolution: per-entity block (if a source is installed), then per-type, then global."""
+    global_max = float(settings["locking.default_max_expiration"])
+    per_type = {
+        kind: (tuple(settings[f"locking.defaults.{kind}.lock_required_scopes"]),
+               bool(settings[f"locking.defaults.{kind}.breakable"]))
+        for kind in ("components", "apps")
+    }
+
+    def config_of(kind: str, entity_id: str) -> LockConfig:
+        source = extras.get(ENTITY_CONFIG)
+        block = source(kind, entity_id) if source is not None else None
+        required, breakable = per_type.get(kind, ((), True))
+        return resolve_config(block, required, breakable, global_max)
+
+    return config_of
+
+
+class LockService:
+    """The lock manager of a running gateway: guard check, clear filter, sweep, events."""
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+        self.enabled = bool(state.settings["locking.enabled"])
+        self.manager = LockManager(config_source(state.settings, state.extras))
+        self._targets: dict[Route, WriteTarget | None] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    # guard ----------------------------------------------------------------------------------
+    def target(self, request: web.Request, route: Route) -> Target | None:
+        """The lock target of a routed write, or None when no lock applies."""
+        if route not in self._targets:
+            self._targets[route] = write_target(route)
+        spec = self._targets[route]
+        if spec is None:
+            return None
+        entity_id = request.match_info.get(spec.id_param)
+        if entity_id is None:
+            return None
+        cache = self.state.cache
+        chain = ancestors(cache.entities, spec.kind, entity_id) if cache is not None else []
+        return Target(spec.kind, entity_id, spec.collection, chain)
+
+    async def check(self, request: web.Request, route: Route) -> None:
+        """Guard check of every write: 409 when a lock is required or held by another client."""
+        if not self.manager.locks and not self._any_required():
+            return
+        target = self.target(request, route)
+        if target is None:
+            return
+        try:
+            self.manager.check(target, request.headers.get(CLIENT_HEADER), time.time())
+        except LockError as err:
+            raise api_error(err) from None
+
+    def _any_required(self) -> bool:
+        s = self.state.settings
+        return bool(s["locking.defaults.components.lock_required_scopes"]
+                    or s["locking.defaults.apps.lock_required_scopes"]
+                    or self.state.extras.get(ENTITY_CONFIG) is not None)
+
+    def clear_filter(self, request: web.Request, code: str, sources: list[str]) -> bool:
+        """Global fault clear: skip a fault when any reporting source's app refuses the write."""
+        if not self.manager.locks and not self._any_required():
+            return False
+        es = self.state.cache.entities
+        client = request.headers.get(CLIENT_HEADER)
+        now = time.time()
+        for source in sources:
+            for app in es.apps.values():
+                if app.node_fqn != source:
+                    continue
+                target = Target("apps", app.id, "faults", ancestors(es, "apps", app.id))
+                try:
+                    self.manager.check(target, client, now)
+                except LockError:
+                    return True
+        return False
+
+    # expiry ---------------------------------------------------------------------------------
+    def publish(self, lock: Lock, change: str) -> None:
+        """One lock event on the bus (expired events end the client's cyclic subscriptions)."""
+        payload = {"lock_id": lock.id, "client_id": lock.client_id,
+                   "entity_type": lock.kind, "entity_id": lock.entity_id,
+                   "scopes": list(lock.scopes),
+                   "cyclic_subscriptions": lock.covers("cyclic-subscriptions")}
+        self.state.events.publish(Event(LOCKS, lock.entity_id, lock.id, change, payload))
+
+    def sweep(self, now: float) -> list[Lock]:
+        """Remove expired locks and publish their expiry."""
+        gone = self.manager.sweep(now)
+        for lock in gone:
+            log.info("lock %s on %s '%s' expired", lock.id, lock.kind, lock.entity_id)
+            self.publish(lock, "expired")
+        return gone
+
+    async def _sweep_loop(self) -> None:
+        interval = float(self.state.settings["locking.cleanup_interval"])
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.sweep(time.time())
+            except Exception:
+                log.exception("lock sweep failed")
+
+    async def start(self) -> None:
+        """Start the periodic sweep."""
+        if self.enabled and self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._sweep_loop())
+
+    async def stop(self) -> None:
+        """Stop the sweep."""
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None

@@ -1,0 +1,240 @@
+"""Script executions: subprocesses in their own process groups, output capture, stop, kill,
+timeout, a concurrency cap and a bounded history. The event loop never waits on a script."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+PREPARED, RUNNING, COMPLETED, FAILED, TERMINATED = (
+    "prepared", "running", "completed", "failed", "terminated")
+ACTIVE = frozenset({PREPARED, RUNNING})
+STOP, FORCED = "stop", "forced_termination"
+_CHUNK = 65536
+_DRAIN_S = 2.0  # how long output pipes may stay open after the group was killed
+
+
+class CapacityReached(Exception):
+    """The concurrency cap is reached."""
+
+
+class NotRunning(Exception):
+    """The execution has already finished."""
+
+
+def _iso(ns: int) -> str:
+    from ..faults.model import iso
+
+    return iso(ns)
+
+
+@dataclass
+class Execution:
+    """One run of a script on an entity."""
+
+    id: str
+    script_id: str
+    kind: str
+    entity_id: str
+    timeout_s: float
+    status: str = PREPARED
+    created_ns: int = field(default_factory=time.time_ns)
+    started_ns: int | None = None
+    completed_ns: int | None = None
+    pid: int | None = None
+    exit_code: int | None = None
+    stdout: bytearray = field(default_factory=bytearray)
+    stderr: bytearray = field(default_factory=bytearray)
+    dropped: dict[str, int] = field(default_factory=lambda: {"stdout": 0, "stderr": 0})
+    requested: str | None = None  # stop, forced_termination or timeout
+    error: dict[str, str] | None = None
+    task: asyncio.Task[None] | None = None
+
+    @property
+    def active(self) -> bool:
+        """Prepared or running."""
+        return self.status in ACTIVE
+
+    def body(self, xv: str) -> dict[str, Any]:
+        """The API body; absent optional fields are omitted."""
+        params: dict[str, Any] = {"stdout": self.stdout.decode("utf-8", "replace"),
+                                  "stderr": self.stderr.decode("utf-8", "replace")}
+        if self.exit_code is not None:
+            params["exit_code"] = self.exit_code
+        out: dict[str, Any] = {"id": self.id, "status": self.status,
+                               "progress": 0 if self.active else 100}
+        if self.started_ns is not None:
+            out["started_at"] = _iso(self.started_ns)
+        if self.completed_ns is not None:
+            out["completed_at"] = _iso(self.completed_ns)
+        out["parameters"] = params
+        if self.error is not None:
+            out["error"] = self.error
+        vendor: dict[str, Any] = {"script_id": self.script_id, "entity_id": self.entity_id,
+                                  "timeout_sec": self.timeout_s}
+        if self.pid is not None:
+            vendor["pid"] = self.pid
+        dropped = {k: v for k, v in self.dropped.items() if v}
+        if dropped:
+            vendor["output_bytes_dropped"] = dropped
+        out[xv] = vendor
+        return out
+
+
+def _kill_group(pgid: int | None, sig: int) -> bool:
+    """Signal a process group; False when it is gone."""
+    if pgid is None:
+        return False
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+class Runner:
+    """Executions by id, oldest first; at most `max_concurrent` prepared or running."""
+
+    def __init__(self, max_concurrent: int, max_history: int, max_output: int) -> None:
+        self.max_concurrent = max_concurrent
+        self.max_history = max_history
+        self.max_output = max_output
+        self.executions: OrderedDict[str, Execution] = OrderedDict()
+
+    def running(self) -> int:
+        """Executions prepared or running."""
+        return sum(1 for e in self.executions.values() if e.active)
+
+    def evict(self) -> list[str]:
+        """Drop the oldest finished records past the history cap; returns their ids."""
+        gone: list[str] = []
+        excess = len(self.executions) - self.max_history
+        if excess <= 0:
+            return gone
+        for eid, record in list(self.executions.items()):
+            if excess <= 0:
+                break
+            if not record.active:
+                del self.executions[eid]
+                gone.append(eid)
+                excess -= 1
+        return gone
+
+    @staticmethod
+    def new_id() -> str:
+        """A fresh execution id."""
+        return f"exec_{uuid.uuid4().hex[:12]}"
+
+    async def start(self, script_id: str, kind: str, entity_id: str, argv: Sequence[str],
+                    env: Mapping[str, str], timeout_s: float, cwd: str | None = None,
+                    execution_id: str | None = None) -> Execution:
+        """Spawn a run (its own session and process group) and return it once started."""
+        if self.running() >= self.max_concurrent:
+            raise CapacityReached(f"{self.max_concurrent} script executions are already "
+                                  "running; wait for one to finish or stop one")
+        record = Execution(execution_id or self.new_id(), script_id, kind, entity_id, timeout_s)
+        self.executions[record.id] = record
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=dict(env), cwd=cwd, start_new_session=True)
+        except OSError as exc:
+            record.status, record.completed_ns = FAILED, time.time_ns()
+            record.error = {"error_code": "script-failed",
+                            "message": f"cannot start {argv[0]}: {exc.strerror or exc}"}
+            self.evict()
+            return record
+        record.pid, record.status, record.started_ns = proc.pid, RUNNING, time.time_ns()
+        record.task = asyncio.get_running_loop().create_task(self._watch(record, proc))
+        self.evict()
+        return record
+
+    async def _pump(self, stream: asyncio.StreamReader | None, record: Execution,
+                    name: str) -> None:
+        if stream is None:
+            return
+        buf: bytearray = getattr(record, name)
+        while chunk := await stream.read(_CHUNK):
+            room = self.max_output - len(buf)
+            if room > 0:
+                buf.extend(chunk[:room])
+            if len(chunk) > room:
+                record.dropped[name] += len(chunk) - max(room, 0)
+
+    async def _watch(self, record: Execution, proc: asyncio.subprocess.Process) -> None:
+        pumps = [asyncio.ensure_future(self._pump(proc.stdout, record, "stdout")),
+                 asyncio.ensure_future(self._pump(proc.stderr, record, "stderr"))]
+        try:
+            try:
+                await asyncio.wait_for(proc.wait(), record.timeout_s)
+            except asyncio.TimeoutError:
+                record.requested = record.requested or "timeout"
+                _kill_group(proc.pid, signal.SIGKILL)
+                await proc.wait()
+            # Whatever the script left behind in its group goes with it (no orphans).
+            _kill_group(proc.pid, signal.SIGKILL)
+            _done, pending = await asyncio.wait(pumps, timeout=_DRAIN_S)
+            for p in pending:
+                p.cancel()
+        except asyncio.CancelledError:
+            _kill_group(proc.pid, signal.SIGKILL)
+            for p in pumps:
+                p.cancel()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(proc.wait(), _DRAIN_S)
+            record.requested = record.requested or FORCED
+            self._finish(record, proc.returncode)
+            raise
+        self._finish(record, proc.returncode)
+
+    def _finish(self, record: Execution, code: int | None) -> None:
+        record.exit_code = code
+        record.completed_ns = time.time_ns()
+        if record.requested == "timeout":
+            record.status = TERMINATED
+            record.error = {"error_code": "script-timeout",
+                            "message": f"ran longer than {record.timeout_s:g} s; killed"}
+        elif record.requested is not None:
+            record.status = TERMINATED
+            record.error = {"error_code": "script-terminated",
+                            "message": f"terminated on request ({record.requested})"}
+        elif code == 0:
+            record.status = COMPLETED
+        else:
+            record.status = FAILED
+            record.error = {"error_code": "script-failed",
+                            "message": f"exited with code {code}" if code is not None and
+                            code >= 0 else f"killed by signal {-(code or 0)}"}
+        self.evict()
+
+    def stop(self, record: Execution, action: str) -> None:
+        """SIGTERM (stop) or SIGKILL (forced_termination) to the run's process group."""
+        if not record.active:
+            raise NotRunning(f"Execution '{record.id}' is not running (status {record.status})")
+        record.requested = action
+        _kill_group(record.pid, signal.SIGKILL if action == FORCED else signal.SIGTERM)
+
+    def delete(self, record: Execution) -> None:
+        """Forget a finished execution."""
+        if record.active:
+            raise NotRunning(f"Execution '{record.id}' is still running")
+        self.executions.pop(record.id, None)
+
+    async def close(self) -> None:
+        """Kill every running group and wait for the watchers."""
+        tasks = [e.task for e in self.executions.values() if e.task is not None and e.active]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)

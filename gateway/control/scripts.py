@@ -1,0 +1,249 @@
+"""Script catalog: managed scripts from a directory, uploads on disk, parameters, environment."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import shutil
+import sys
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+# File extension -> format; format -> interpreter (python runs with the gateway's own python3).
+FORMATS = {".sh": "sh", ".bash": "bash", ".py": "python"}
+INTERPRETERS = {"sh": "sh", "bash": "bash", "python": sys.executable}
+META_SUFFIXES = (".json", ".yaml", ".yml")
+_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+# Environment names that look like credentials; never handed to a script.
+_SECRET_NAME = re.compile(r"(SECRET|TOKEN|PASSW|PASSWD|CREDENTIAL|PRIVATE|API_?KEY|AUTH)",
+                          re.IGNORECASE)
+
+
+class ScriptError(ValueError):
+    """A script definition or request that cannot be used; the message says why."""
+
+
+@dataclass
+class Script:
+    """One runnable script: managed (predefined) or uploaded to one entity."""
+
+    id: str
+    name: str
+    path: Path
+    format: str
+    managed: bool
+    description: str = ""
+    timeout_sec: float | None = None
+    entity_filter: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    args: list[dict[str, Any]] = field(default_factory=list)
+    parameters_schema: dict[str, Any] | None = None
+    owner: tuple[str, str] | None = None  # (kind, entity_id) of an upload
+
+    def applies_to(self, kind: str, entity_id: str) -> bool:
+        """Whether the script is offered on an entity."""
+        if self.owner is not None:
+            return self.owner == (kind, entity_id)
+        if not self.entity_filter:
+            return True
+        return any(fnmatch.fnmatchcase(f"{kind}/{entity_id}", g) for g in self.entity_filter)
+
+    def describe(self) -> dict[str, Any]:
+        """The API body: id, name, description, managed, parameters_schema when present."""
+        out: dict[str, Any] = {"id": self.id, "name": self.name,
+                               "description": self.description, "managed": self.managed}
+        if self.parameters_schema is not None:
+            out["parameters_schema"] = self.parameters_schema
+        return out
+
+
+def check_schema(schema: Any) -> dict[str, Any]:
+    """A valid JSON Schema object, or ScriptError naming the problem."""
+    import jsonschema
+
+    if not isinstance(schema, dict):
+        raise ScriptError("parameters_schema must be a JSON Schema object")
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ScriptError(f"parameters_schema is not a valid JSON Schema: {exc.message}") from None
+    return schema
+
+
+def validate_parameters(schema: dict[str, Any] | None, parameters: Any) -> list[str]:
+    """Problems of parameters against the script's schema (empty: valid)."""
+    if schema is None:
+        return []
+    import jsonschema
+
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    problems = []
+    for err in sorted(validator.iter_errors(parameters), key=lambda e: list(e.absolute_path)):
+        where = "/".join(str(p) for p in err.absolute_path)
+        problems.append(f"{where or '(root)'}: {err.message}")
+    return problems
+
+
+def _meta(path: Path) -> dict[str, Any]:
+    for suffix in META_SUFFIXES:
+        side = path.with_suffix(suffix)
+        if side.is_file():
+            try:
+                data = yaml.safe_load(side.read_text(encoding="utf-8")) or {}
+            except (OSError, yaml.YAMLError) as exc:
+                raise ScriptError(f"{side}: cannot read script metadata: {exc}") from None
+            if not isinstance(data, dict):
+                raise ScriptError(f"{side}: script metadata must be a mapping")
+            return data
+    return {}
+
+
+def managed_from(meta: Mapping[str, Any], path: Path, default_id: str) -> Script:
+    """A managed script from its definition (directory sidecar or manifest entry)."""
+    fmt = meta.get("format") or FORMATS.get(path.suffix)
+    if fmt not in INTERPRETERS:
+        raise ScriptError(f"{path}: format must be sh, bash or python")
+    sid = str(meta.get("id") or default_id)
+    if not _ID.match(sid):
+        raise ScriptError(f"{path}: script id {sid!r} may hold only letters, digits, '_', '-'")
+    schema = meta.get("parameters_schema")
+    timeout = meta.get("timeout_sec")
+    if timeout is not None and (not isinstance(timeout, (int, float)) or timeout < 1):
+        raise ScriptError(f"{path}: timeout_sec must be a number >= 1")
+    return Script(
+        id=sid, name=str(meta.get("name") or sid), path=path, format=str(fmt), managed=True,
+        description=str(meta.get("description") or ""),
+        timeout_sec=float(timeout) if timeout is not None else None,
+        entity_filter=tuple(str(g) for g in meta.get("entity_filter") or ()),
+        env={str(k): str(v) for k, v in (meta.get("env") or {}).items()},
+        args=[dict(a) for a in meta.get("args") or () if isinstance(a, Mapping)],
+        parameters_schema=check_schema(schema) if schema is not None else None)
+
+
+def scan_managed(directory: Path) -> tuple[list[Script], list[str]]:
+    """Managed scripts of a directory (top-level .sh/.bash/.py files) and per-file problems."""
+    scripts: list[Script] = []
+    problems: list[str] = []
+    if not directory.is_dir():
+        return scripts, [f"{directory}: not a directory"]
+    for path in sorted(directory.iterdir()):
+        if not path.is_file() or path.suffix not in FORMATS:
+            continue
+        try:
+            scripts.append(managed_from(_meta(path), path.resolve(), path.stem))
+        except ScriptError as exc:
+            problems.append(str(exc))
+    return scripts, problems
+
+
+class UploadStore:
+    """Uploaded scripts: `<root>/<kind>/<entity_id>/<script_id>/{script.<ext>, meta.json}`."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def load(self) -> list[Script]:
+        """Every stored upload (unreadable entries are skipped)."""
+        out: list[Script] = []
+        for meta_path in sorted(self.root.glob("*/*/*/meta.json")):
+            try:
+                meta = json.loads(meta_path.read_text(encoding="utf-8"))
+                out.append(self._script(meta_path.parent, meta))
+            except (OSError, ValueError, KeyError, ScriptError):
+                continue
+        return out
+
+    def _script(self, folder: Path, meta: dict[str, Any]) -> Script:
+        ext = meta["extension"]
+        return Script(id=meta["id"], name=meta["name"], path=folder / f"script{ext}",
+                      format=FORMATS[ext], managed=False, description=meta.get("description", ""),
+                      parameters_schema=meta.get("parameters_schema"),
+                      owner=(meta["kind"], meta["entity_id"]))
+
+    def save(self, kind: str, entity_id: str, filename: str, content: bytes,
+             meta: Mapping[str, Any]) -> Script:
+        """Write an upload (whole or nothing) and return its script."""
+        ext = Path(filename).suffix
+        sid = f"script_{uuid.uuid4().hex[:12]}"
+        record = {"id": sid, "name": str(meta.get("name") or Path(filename).stem),
+                  "description": str(meta.get("description") or ""), "extension": ext,
+                  "kind": kind, "entity_id": entity_id, "filename": filename}
+        if meta.get("parameters_schema") is not None:
+            record["parameters_schema"] = meta["parameters_schema"]
+        folder = self.root / kind / entity_id / sid
+        tmp = folder.with_name(sid + ".incoming")
+        tmp.mkdir(parents=True)
+        try:
+            (tmp / f"script{ext}").write_bytes(content)
+            (tmp / "meta.json").write_text(json.dumps(record), encoding="utf-8")
+            tmp.rename(folder)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return self._script(folder, record)
+
+    def delete(self, script: Script) -> None:
+        """Remove an upload's directory."""
+        shutil.rmtree(script.path.parent, ignore_errors=True)
+
+
+def command(script: Script, parameters: Mapping[str, Any]) -> list[str]:
+    """argv: interpreter, script path, then flags of declared args given in parameters."""
+    argv = [INTERPRETERS[script.format], str(script.path)]
+    for arg in script.args:
+        name = str(arg.get("name"))
+        if name not in parameters:
+            continue
+        value = parameters[name]
+        flag = arg.get("flag")
+        if arg.get("type") in ("bool", "boolean") or isinstance(value, bool):
+            if value and flag:
+                argv.append(str(flag))
+            continue
+        text = value if isinstance(value, str) else json.dumps(value)
+        argv.extend([str(flag), text] if flag else [text])
+    return argv
+
+
+def scrubbed_env(environ: Mapping[str, str], secrets: Iterable[str]) -> dict[str, str]:
+    """The gateway's environment without credentials: names that look secret, values that equal
+    a secret setting, and the gateway's own settings variables."""
+    values = {s for s in secrets if s}
+    out: dict[str, str] = {}
+    for key, value in environ.items():
+        if _SECRET_NAME.search(key) or key.startswith("DIAG_GATEWAY_"):
+            continue
+        if value in values or any(v in value for v in values if len(v) >= 8):
+            continue
+        out[key] = value
+    return out
+
+
+def run_env(base: Mapping[str, str], script: Script, parameters: Mapping[str, Any],
+            kind: str, entity_id: str, execution_id: str) -> dict[str, str]:
+    """The environment of one run: scrubbed base, script env, run context and parameters."""
+    env = dict(base)
+    env.update(script.env)
+    env.update({"DIAG_ENTITY_TYPE": kind, "DIAG_ENTITY_ID": entity_id,
+                "DIAG_SCRIPT_ID": script.id, "DIAG_EXECUTION_ID": execution_id,
+                "DIAG_SCRIPT_PARAMETERS": json.dumps(parameters)})
+    for name, value in parameters.items():
+        key = "PARAM_" + re.sub(r"[^A-Za-z0-9]", "_", str(name)).upper()
+        env[key] = value if isinstance(value, str) else json.dumps(value)
+    env.pop("PYTHONSTARTUP", None)
+    return {k: v for k, v in env.items() if "\0" not in k + v}
+
+
+def default_upload_root(state_dir: str) -> Path:
+    """<state_dir>/scripts (state_dir default as the fault store's)."""
+    from ..faults.store import default_state_dir
+
+    base = Path(state_dir).expanduser() if state_dir else default_state_dir()
+    return base / "scripts"
+

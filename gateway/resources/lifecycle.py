@@ -1,0 +1,137 @@
+"""Lifecycle control of apps and components: start, restart, shutdown, force-shutdown (202)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from ..auth.roles import Role
+from ..control.lifecycle import FORCE_SHUTDOWN, RESTART, SHUTDOWN, START
+from ..control.lifecycle_provider import (
+    Busy,
+    LifecycleProvider,
+    PlanError,
+    TransitionRecord,
+    Unavailable,
+    is_managed,
+)
+from ..http.errors import ApiError, not_implemented, vendor_error
+from ..http.jsonutil import json_response
+from ..http.routes import Registry
+from ..model.entities import Entity
+from ..state import GatewayState, state_of
+from .common import href, resolve_entity
+
+PROVIDER = "lifecycle"
+PRECONDITION = "precondition-not-fulfilled"
+# transition -> role (spec: start/restart operator; shutdown and force-shutdown configurator)
+ROLES = {START: Role.OPERATOR, RESTART: Role.OPERATOR, SHUTDOWN: Role.CONFIGURATOR,
+         FORCE_SHUTDOWN: Role.CONFIGURATOR}
+
+
+def provider(state: GatewayState) -> LifecycleProvider:
+    """The built-in provider (created once ROS is up)."""
+    prov: LifecycleProvider | None = state.extras.get(PROVIDER)
+    if prov is None:
+        caller = state.extras.get("service_caller")
+        if caller is None:
+            raise vendor_error(503, "x-vendor-ros2-node-unavailable",
+                               "The ROS connection is not running yet")
+        prov = state.extras[PROVIDER] = LifecycleProvider(
+            caller, float(state.settings["service_call_timeout_sec"]))
+    return prov
+
+
+def latest(state: GatewayState, app_id: str) -> dict[str, Any] | None:
+    """The latest transition of an app, for its status body (None when never requested)."""
+    prov: LifecycleProvider | None = state.extras.get(PROVIDER)
+    record = prov.records.get(app_id) if prov is not None else None
+    return record.body() if record is not None else None
+
+
+def _managed_apps(state: GatewayState, entity: Entity) -> tuple[list[Entity], list[str]]:
+    """(online managed member apps, reasons the others were left out)."""
+    graph = state.cache.graph
+    managed, skipped = [], []
+    for app in state.cache.entities.member_apps(entity):
+        node = graph.node(app.node_fqn) if app.node_fqn else None
+        if node is None:
+            skipped.append(f"{app.id}: offline")
+        elif not is_managed(node, app.node_fqn or ""):
+            skipped.append(f"{app.id}: plain node")
+        else:
+            managed.append(app)
+    return managed, skipped
+
+
+def _plain_node(entity: Entity, reasons: list[str]) -> ApiError:
+    what = f"'{entity.node_fqn}'" if entity.kind == "apps" else f"component '{entity.id}'"
+    detail = ("it offers no lifecycle_msgs GetState/ChangeState services (a plain node), and "
+              "this gateway does not control node processes") if entity.kind == "apps" else \
+        "none of its apps is an online managed (lifecycle) node"
+    err = not_implemented("lifecycle",
+                          f"Lifecycle control is not available for {what}: {detail}")
+    assert err.parameters is not None
+    err.parameters.update(entity_id=entity.id, details=reasons)
+    return err
+
+
+async def _request(state: GatewayState, app: Entity, transition: str) -> TransitionRecord:
+    prov = provider(state)
+    try:
+        return await prov.request(app.id, app.node_fqn or "", transition)
+    except (Busy, PlanError) as exc:
+        raise ApiError(409, PRECONDITION, f"Cannot {transition} '{app.node_fqn}': {exc}",
+                       parameters={"entity_id": app.id, "transition": transition}) from None
+    except Unavailable as exc:
+        raise vendor_error(503, "x-vendor-ros2-node-unavailable",
+                           f"'{app.node_fqn}' did not report its lifecycle state: {exc}",
+                           entity_id=app.id) from None
+
+
+def handler(transition: str) -> Any:
+    """The PUT handler of one transition."""
+
+    async def control(request: web.Request) -> web.Response:
+        state = state_of(request)
+        entity = resolve_entity(request)
+        apps, skipped = _managed_apps(state, entity)
+        if entity.kind == "apps" and not apps and skipped and skipped[0].endswith("offline"):
+            raise vendor_error(503, "x-vendor-ros2-node-unavailable",
+                               f"'{entity.node_fqn}' is not on the ROS graph", entity_id=entity.id)
+        if not apps:
+            raise _plain_node(entity, skipped)
+        records = [await _request(state, app, transition) for app in apps]
+        status = "failed" if any(r.status == "failed" for r in records) else \
+            "inProgress" if any(r.status == "inProgress" for r in records) else "completed"
+        body: dict[str, Any] = {"id": entity.id, "transition": transition, "status": status,
+                                "apps": [r.body() for r in records]}
+        if skipped:
+            body[state.xv] = {"skipped": skipped}
+        return json_response(body, status=202, headers={"Location": href(f"{entity.path}/status")})
+
+    control.__doc__ = f"Lifecycle {transition} (202; poll the status)"
+    return control
+
+
+def install(app: web.Application, state: GatewayState) -> None:
+    """Cancel running transitions at shutdown."""
+    state.features.add("lifecycle")
+
+    async def lifecycle(app: web.Application) -> Any:
+        yield
+        prov: LifecycleProvider | None = state.extras.get(PROVIDER)
+        if prov is not None:
+            await prov.close()
+
+    app.cleanup_ctx.append(lifecycle)
+
+
+def register(reg: Registry) -> None:
+    """Declare the lifecycle control routes (components and apps)."""
+    for transition, role in ROLES.items():
+        reg.entity_routes("PUT", f"/status/{transition}", handler(transition), role=role,
+                          types=("components", "apps"), status=202,
+                          response="LifecycleTransition", feature="lifecycle",
+                          summary=f"Lifecycle control: {transition}")

@@ -1,0 +1,174 @@
+"""Locks on components and apps: acquire, list, detail, extend, release."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from aiohttp import web
+
+from ..auth.roles import Role
+from ..control.lockguard import CLIENT_HEADER, MANAGER, LockService, api_error, iso_s
+from ..control.locking import Lock, LockError, check_client_id
+from ..http.errors import invalid_parameter, not_implemented
+from ..http.jsonutil import json_response
+from ..http.routes import Registry
+from ..state import GatewayState, state_of
+from .common import envelope, resolve_entity
+
+CA = ("components", "apps")
+
+
+def service(state: GatewayState) -> LockService:
+    """The lock service; 501 when locking is disabled."""
+    svc: LockService | None = state.extras.get(MANAGER)
+    if svc is None or not svc.enabled:
+        raise not_implemented("locks", "Locking is not enabled on this gateway (setting "
+                                       "locking.enabled)")
+    return svc
+
+
+def lock_body(lock: Lock, client_id: str | None) -> dict[str, Any]:
+    """A lock as the API shows it; scopes omitted when the lock covers every collection."""
+    body: dict[str, Any] = {"id": lock.id, "owned": bool(client_id) and
+                            lock.client_id == client_id}
+    if lock.scopes:
+        body["scopes"] = list(lock.scopes)
+    body["lock_expiration"] = iso_s(lock.expires_at)
+    return body
+
+
+async def _json(request: web.Request) -> dict[str, Any]:
+    if not request.can_read_body:
+        return {}
+    try:
+        body = await request.json()
+    except ValueError:
+        raise invalid_parameter("The request body is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise invalid_parameter("The request body must be a JSON object")
+    return body
+
+
+def _client(request: web.Request) -> str:
+    try:
+        return check_client_id(request.headers.get(CLIENT_HEADER))
+    except LockError as err:
+        raise api_error(err) from None
+
+
+async def acquire(request: web.Request) -> web.Response:
+    """Lock the entity (201); break_lock replaces a breakable lock of another client."""
+    svc = service(state_of(request))
+    entity = resolve_entity(request)
+    client = _client(request)
+    body = await _json(request)
+    scopes = body.get("scopes")
+    if scopes is not None and not isinstance(scopes, list):
+        raise invalid_parameter("scopes must be a list of collection names", entity_id=entity.id)
+    if "lock_expiration" not in body:
+        raise invalid_parameter("lock_expiration (seconds) is required", entity_id=entity.id)
+    break_lock = body.get("break_lock", False)
+    if not isinstance(break_lock, bool):
+        raise invalid_parameter("break_lock must be true or false", entity_id=entity.id)
+    try:
+        lock, replaced = svc.manager.acquire(entity.kind, entity.id, client, scopes,
+                                             body["lock_expiration"], break_lock, time.time())
+    except LockError as err:
+        err.entity_id = err.entity_id or entity.id
+        raise api_error(err) from None
+    if replaced is not None:
+        svc.publish(replaced, "broken")
+    svc.publish(lock, "acquired")
+    location = f"{request.path.rstrip('/')}/{lock.id}"
+    return json_response(lock_body(lock, client), status=201, headers={"Location": location})
+
+
+async def list_locks(request: web.Request) -> web.Response:
+    """The entity's lock (at most one); X-Client-Id sets `owned`."""
+    state = state_of(request)
+    svc = service(state)
+    entity = resolve_entity(request)
+    client = request.headers.get(CLIENT_HEADER)
+    items = [lock_body(lk, client) for lk in svc.manager.entity_locks(entity.kind, entity.id)]
+    return json_response(envelope(state, items, entity.id))
+
+
+def _lock_id(request: web.Request) -> str:
+    return request.match_info["lock_id"]
+
+
+async def get_lock(request: web.Request) -> web.Response:
+    """One lock of the entity."""
+    svc = service(state_of(request))
+    entity = resolve_entity(request)
+    try:
+        lock = svc.manager.get(entity.kind, entity.id, _lock_id(request))
+    except LockError as err:
+        raise api_error(err, _lock_id(request)) from None
+    return json_response(lock_body(lock, request.headers.get(CLIENT_HEADER)))
+
+
+async def extend(request: web.Request) -> web.Response:
+    """Move the expiry to now plus lock_expiration (204)."""
+    svc = service(state_of(request))
+    entity = resolve_entity(request)
+    client = _client(request)
+    body = await _json(request)
+    if "lock_expiration" not in body:
+        raise invalid_parameter("lock_expiration (seconds) is required", entity_id=entity.id)
+    try:
+        lock = svc.manager.extend(entity.kind, entity.id, _lock_id(request), client,
+                                  body["lock_expiration"], time.time())
+    except LockError as err:
+        raise api_error(err, _lock_id(request)) from None
+    svc.publish(lock, "extended")
+    return web.Response(status=204)
+
+
+async def release(request: web.Request) -> web.Response:
+    """Release a lock the caller holds (204)."""
+    svc = service(state_of(request))
+    entity = resolve_entity(request)
+    client = _client(request)
+    try:
+        lock = svc.manager.release(entity.kind, entity.id, _lock_id(request), client,
+                                   time.time())
+    except LockError as err:
+        raise api_error(err, _lock_id(request)) from None
+    svc.publish(lock, "released")
+    return web.Response(status=204)
+
+
+def install(app: web.Application, state: GatewayState) -> None:
+    """The lock service: guard check on every write, global fault-clear filter, sweep task."""
+    svc = LockService(state)
+    state.extras[MANAGER] = svc
+    if not svc.enabled:
+        state.features.discard("locks")  # root capability `locking` false; routes answer 501
+        return
+    state.features.add("locks")
+    state.guard.add(svc.check, writes_only=True)
+    state.extras.setdefault("fault_clear_filters", []).append(svc.clear_filter)
+
+    async def lifecycle(app: web.Application) -> Any:
+        await svc.start()
+        yield
+        await svc.stop()
+
+    app.cleanup_ctx.append(lifecycle)
+
+
+def register(reg: Registry) -> None:
+    """Declare the lock routes (components and apps)."""
+    kw: dict[str, Any] = {"types": CA, "feature": "locks"}
+    reg.entity_routes("POST", "/locks", acquire, role=Role.OPERATOR, status=201,
+                      request="LockRequest", response="Lock", summary="Acquire a lock", **kw)
+    reg.entity_routes("GET", "/locks", list_locks, response="LockList",
+                      summary="List the entity's locks", **kw)
+    reg.entity_routes("GET", "/locks/{lock_id}", get_lock, response="Lock",
+                      summary="One lock", **kw)
+    reg.entity_routes("PUT", "/locks/{lock_id}", extend, role=Role.OPERATOR, status=204,
+                      request="LockExtend", summary="Extend a lock", **kw)
+    reg.entity_routes("DELETE", "/locks/{lock_id}", release, role=Role.OPERATOR, status=204,
+                      summary="Release a lock", **kw)

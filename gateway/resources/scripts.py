@@ -1,0 +1,398 @@
+"""Scripts on components and apps: catalog, uploads, executions (start, stop, kill, delete)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from aiohttp import BodyPartReader, web
+
+from ..auth.roles import Role
+from ..config import BY_KEY
+from ..control.runner import FORCED, STOP, CapacityReached, Execution, NotRunning, Runner
+from ..control.scripts import (
+    FORMATS,
+    Script,
+    ScriptError,
+    UploadStore,
+    check_schema,
+    command,
+    default_upload_root,
+    managed_from,
+    run_env,
+    scan_managed,
+    scrubbed_env,
+    validate_parameters,
+)
+from ..http.errors import ApiError, bad_request, invalid_parameter, not_found, not_implemented
+from ..http.jsonutil import json_response
+from ..http.routes import Registry
+from ..model.entities import Entity
+from ..state import GatewayState, state_of
+from .common import envelope, href, resolve_entity
+
+log = logging.getLogger(__name__)
+
+SERVICE = "scripts"
+# state.extras key of extra managed script definitions (the manifest's `scripts` block): a
+# callable returning a list of entries {id, name, description, path, format, timeout_sec,
+# entity_filter, env, args, parameters_schema}.
+DEFINITIONS = "script_definitions"
+CA = ("components", "apps")
+EXECUTION_TYPES = ("now", "on_restart", "now_and_on_restart", "once_on_restart")
+
+
+def _secrets(settings: Any) -> list[str]:
+    """Values of secret settings (auth keys and clients, peer credentials, TLS key path)."""
+    out: list[str] = []
+    for key, value in settings.as_dict(redact=False).items():
+        setting = BY_KEY.get(key)
+        if not (setting is not None and setting.secret):
+            continue
+        for text in (str(v) for v in (value if isinstance(value, (list, tuple)) else [value])):
+            out.append(text)
+            out.extend(part for part in text.split(":") if len(part) >= 8)
+    return out
+
+
+class ScriptService:
+    """Managed and uploaded scripts of this gateway and their executions."""
+
+    def __init__(self, state: GatewayState) -> None:
+        s = state.settings
+        self.state = state
+        self.scripts_dir = Path(s["scripts.scripts_dir"]).expanduser() \
+            if s["scripts.scripts_dir"] else None
+        root = s["scripts.upload_dir"]
+        self.uploads = UploadStore(Path(root).expanduser() if root
+                                   else default_upload_root(s["state_dir"]))
+        self.uploaded: dict[str, Script] = {}
+        self._managed: list[Script] = []
+        self._scan_key: Any = None
+        self.runner = Runner(s["scripts.max_concurrent_executions"],
+                             s["scripts.max_execution_history"], s["scripts.max_output_bytes"])
+        self.env = scrubbed_env(os.environ, _secrets(s))
+
+    @property
+    def enabled(self) -> bool:
+        """A backend exists: a scripts directory is configured."""
+        return self.scripts_dir is not None
+
+    def load(self) -> None:
+        """Read the stored uploads."""
+        self.uploaded = {sc.id: sc for sc in self.uploads.load()}
+
+    def managed(self) -> list[Script]:
+        """Managed scripts: the directory (rescanned when it changed) and manifest entries."""
+        assert self.scripts_dir is not None
+        try:
+            key = self.scripts_dir.stat().st_mtime_ns
+        except OSError:
+            key = None
+        if key != self._scan_key:
+            self._scan_key = key
+            self._managed, problems = scan_managed(self.scripts_dir)
+            for problem in problems:
+                log.warning("managed script skipped: %s", problem)
+        extra: list[Script] = []
+        source = self.state.extras.get(DEFINITIONS)
+        for entry in (source() if source is not None else ()):
+            try:
+                extra.append(managed_from(entry, Path(entry["path"]), entry["id"]))
+            except (ScriptError, KeyError) as exc:
+                log.warning("manifest script skipped: %s", exc)
+        return [*self._managed, *extra]
+
+    def scripts_of(self, entity: Entity) -> list[Script]:
+        """Scripts offered on an entity: managed first, then its uploads."""
+        out = [sc for sc in self.managed() if sc.applies_to(entity.kind, entity.id)]
+        seen = {sc.id for sc in out}
+        out += [sc for sc in self.uploaded.values()
+                if sc.applies_to(entity.kind, entity.id) and sc.id not in seen]
+        return out
+
+    def script(self, entity: Entity, script_id: str) -> Script:
+        """One script of the entity; 404 otherwise."""
+        for sc in self.scripts_of(entity):
+            if sc.id == script_id:
+                return sc
+        raise not_found(f"Script '{script_id}' not found on {entity.type} '{entity.id}'",
+                        entity_id=entity.id, script_id=script_id)
+
+
+def service(state: GatewayState) -> ScriptService:
+    """The script service; 501 without a backend."""
+    svc: ScriptService | None = state.extras.get(SERVICE)
+    if svc is None or not svc.enabled:
+        raise not_implemented("scripts", "Scripts backend not configured (setting "
+                                         "scripts.scripts_dir)")
+    return svc
+
+
+def _context(request: web.Request) -> tuple[GatewayState, ScriptService, Entity]:
+    state = state_of(request)
+    svc = service(state)
+    return state, svc, resolve_entity(request)
+
+
+def _script_body(entity: Entity, sc: Script) -> dict[str, Any]:
+    body = sc.describe()
+    body["href"] = href(f"{entity.path}/scripts/{sc.id}")
+    return body
+
+
+def _vendor(status: int, code: str, message: str, **params: Any) -> ApiError:
+    return ApiError(status, "vendor-error", message, vendor_code=code,
+                    parameters=params or None)
+
+
+async def list_scripts(request: web.Request) -> web.Response:
+    """Scripts offered on the entity."""
+    state, svc, entity = _context(request)
+    items = [_script_body(entity, sc) for sc in svc.scripts_of(entity)]
+    return json_response(envelope(state, items, entity.id))
+
+
+async def get_script(request: web.Request) -> web.Response:
+    """One script's metadata."""
+    _state, svc, entity = _context(request)
+    return json_response(_script_body(entity, svc.script(entity,
+                                                         request.match_info["script_id"])))
+
+
+async def _read_upload(request: web.Request, limit: int) -> tuple[str, bytes, dict[str, Any]]:
+    """The file (name, bytes, never past limit) and metadata of a multipart upload."""
+    too_large = _vendor(413, "script-file-too-large",
+                        f"The script is larger than {limit} bytes (setting "
+                        "scripts.max_file_size_mb)", limit_bytes=limit)
+    if request.content_length is not None and request.content_length > limit + 65536:
+        raise too_large
+    if not request.content_type.startswith("multipart/form-data"):
+        raise bad_request("A script upload is multipart/form-data with a 'file' field",
+                          content_type=request.content_type)
+    try:
+        reader = await request.multipart()
+    except (ValueError, AssertionError, KeyError) as exc:
+        raise bad_request(f"Malformed multipart body: {exc}") from None
+    filename, content, meta = "", None, {}  # type: tuple[str, bytes | None, dict[str, Any]]
+    while True:
+        try:
+            part = await reader.next()
+        except (ValueError, AssertionError) as exc:
+            raise bad_request(f"Malformed multipart body: {exc}") from None
+        if part is None:
+            break
+        if not isinstance(part, BodyPartReader):
+            raise bad_request("Nested multipart bodies are not accepted")
+        if part.name == "file":
+            filename = os.path.basename(part.filename or "")
+            buf = bytearray()
+            while chunk := await part.read_chunk(65536):
+                buf.extend(chunk)
+                if len(buf) > limit:
+                    raise too_large
+            content = bytes(buf)
+        elif part.name == "metadata":
+            text = (await part.read(decode=True)).decode("utf-8", "replace")
+            try:
+                meta = json.loads(text) if text.strip() else {}
+            except ValueError:
+                raise invalid_parameter("metadata is not valid JSON") from None
+            if not isinstance(meta, dict):
+                raise invalid_parameter("metadata must be a JSON object")
+        else:
+            await part.release()
+    if content is None:
+        raise bad_request("The upload has no 'file' field")
+    return filename, content, meta
+
+
+async def upload(request: web.Request) -> web.Response:
+    """Upload a script (.sh, .bash, .py) to the entity (201)."""
+    state, svc, entity = _context(request)
+    if not state.settings["scripts.allow_uploads"]:
+        raise bad_request("Script uploads are disabled on this gateway (setting "
+                          "scripts.allow_uploads)")
+    limit = int(state.settings["scripts.max_file_size_mb"]) * 1024 * 1024
+    filename, content, meta = await _read_upload(request, limit)
+    if Path(filename).suffix not in FORMATS:
+        raise invalid_parameter(f"Script file {filename!r} must end in .sh, .bash or .py",
+                                filename=filename)
+    try:
+        if meta.get("parameters_schema") is not None:
+            check_schema(meta["parameters_schema"])
+    except ScriptError as exc:
+        raise invalid_parameter(str(exc)) from None
+    sc = svc.uploads.save(entity.kind, entity.id, filename, content, meta)
+    svc.uploaded[sc.id] = sc
+    location = href(f"{entity.path}/scripts/{sc.id}")
+    return json_response({"id": sc.id, "name": sc.name}, status=201,
+                         headers={"Location": location})
+
+
+def _active_runs(svc: ScriptService, entity: Entity, script_id: str) -> list[Execution]:
+    return [e for e in svc.runner.executions.values()
+            if e.active and e.script_id == script_id and e.entity_id == entity.id
+            and e.kind == entity.kind]
+
+
+async def delete_script(request: web.Request) -> web.Response:
+    """Delete an uploaded script (204); managed or running scripts answer 409."""
+    _state, svc, entity = _context(request)
+    sc = svc.script(entity, request.match_info["script_id"])
+    if sc.managed:
+        raise _vendor(409, "script-managed", f"Script '{sc.id}' is managed (predefined) and "
+                      "cannot be deleted", script_id=sc.id)
+    if _active_runs(svc, entity, sc.id):
+        raise _vendor(409, "script-running", f"Script '{sc.id}' has a running execution; stop "
+                      "it first", script_id=sc.id)
+    svc.uploads.delete(sc)
+    svc.uploaded.pop(sc.id, None)
+    return web.Response(status=204)
+
+
+async def start_execution(request: web.Request) -> web.Response:
+    """Run the script now (202 with Location); 429 past the concurrency cap."""
+    state, svc, entity = _context(request)
+    sc = svc.script(entity, request.match_info["script_id"])
+    try:
+        body = await request.json() if request.can_read_body else {}
+    except ValueError:
+        raise invalid_parameter("The request body is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise invalid_parameter("The request body must be a JSON object")
+    kind = body.get("execution_type")
+    if kind not in EXECUTION_TYPES:
+        raise invalid_parameter("execution_type is required: now (on_restart, "
+                                "now_and_on_restart and once_on_restart need a plugin backend)",
+                                parameter="execution_type", value=kind)
+    if kind != "now":
+        raise invalid_parameter(f"execution_type '{kind}' needs a plugin backend; this "
+                                "gateway runs scripts now only", parameter="execution_type",
+                                value=kind)
+    parameters = body.get("parameters", {})
+    if not isinstance(parameters, dict):
+        raise invalid_parameter("parameters must be a JSON object", parameter="parameters")
+    problems = validate_parameters(sc.parameters_schema, parameters)
+    if problems:
+        raise invalid_parameter("parameters do not match the script's parameters_schema",
+                                parameter="parameters", details=problems)
+    timeout = sc.timeout_sec or float(state.settings["scripts.default_timeout_sec"])
+    runner = svc.runner
+    exec_id = runner.new_id()
+    try:
+        record = await runner.start(
+            sc.id, entity.kind, entity.id, command(sc, parameters),
+            run_env(svc.env, sc, parameters, entity.kind, entity.id, exec_id),
+            timeout, cwd=str(sc.path.parent), execution_id=exec_id)
+    except CapacityReached as exc:
+        raise _vendor(429, "script-concurrency-limit", str(exc),
+                      max_concurrent_executions=runner.max_concurrent) from None
+    location = href(f"{entity.path}/scripts/{sc.id}/executions/{record.id}")
+    return json_response(record.body(state.xv), status=202, headers={"Location": location})
+
+
+def _execution(request: web.Request) -> tuple[GatewayState, ScriptService, Entity, Execution]:
+    state, svc, entity = _context(request)
+    script_id = request.match_info["script_id"]
+    exec_id = request.match_info["execution_id"]
+    record = svc.runner.executions.get(exec_id)
+    if record is None or record.script_id != script_id or record.entity_id != entity.id \
+            or record.kind != entity.kind:
+        raise not_found(f"Execution '{exec_id}' of script '{script_id}' not found on "
+                        f"{entity.type} '{entity.id}'", entity_id=entity.id,
+                        script_id=script_id, execution_id=exec_id)
+    return state, svc, entity, record
+
+
+async def list_executions(request: web.Request) -> web.Response:
+    """Executions of a script on the entity, oldest first."""
+    state, svc, entity = _context(request)
+    sc = svc.script(entity, request.match_info["script_id"])
+    items = [e.body(state.xv) for e in svc.runner.executions.values()
+             if e.script_id == sc.id and e.entity_id == entity.id and e.kind == entity.kind]
+    return json_response(envelope(state, items, entity.id))
+
+
+async def get_execution(request: web.Request) -> web.Response:
+    """Status, output and exit code of one execution."""
+    state, _svc, _entity, record = _execution(request)
+    return json_response(record.body(state.xv))
+
+
+async def control_execution(request: web.Request) -> web.Response:
+    """stop (SIGTERM) or forced_termination (SIGKILL) to the run's process group (202)."""
+    state, svc, _entity, record = _execution(request)
+    try:
+        body = await request.json() if request.can_read_body else {}
+    except ValueError:
+        raise invalid_parameter("The request body is not valid JSON") from None
+    action = body.get("action") if isinstance(body, dict) else None
+    if action not in (STOP, FORCED):
+        raise invalid_parameter("action must be stop (SIGTERM) or forced_termination (SIGKILL)",
+                                parameter="action", value=action)
+    try:
+        svc.runner.stop(record, action)
+    except NotRunning as exc:
+        raise _vendor(409, "script-not-running", str(exc), execution_id=record.id) from None
+    return json_response(record.body(state.xv), status=202,
+                         headers={"Location": request.path.rstrip("/")})
+
+
+async def delete_execution(request: web.Request) -> web.Response:
+    """Forget a finished execution (204); 409 while it runs."""
+    _state, svc, _entity, record = _execution(request)
+    try:
+        svc.runner.delete(record)
+    except NotRunning as exc:
+        raise _vendor(409, "script-running", str(exc), execution_id=record.id) from None
+    return web.Response(status=204)
+
+
+def install(app: web.Application, state: GatewayState) -> None:
+    """The script service (uploads loaded, executions killed at shutdown)."""
+    svc = ScriptService(state)
+    state.extras[SERVICE] = svc
+    if not svc.enabled:
+        state.features.discard("scripts")  # root capability `scripts` false; routes answer 501
+        return
+    state.features.add("scripts")
+    svc.load()
+
+    async def lifecycle(app: web.Application) -> Any:
+        yield
+        await svc.runner.close()
+
+    app.cleanup_ctx.append(lifecycle)
+
+
+def register(reg: Registry) -> None:
+    """Declare the script routes (components and apps)."""
+    kw: dict[str, Any] = {"types": CA, "feature": "scripts"}
+    base = "/scripts/{script_id}"
+    ex = base + "/executions/{execution_id}"
+    reg.entity_routes("GET", "/scripts", list_scripts, response="ScriptList",
+                      summary="List scripts", **kw)
+    reg.entity_routes("POST", "/scripts", upload, role=Role.CONFIGURATOR, status=201,
+                      request="ScriptUpload", response="ScriptCreated",
+                      extra={"request_content_type": "multipart/form-data"},
+                      summary="Upload a script (multipart/form-data)", **kw)
+    reg.entity_routes("GET", base, get_script, response="Script", summary="Script metadata",
+                      **kw)
+    reg.entity_routes("DELETE", base, delete_script, role=Role.CONFIGURATOR, status=204,
+                      summary="Delete an uploaded script", **kw)
+    reg.entity_routes("POST", base + "/executions", start_execution, role=Role.OPERATOR,
+                      status=202, request="ScriptExecutionRequest", response="ScriptExecution",
+                      summary="Run a script", **kw)
+    reg.entity_routes("GET", base + "/executions", list_executions,
+                      response="ScriptExecutionList", summary="Executions of a script", **kw)
+    reg.entity_routes("GET", ex, get_execution, response="ScriptExecution",
+                      summary="Execution status and output", **kw)
+    reg.entity_routes("PUT", ex, control_execution, role=Role.OPERATOR, status=202,
+                      request="ScriptExecutionControl", response="ScriptExecution",
+                      summary="Stop or kill an execution", **kw)
+    reg.entity_routes("DELETE", ex, delete_execution, role=Role.OPERATOR, status=204,
+                      summary="Delete a finished execution", **kw)

@@ -1,0 +1,152 @@
+"""The lock guard covers every write route of the registry; the global clear skips locked faults."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import make_mocked_request
+
+from gateway.app import make_app
+from gateway.config import load
+from gateway.control.lockguard import MANAGER, LockService, write_target
+from gateway.events import LOCKS, Event
+from gateway.http.errors import ApiError
+from gateway.http.routes import API_PREFIX, Route
+from gateway.model.entities import Entity, EntitySet
+from gateway.state import STATE, GatewayState
+
+HOLDER, OTHER = "holder-client", "other-client"
+
+
+def entities() -> EntitySet:
+    es = EntitySet()
+    es.components["host"] = Entity("components", "host", "host", hosts=["a1"])
+    es.components["sub"] = Entity("components", "sub", "sub", parent="host")
+    es.apps["a1"] = Entity("apps", "a1", "a1", node_fqn="/ns/a1", component="host")
+    es.areas["ar"] = Entity("areas", "ar", "ar")
+    es.functions["fn"] = Entity("functions", "fn", "fn", hosts=["a1"])
+    return es
+
+
+IDS = {"component_id": "host", "app_id": "a1", "sub_id": "sub", "area_id": "ar",
+       "function_id": "fn"}
+
+
+@pytest.fixture()
+def state(tmp_path: Path) -> GatewayState:
+    app = make_app(load(None, [f"state_dir={tmp_path}", "scripts.scripts_dir=" + str(tmp_path)]))
+    st = app[STATE]
+    st.cache = SimpleNamespace(entities=entities())
+    return st
+
+
+def request_for(route: Route, client: str | None) -> Any:
+    match = {p: IDS.get(p, "x") for p in route.params}
+    path = API_PREFIX + re.sub(r"\{([a-z_]+)\}", lambda m: match[m.group(1)], route.path)
+    headers = {"X-Client-Id": client} if client else {}
+    return make_mocked_request(route.method, path, headers=headers, match_info=match)
+
+
+def guard_answer(st: GatewayState, route: Route, client: str | None) -> ApiError | None:
+    try:
+        asyncio.run(st.guard(request_for(route, client), route))
+    except ApiError as err:
+        return err
+    return None
+
+
+def exempt(route: Route) -> str | None:
+    """Why no lock can cover a write route (None: a lock must cover it)."""
+    segs = route.path.strip("/").split("/")
+    if segs[0] not in ("components", "apps", "areas", "functions"):
+        return "server-level"
+    if segs[0] in ("areas", "functions"):
+        return "entity type that cannot be locked"
+    if "locks" in segs:
+        return "lock route (ownership rules of its own)"
+    return None
+
+
+def test_every_write_route_is_guarded(state: GatewayState) -> None:
+    svc: LockService = state.extras[MANAGER]
+    lock, _ = svc.manager.acquire("components", "host", HOLDER, None, 60, False, time.time())
+    writes = [r for r in state.registry if r.is_write]
+    assert len(writes) > 40
+    covered = 0
+    for route in writes:
+        why = exempt(route)
+        if why is not None:
+            assert write_target(route) is None, route.path
+            err = guard_answer(state, route, OTHER)
+            assert err is None or err.status != 409, (route.method, route.path)
+            continue
+        assert write_target(route) is not None, (route.method, route.path)
+        err = guard_answer(state, route, OTHER)
+        assert err is not None and err.status == 409, (route.method, route.path)
+        assert err.error_code == "lock-broken"
+        assert err.parameters and err.parameters["lock_id"] == lock.id
+        assert err.parameters["entity_id"] == "host" and err.parameters["lock_expiration"]
+        assert guard_answer(state, route, None) is not None  # no header: another client
+        assert guard_answer(state, route, HOLDER) is None, (route.method, route.path)
+        covered += 1
+    assert covered > 20
+    # nothing held: every write passes
+    svc.manager.locks.clear()
+    assert all(guard_answer(state, r, OTHER) is None for r in writes)
+
+
+def test_write_targets_name_the_collection() -> None:
+    def target(path: str, method: str = "PUT") -> Any:
+        t = write_target(Route(method, path, lambda r: None, role=None, summary=""))  # type: ignore[arg-type]
+        return t and (t.kind, t.id_param, t.collection)
+
+    assert target("/apps/{app_id}/data/{data_id}") == ("apps", "app_id", "data")
+    assert target("/components/{component_id}/status/shutdown") == (
+        "components", "component_id", "modes")
+    assert target("/components/{component_id}/subcomponents/{sub_id}/bulk-data/{category}",
+                  "POST") == ("components", "sub_id", "bulk-data")
+    assert target("/apps/{app_id}/locks/{lock_id}") is None
+    assert target("/faults", "DELETE") is None
+    assert target("/areas/{area_id}/faults", "DELETE") is None
+
+
+def test_global_clear_filter_skips_faults_of_locked_entities(state: GatewayState) -> None:
+    svc: LockService = state.extras[MANAGER]
+    assert svc.clear_filter in state.extras["fault_clear_filters"]
+    req = make_mocked_request("DELETE", "/api/v1/faults", headers={"X-Client-Id": OTHER})
+    assert svc.clear_filter(req, "F", ["/ns/a1"]) is False
+    svc.manager.acquire("components", "host", HOLDER, ["faults"], 60, False, time.time())
+    assert svc.clear_filter(req, "F", ["/ns/a1"]) is True  # via the app's component
+    assert svc.clear_filter(req, "F", ["/elsewhere"]) is False
+    own = make_mocked_request("DELETE", "/api/v1/faults", headers={"X-Client-Id": HOLDER})
+    assert svc.clear_filter(own, "F", ["/ns/a1"]) is False
+
+
+def test_sweep_publishes_expiry_on_the_bus(state: GatewayState) -> None:
+    svc: LockService = state.extras[MANAGER]
+    seen: list[Event] = []
+    state.events.subscribe([LOCKS], seen.append)
+    now = time.time()
+    lock, _ = svc.manager.acquire("apps", "a1", HOLDER, ["data"], 5, False, now)
+    assert svc.sweep(now + 1) == []
+    assert svc.sweep(now + 5) == [lock]
+    (event,) = seen
+    assert (event.kind, event.entity_id, event.resource, event.change) == (
+        LOCKS, "a1", lock.id, "expired")
+    assert event.payload["client_id"] == HOLDER and event.payload["entity_type"] == "apps"
+    assert event.payload["lock_id"] == lock.id and event.payload["entity_id"] == "a1"
+    assert event.payload["cyclic_subscriptions"] is False
+    assert svc.manager.locks == {}
+
+
+def test_locking_disabled_installs_no_guard(tmp_path: Path) -> None:
+    app = make_app(load(None, [f"state_dir={tmp_path}", "locking.enabled=false"]))
+    st = app[STATE]
+    assert not st.extras[MANAGER].enabled and "locks" not in st.features
+    assert not st.guard.write_checks
