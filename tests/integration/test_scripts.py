@@ -1,0 +1,218 @@
+"""Scripts on a real gateway: managed and uploaded scripts, runs that print, fail and hang
+(stopped, then killed, no process left in the group), timeout, concurrency cap, uploads."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.demo.robot import Robot
+from tests.conftest import free_port
+from tests.harness import Gateway, Response, assert_error
+from tests.integration.test_bulk_data import multipart
+from tests.unit.test_script_runner import group_members
+
+pytestmark = pytest.mark.integration
+
+ROBOT_NODES = ("calibration",)
+APP = "/apps/calibration"
+ENV_SECRET = "env-token-value-4242"  # in the gateway's environment under a secret-looking name
+PEER_SECRET = "Bearer peer-credential-7777"  # a secret setting, also in a plain env variable
+
+SCRIPTS = {
+    "hello.sh": 'echo "hello ${PARAM_WHO:-world} on $DIAG_ENTITY_ID"\nenv\n',
+    "fail.sh": "echo boom >&2\nexit 7\n",
+    # ignores SIGTERM (saying so), leaves a background child in its group, and hangs
+    "hang.sh": "trap 'echo got TERM' TERM\nsleep 300 &\necho started\n"
+               "while true; do sleep 0.1; done\n",
+    "slow.sh": "echo slow\nsleep 60\n",
+    "count.py": "import argparse\np = argparse.ArgumentParser()\n"
+                "p.add_argument('--count', type=int)\nprint('count=%d' % p.parse_args().count)\n",
+    "nap.bash": "sleep 60\n",
+}
+SIDECARS = {
+    "count.json": {"name": "Counter", "description": "prints its count",
+                   "args": [{"name": "count", "flag": "--count"}],
+                   "parameters_schema": {"type": "object", "required": ["count"],
+                                         "properties": {"count": {"type": "integer",
+                                                                  "minimum": 1}}}},
+    "nap.json": {"timeout_sec": 1},
+}
+
+
+@pytest.fixture(scope="module")
+def uploads(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("uploads")
+
+
+@pytest.fixture(scope="module")
+def gw(robot: Robot, domain: int, tmp_path_factory: pytest.TempPathFactory,
+       uploads: Path) -> Iterator[Gateway]:
+    tmp = tmp_path_factory.mktemp("gw")
+    scripts_dir = tmp / "scripts"
+    scripts_dir.mkdir()
+    for name, text in SCRIPTS.items():
+        (scripts_dir / name).write_text(text)
+    for name, meta in SIDECARS.items():
+        (scripts_dir / name).write_text(json.dumps(meta))
+    settings = [f"state_dir={tmp}", f"scripts.scripts_dir={scripts_dir}",
+                f"scripts.upload_dir={uploads}", "scripts.max_concurrent_executions=2",
+                "scripts.max_file_size_mb=1", f"aggregation.peer_auth_header={PEER_SECRET}"]
+    os.environ["GATEWAY_API_TOKEN"] = ENV_SECRET
+    os.environ["HARMLESS_LOOKING"] = PEER_SECRET
+    try:
+        g = Gateway(free_port(), domain, settings, tmp / "gateway.log").start()
+    finally:
+        del os.environ["GATEWAY_API_TOKEN"], os.environ["HARMLESS_LOOKING"]
+    try:
+        g.wait_for("/apps", lambda b: "calibration" in {i["id"] for i in b["items"]}, timeout=30)
+        yield g
+    finally:
+        g.stop()
+
+
+def run(gw: Gateway, script: str, body: dict[str, Any] | None = None) -> Response:
+    return gw.request("POST", f"{APP}/scripts/{script}/executions",
+                      body if body is not None else {"execution_type": "now"})
+
+
+def started(gw: Gateway, script: str, **params: Any) -> str:
+    """Start a run; its execution path."""
+    body: dict[str, Any] = {"execution_type": "now"}
+    if params:
+        body["parameters"] = params
+    resp = run(gw, script, body)
+    assert resp.status == 202, resp
+    loc = resp.headers["location"]
+    assert loc == f"/api/v1{APP}/scripts/{script}/executions/{resp.json()['id']}"
+    assert resp.json()["status"] in ("running", "completed", "failed")
+    return loc[len("/api/v1"):]
+
+
+def finished(gw: Gateway, path: str) -> dict[str, Any]:
+    return gw.wait_for(path, lambda b: b["status"] not in ("prepared", "running"),
+                       timeout=30)  # type: ignore[no-any-return]
+
+
+def test_catalog(gw: Gateway) -> None:
+    items = {i["id"]: i for i in gw.get(f"{APP}/scripts").json()["items"]}
+    assert set(items) == {"hello", "fail", "hang", "slow", "count", "nap"}
+    assert all(i["managed"] is True for i in items.values())
+    detail = gw.get(f"{APP}/scripts/count").json()
+    assert detail["name"] == "Counter" and detail["description"] == "prints its count"
+    assert detail["parameters_schema"]["required"] == ["count"]
+    assert "parameters_schema" not in items["hello"]
+    assert_error(gw.get(f"{APP}/scripts/nope"), 404, "resource-not-found")
+    root = gw.get("/").json()
+    assert root["capabilities"]["scripts"] is True and root["capabilities"]["locking"] is True
+
+
+def test_a_script_that_prints_without_the_gateways_secrets(gw: Gateway) -> None:
+    body = finished(gw, started(gw, "hello", who="ops"))
+    assert body["status"] == "completed" and body["progress"] == 100
+    out = body["parameters"]["stdout"]
+    assert out.startswith("hello ops on calibration\n")
+    assert body["parameters"]["exit_code"] == 0 and body["started_at"] <= body["completed_at"]
+    assert "DIAG_EXECUTION_ID=" + body["id"] in out
+    assert ENV_SECRET not in out and "peer-credential-7777" not in out
+    assert "GATEWAY_API_TOKEN" not in out and "HARMLESS_LOOKING" not in out
+
+
+def test_a_script_that_fails(gw: Gateway) -> None:
+    body = finished(gw, started(gw, "fail"))
+    assert body["status"] == "failed"
+    assert body["parameters"]["exit_code"] == 7 and body["parameters"]["stderr"] == "boom\n"
+    assert "code 7" in body["error"]["message"]
+
+
+def test_a_script_that_hangs_is_stopped_then_killed(gw: Gateway) -> None:
+    path = started(gw, "hang")
+    body = gw.wait_for(path, lambda b: "started" in b["parameters"]["stdout"], timeout=20)
+    pgid = body["x-vendor"]["pid"]
+    assert len(group_members(pgid)) >= 2  # the shell and its background child
+    assert_error(gw.request("DELETE", path), 409, "vendor-error", "script-running")
+    resp = gw.request("PUT", path, {"action": "stop"})
+    assert resp.status == 202, resp
+    body = gw.wait_for(path, lambda b: "got TERM" in b["parameters"]["stdout"], timeout=20)
+    assert body["status"] == "running"  # SIGTERM ignored
+    assert gw.request("PUT", path, {"action": "forced_termination"}).status == 202
+    body = finished(gw, path)
+    assert body["status"] == "terminated" and body["parameters"]["exit_code"] == -9
+    assert group_members(pgid) == []  # no orphan left in its process group
+    assert_error(gw.request("PUT", path, {"action": "stop"}), 409, "vendor-error",
+                 "script-not-running")
+    assert_error(gw.request("PUT", path, {"action": "pause"}), 400, "invalid-parameter")
+    assert gw.request("DELETE", path).status == 204
+    assert_error(gw.get(path), 404)
+
+
+def test_timeout_terminates(gw: Gateway) -> None:
+    body = finished(gw, started(gw, "nap"))
+    assert body["status"] == "terminated" and body["error"]["error_code"] == "script-timeout"
+
+
+def test_parameters_are_validated_against_the_schema(gw: Gateway) -> None:
+    body = assert_error(run(gw, "count", {"execution_type": "now", "parameters": {"count": 0}}),
+                        400, "invalid-parameter")
+    assert body["parameters"]["details"][0].startswith("count:")
+    assert_error(run(gw, "count", {"execution_type": "now"}), 400, "invalid-parameter")
+    body = finished(gw, started(gw, "count", count=3))
+    assert body["parameters"]["stdout"] == "count=3\n"
+    assert_error(run(gw, "hello", {}), 400, "invalid-parameter")
+    body = assert_error(run(gw, "hello", {"execution_type": "on_restart"}), 400,
+                        "invalid-parameter")
+    assert "plugin" in body["message"]
+
+
+def test_concurrency_cap(gw: Gateway) -> None:
+    paths = [started(gw, "slow"), started(gw, "slow")]
+    resp = run(gw, "hello")
+    body = assert_error(resp, 429, "vendor-error", "script-concurrency-limit")
+    assert "retry-after" not in resp.headers and "x-ratelimit-limit" not in resp.headers
+    assert body["parameters"]["max_concurrent_executions"] == 2
+    for path in paths:
+        assert gw.request("PUT", path, {"action": "forced_termination"}).status == 202
+    for path in paths:
+        assert finished(gw, path)["status"] == "terminated"
+    items = gw.get(f"{APP}/scripts/slow/executions").json()["items"]
+    assert {i["status"] for i in items} == {"terminated"}
+
+
+def test_upload_run_and_delete(gw: Gateway, uploads: Path) -> None:
+    raw, ctype = multipart(("file", "probe.sh", "text/x-sh", b"echo probe $1\n"),
+                           ("metadata", None, None, json.dumps(
+                               {"name": "Probe", "description": "uploaded"}).encode()))
+    resp = gw.request("POST", f"{APP}/scripts", raw=raw, headers={"Content-Type": ctype})
+    assert resp.status == 201, resp
+    created = resp.json()
+    assert created["name"] == "Probe" and resp.headers["location"].endswith(created["id"])
+    detail = gw.get(f"{APP}/scripts/{created['id']}").json()
+    assert detail["managed"] is False and detail["description"] == "uploaded"
+    assert finished(gw, started(gw, created["id"]))["parameters"]["stdout"] == "probe\n"
+    assert_error(gw.request("DELETE", f"{APP}/scripts/hello"), 409, "vendor-error",
+                 "script-managed")
+    assert gw.request("DELETE", f"{APP}/scripts/{created['id']}").status == 204
+    assert_error(gw.get(f"{APP}/scripts/{created['id']}"), 404)
+    assert not any(p.is_file() for p in uploads.rglob("*"))
+
+
+def test_upload_errors_write_nothing(gw: Gateway, uploads: Path) -> None:
+    big = b"#" * (1024 * 1024 + 10)
+    raw, ctype = multipart(("file", "big.sh", "text/x-sh", big))
+    resp = gw.request("POST", f"{APP}/scripts", raw=raw, headers={"Content-Type": ctype})
+    assert_error(resp, 413, "vendor-error", "script-file-too-large")
+    raw, ctype = multipart(("file", "notes.txt", "text/plain", b"hi"))
+    body = assert_error(gw.request("POST", f"{APP}/scripts", raw=raw,
+                                   headers={"Content-Type": ctype}), 400, "invalid-parameter")
+    assert ".sh, .bash or .py" in body["message"]
+    raw, ctype = multipart(("file", "x.sh", None, b"true"),
+                           ("metadata", None, None, b'{"parameters_schema": {"type": 5}}'))
+    assert_error(gw.request("POST", f"{APP}/scripts", raw=raw, headers={"Content-Type": ctype}),
+                 400, "invalid-parameter")
+    assert not any(p.is_file() for p in uploads.rglob("*"))
+    assert gw.get(f"{APP}/scripts").json()["x-vendor"]["total_count"] == 6
