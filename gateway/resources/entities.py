@@ -29,6 +29,8 @@ def capabilities(state: GatewayState, entity: Entity) -> list[dict[str, str]]:
     for route in state.registry:
         if route.method != "GET" or not route.path.startswith(prefix) or route.extra.get("stub"):
             continue
+        if route.feature and route.feature not in state.features:  # e.g. locking disabled
+            continue
         word = route.path[len(prefix):].split("/")[0]
         if word and "{" not in word and word != "docs" and word not in seen:
             seen[word] = {"name": word, "href": href(f"{entity.path}/{word}")}

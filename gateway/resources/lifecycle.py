@@ -102,11 +102,22 @@ def handler(transition: str) -> Any:
                                f"'{entity.node_fqn}' is not on the ROS graph", entity_id=entity.id)
         if not apps:
             raise _plain_node(entity, skipped)
-        records = [await _request(state, app, transition) for app in apps]
+        records: list[TransitionRecord] = []
+        refused: list[tuple[Entity, ApiError]] = []
+        for app in apps:  # a component: each managed app on its own; refusals are reported
+            try:
+                records.append(await _request(state, app, transition))
+            except ApiError as err:
+                if entity.kind == "apps":
+                    raise
+                refused.append((app, err))
+        if not records:
+            raise refused[0][1]
         status = "failed" if any(r.status == "failed" for r in records) else \
             "inProgress" if any(r.status == "inProgress" for r in records) else "completed"
         body: dict[str, Any] = {"id": entity.id, "transition": transition, "status": status,
                                 "apps": [r.body() for r in records]}
+        skipped += [f"{app.id}: {err.message}" for app, err in refused]
         if skipped:
             body[state.xv] = {"skipped": skipped}
         return json_response(body, status=202, headers={"Location": href(f"{entity.path}/status")})

@@ -240,3 +240,36 @@ def test_global_fault_clear_skips_locked_entities(gw: Gateway, ros: Any) -> None
     assert gw.request("DELETE", "/faults", headers=A).status == 204  # the holder clears it
     assert "LOCKED_FAULT" not in faults_by_code(gw)
     release(gw, "/apps/fault_src_locked", lock["id"], A)
+
+
+def test_component_transition_covers_its_managed_apps(gw: Gateway, host: str) -> None:
+    # after the tests above: standby is active, worker and managed_lifecycle are finalized
+    resp = gw.request("PUT", f"/components/{host}/status/start")
+    assert resp.status == 202, resp
+    body = resp.json()
+    assert [a["app_id"] for a in body["apps"]] == ["lifecycle_standby"]
+    assert body["apps"][0]["steps"] == [] and body["status"] == "completed"
+    skipped = body["x-vendor"]["skipped"]
+    assert any(s.startswith("temp_sensor: plain node") for s in skipped)
+    assert any(s.startswith("lifecycle_worker:") and "finalized" in s for s in skipped)
+    assert resp.headers["location"] == f"/api/v1/components/{host}/status"
+
+
+def test_openapi_declares_the_new_routes(gw: Gateway) -> None:
+    doc = gw.get("/docs").json()
+    post = doc["paths"]["/apps/{app_id}/locks"]["post"]
+    assert set(post["responses"]) >= {"201", "400", "404"}
+    assert post["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "/LockRequest")
+    assert post["responses"]["201"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "/Lock")
+    assert "204" in doc["paths"]["/apps/{app_id}/locks/{lock_id}"]["delete"]["responses"]
+    assert "202" in doc["paths"]["/components/{component_id}/status/shutdown"]["put"][
+        "responses"]
+    upload = doc["paths"]["/apps/{app_id}/scripts"]["post"]
+    assert "multipart/form-data" in upload["requestBody"]["content"]
+    schemas = doc["components"]["schemas"]
+    assert {"Lock", "LockRequest", "Script", "ScriptExecution", "LifecycleTransition"} <= set(
+        schemas)
+    caps = {c["name"] for c in gw.get("/apps/temp_sensor").json()["capabilities"]}
+    assert "locks" in caps and "scripts" not in caps  # no scripts backend on this gateway

@@ -196,6 +196,15 @@ def test_upload_run_and_delete(gw: Gateway, uploads: Path) -> None:
     assert finished(gw, started(gw, created["id"]))["parameters"]["stdout"] == "probe\n"
     assert_error(gw.request("DELETE", f"{APP}/scripts/hello"), 409, "vendor-error",
                  "script-managed")
+    raw, ctype = multipart(("file", "wait.py", None, b"import time\ntime.sleep(60)\n"))
+    waiting = gw.request("POST", f"{APP}/scripts", raw=raw,
+                         headers={"Content-Type": ctype}).json()["id"]
+    path = started(gw, waiting)
+    assert_error(gw.request("DELETE", f"{APP}/scripts/{waiting}"), 409, "vendor-error",
+                 "script-running")
+    assert gw.request("PUT", path, {"action": "stop"}).status == 202
+    assert finished(gw, path)["status"] == "terminated"
+    assert gw.request("DELETE", f"{APP}/scripts/{waiting}").status == 204
     assert gw.request("DELETE", f"{APP}/scripts/{created['id']}").status == 204
     assert_error(gw.get(f"{APP}/scripts/{created['id']}"), 404)
     assert not any(p.is_file() for p in uploads.rglob("*"))

@@ -150,3 +150,14 @@ def test_locking_disabled_installs_no_guard(tmp_path: Path) -> None:
     st = app[STATE]
     assert not st.extras[MANAGER].enabled and "locks" not in st.features
     assert not st.guard.write_checks
+
+
+def test_lock_routes_answer_501_when_locking_is_disabled(tmp_path: Path) -> None:
+    from gateway.resources import locks
+
+    app = make_app(load(None, [f"state_dir={tmp_path}", "locking.enabled=false"]))
+    request = make_mocked_request("GET", "/api/v1/apps/a1/locks", app=app,
+                                  match_info={"app_id": "a1"})
+    with pytest.raises(ApiError) as info:
+        asyncio.run(locks.list_locks(request))
+    assert info.value.status == 501 and "locking.enabled" in info.value.message
