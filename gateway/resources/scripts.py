@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -226,7 +227,9 @@ async def upload(request: web.Request) -> web.Response:
             check_schema(meta["parameters_schema"])
     except ScriptError as exc:
         raise invalid_parameter(str(exc)) from None
-    sc = svc.uploads.save(entity.kind, entity.id, filename, content, meta)
+    loop = asyncio.get_running_loop()  # disk writes off the event loop
+    sc = await loop.run_in_executor(None, svc.uploads.save, entity.kind, entity.id, filename,
+                                    content, meta)
     svc.uploaded[sc.id] = sc
     location = href(f"{entity.path}/scripts/{sc.id}")
     return json_response({"id": sc.id, "name": sc.name}, status=201,
@@ -249,8 +252,8 @@ async def delete_script(request: web.Request) -> web.Response:
     if _active_runs(svc, entity, sc.id):
         raise _vendor(409, "script-running", f"Script '{sc.id}' has a running execution; stop "
                       "it first", script_id=sc.id)
-    svc.uploads.delete(sc)
     svc.uploaded.pop(sc.id, None)
+    await asyncio.get_running_loop().run_in_executor(None, svc.uploads.delete, sc)
     return web.Response(status=204)
 
 

@@ -64,7 +64,11 @@ async def app_status(request: web.Request) -> web.Response:
     transition = latest(state, entity.id)
     if transition is not None:
         xv.setdefault("lifecycle", {})["transition"] = transition
-    body = {"id": entity.id, "status": readiness(online, state_id), state.xv: xv}
+    body: dict[str, Any] = {"id": entity.id, "status": readiness(online, state_id)}
+    if lifecycle is not None:  # a managed node: the transitions the built-in provider offers
+        for name in ("start", "restart", "shutdown", "force-shutdown"):
+            body[name] = f"/api/v1{entity.path}/status/{name}"
+    body[state.xv] = xv
     return json_response(body)
 
 

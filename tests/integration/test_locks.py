@@ -183,6 +183,8 @@ def transition(gw: Gateway, app: str, name: str) -> dict[str, Any]:
 def test_start_and_restart_an_unconfigured_node(gw: Gateway) -> None:
     body = gw.get("/apps/lifecycle_standby/status").json()
     assert body["status"] == "notReady"
+    assert body["restart"] == "/api/v1/apps/lifecycle_standby/status/restart"
+    assert "start" not in gw.get("/apps/temp_sensor/status").json()  # a plain node
     assert body["x-vendor"]["lifecycle"]["state"] == "unconfigured"
     answer = transition(gw, "lifecycle_standby", "start")
     assert answer["apps"][0]["steps"] == ["configure", "activate"]
