@@ -148,6 +148,8 @@ def install(app: web.Application, state: GatewayState) -> None:
         state.features.discard("locks")  # root capability `locking` false; routes answer 501
         return
     state.features.add("locks")
+    state.extras.setdefault("health", {})["x-vendor-locks"] = lambda: {
+        "held": len(svc.manager.locks)}
     state.guard.add(svc.check, writes_only=True)
     state.extras.setdefault("fault_clear_filters", []).append(svc.clear_filter)
 

@@ -364,6 +364,10 @@ def install(app: web.Application, state: GatewayState) -> None:
         return
     state.features.add("scripts")
     svc.load()
+    runner = svc.runner
+    state.extras.setdefault("health", {})["x-vendor-scripts"] = lambda: {
+        "running": runner.running(), "max_concurrent_executions": runner.max_concurrent,
+        "executions_kept": len(runner.executions), "uploaded": len(svc.uploaded)}
 
     async def lifecycle(app: web.Application) -> Any:
         yield

@@ -110,6 +110,9 @@ def test_catalog(gw: Gateway) -> None:
     assert_error(gw.get(f"{APP}/scripts/nope"), 404, "resource-not-found")
     root = gw.get("/").json()
     assert root["capabilities"]["scripts"] is True and root["capabilities"]["locking"] is True
+    health = gw.get("/health").json()
+    assert health["x-vendor-scripts"]["max_concurrent_executions"] == 2
+    assert health["x-vendor-locks"] == {"held": 0}
 
 
 def test_a_script_that_prints_without_the_gateways_secrets(gw: Gateway) -> None:
