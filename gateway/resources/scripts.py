@@ -43,6 +43,7 @@ SERVICE = "scripts"
 # entity_filter, env, args, parameters_schema}.
 DEFINITIONS = "script_definitions"
 CA = ("components", "apps")
+META_LIMIT = 65536  # bytes of an upload's metadata field
 EXECUTION_TYPES = ("now", "on_restart", "now_and_on_restart", "once_on_restart")
 
 
@@ -197,7 +198,12 @@ async def _read_upload(request: web.Request, limit: int) -> tuple[str, bytes, di
                     raise too_large
             content = bytes(buf)
         elif part.name == "metadata":
-            text = (await part.read(decode=True)).decode("utf-8", "replace")
+            raw = bytearray()
+            while chunk := await part.read_chunk(65536):
+                raw.extend(chunk)
+                if len(raw) > META_LIMIT:
+                    raise invalid_parameter(f"metadata is larger than {META_LIMIT} bytes")
+            text = raw.decode("utf-8", "replace")
             try:
                 meta = json.loads(text) if text.strip() else {}
             except ValueError:
@@ -363,6 +369,10 @@ def install(app: web.Application, state: GatewayState) -> None:
         state.features.discard("scripts")  # root capability `scripts` false; routes answer 501
         return
     state.features.add("scripts")
+    assert svc.scripts_dir is not None
+    if not svc.scripts_dir.is_dir():
+        log.warning("scripts.scripts_dir %s is not a directory: no managed scripts until it "
+                    "exists", svc.scripts_dir)
     svc.load()
     runner = svc.runner
     state.extras.setdefault("health", {})["x-vendor-scripts"] = lambda: {
