@@ -158,9 +158,9 @@ def test_required_scope_needs_the_callers_own_lock(gw: Gateway, host: str) -> No
 
 
 def test_expiry_frees_the_entity(gw: Gateway) -> None:
-    lock = acquire(gw, "/apps/actuator", A, lock_expiration=1).json()
+    lock = acquire(gw, "/apps/actuator", A, lock_expiration=4).json()
     assert_error(gw.request("PUT", COMMAND, {"data": 3.0}, headers=B), 409)
-    gw.wait_for("/apps/actuator/locks", lambda b: b["items"] == [], timeout=15)
+    gw.wait_for("/apps/actuator/locks", lambda b: b["items"] == [], timeout=30)
     assert gw.request("PUT", COMMAND, {"data": 3.0}, headers=B).status == 200
     assert_error(gw.request("DELETE", f"/apps/actuator/locks/{lock['id']}", headers=A), 404)
 

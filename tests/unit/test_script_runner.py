@@ -25,7 +25,8 @@ from gateway.control.runner import (
 )
 
 # A script that ignores SIGTERM, leaves a background child in its group, and hangs.
-STUBBORN = "trap '' TERM\nsleep 300 &\necho started\nwhile true; do sleep 0.1; done\n"
+STUBBORN = ("trap 'echo got TERM' TERM\nsleep 300 &\necho started\n"
+            "while true; do sleep 0.1; done\n")
 
 
 def group_members(pgid: int) -> list[int]:
@@ -63,8 +64,8 @@ def test_prints_and_fails() -> None:
     async def scenario() -> tuple[Execution, Execution]:
         r = Runner(5, 100, 1 << 20)
         ok = await r.start("s", "apps", "a", sh("echo out; echo err >&2"), dict(os.environ), 30)
+        assert ok.status == RUNNING and ok.pid  # started, not waited for
         bad = await r.start("s", "apps", "a", sh("echo no >&2; exit 3"), dict(os.environ), 30)
-        assert ok.status == RUNNING and ok.pid
         await until(lambda: not ok.active and not bad.active)
         return ok, bad
 
@@ -84,8 +85,8 @@ def test_stop_is_ignored_then_kill_leaves_no_process_in_the_group() -> None:
         await until(lambda: b"started" in ex.stdout)
         assert ex.pid is not None and len(group_members(ex.pid)) >= 2
         r.stop(ex, STOP)
-        await asyncio.sleep(0.5)
-        assert ex.status == RUNNING  # SIGTERM ignored
+        await until(lambda: b"got TERM" in ex.stdout)
+        assert ex.status == RUNNING  # SIGTERM taken and ignored
         r.stop(ex, FORCED)
         await until(lambda: not ex.active)
         with pytest.raises(NotRunning):
