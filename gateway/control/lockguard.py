@@ -132,7 +132,16 @@ def api_error(err: LockError, lock_id: str | None = None) -> ApiError:
 
 def config_source(settings: Any, extras: dict[str, Any]) -> Callable[[str, str], LockConfig]:
     """Resolution: per-entity block (if a source is installed), then per-type, then global."""
+    from ..config import ConfigError
+    from .locking import SCOPES
+
     global_max = float(settings["locking.default_max_expiration"])
+    for kind in ("components", "apps"):
+        key = f"locking.defaults.{kind}.lock_required_scopes"
+        unknown = [s for s in settings[key] if s not in SCOPES]
+        if unknown:
+            raise ConfigError(f"setting '{key}': unknown collection(s) {', '.join(unknown)}; "
+                              f"valid: {', '.join(SCOPES)}")
     per_type = {
         kind: (tuple(settings[f"locking.defaults.{kind}.lock_required_scopes"]),
                bool(settings[f"locking.defaults.{kind}.breakable"]))

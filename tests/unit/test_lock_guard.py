@@ -161,3 +161,11 @@ def test_lock_routes_answer_501_when_locking_is_disabled(tmp_path: Path) -> None
     with pytest.raises(ApiError) as info:
         asyncio.run(locks.list_locks(request))
     assert info.value.status == 501 and "locking.enabled" in info.value.message
+
+
+def test_unknown_required_scope_is_refused_at_startup(tmp_path: Path) -> None:
+    from gateway.config import ConfigError
+
+    with pytest.raises(ConfigError, match="locking.defaults.apps.lock_required_scopes"):
+        make_app(load(None, [f"state_dir={tmp_path}",
+                             "locking.defaults.apps.lock_required_scopes=[data,config]"]))
