@@ -32,6 +32,7 @@ def build_registry(vendor: str, built: set[str]) -> Registry:
         entities,
         faults,
         logs,
+        manifest,
         operations,
         server,
         status,
@@ -46,9 +47,10 @@ def build_registry(vendor: str, built: set[str]) -> Registry:
     data.register(reg)
     entities.register(reg)
     for module in (operations, configurations, logs, status, faults, bulk_data,
-                   federation_routes):
+                   federation_routes, manifest):
         module.register(reg)
-    built.update({"operations", "configurations", "logs", "status", "faults", "bulk-data"})
+    built.update({"operations", "configurations", "logs", "status", "faults", "bulk-data",
+                  "manifest"})
     unbuilt.register(reg, built)  # 501 rows for every feature not built
     server.register_docs(reg)
     return reg
@@ -71,6 +73,9 @@ def make_app(settings: Settings) -> web.Application:
     if settings["server.tls.enabled"]:
         state.features.add("tls")
     check_peer_settings(settings)
+    if settings["discovery.mode"] != "runtime_only":  # docs/manifest.md
+        from .discovery.pipeline import ManifestDiscovery
+        state.extras["discovery"] = ManifestDiscovery(settings)  # ManifestError: not served
     app.cleanup_ctx.append(_ros_lifecycle)
     if settings["aggregation.enabled"] or settings["aggregation.announce"]:
         from federation.service import install as install_federation  # docs/federation.md
@@ -98,6 +103,9 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     state.bridge = bridge
     state.pool = SamplePool(bridge, s["data.pool_cap"])
     state.cache = EntityCache(s["entity_cache.capacity"], HostInfo.local())
+    discovery = state.extras.get("discovery")
+    if discovery is not None:
+        discovery.attach(state)  # the cache builds from the manifest; reload on file change
     state.poller = GraphPoller(bridge, state.pool, state.cache,
                                s["discovery.poll_interval_ms"] / 1000.0,
                                s["discovery.refresh_debounce_ms"] / 1000.0)
@@ -128,4 +136,6 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
         await state.extras["actions"].close()
         await state.extras["rosout"].stop()
         await state.poller.stop()
+        if discovery is not None:
+            await discovery.stop()
         bridge.close()

@@ -44,14 +44,20 @@ def detail(state: GatewayState, entity: Entity) -> dict[str, Any]:
     links = {"self": href(entity.path)}
     xv = out[state.xv]
     xv.setdefault("contributors", ["local"])
+    if entity.external:
+        xv["external"] = True
+    if entity.tags:
+        xv["tags"] = list(entity.tags)
     if entity.kind == "apps":
-        node = entity.node_fqn
+        node = entity.bound_fqn or entity.node_fqn
         fed = federation(state)
         origin = fed.view.app_origin(entity.id) if fed is not None else None
         if origin is not None and not origin.is_local:  # a peer's app: its node over there
             node = origin.node_fqn
-        xv["ros2"] = {"node": node, "namespace": entity.namespace}
+        if node:  # an unbound manifest app has no node
+            xv["ros2"] = {"node": node, "namespace": entity.namespace}
         if entity.component:
+            xv["component_id"] = entity.component
             links["is-located-on"] = href(f"{entity.path}/is-located-on")
             links["belongs-to"] = href(f"{entity.path}/belongs-to")
     elif entity.kind == "components":
