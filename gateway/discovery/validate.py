@@ -98,7 +98,7 @@ def _cycle(rule_word: str, entities: Iterable[Entity], edges: str) -> Issue | No
     if cycle is None:
         return None
     first = next(e for e in ents if e.id == cycle[0])
-    return _at(first, "R011", f"{rule_word} cycle: {' -> '.join(cycle)}")
+    return _at(first, "R011", f"{rule_word} cycle: " + " -> ".join(f"'{c}'" for c in cycle))
 
 
 def validate(m: Manifest) -> list[Issue]:

@@ -9,6 +9,7 @@ from aiohttp import web
 from ..http.errors import not_found
 from ..http.jsonutil import json_response
 from ..http.routes import ENTITY_PARAM, ENTITY_TYPES, Registry
+from ..model import relations
 from ..model.entities import Entity
 from ..state import GatewayState, state_of
 from .common import (
@@ -105,35 +106,14 @@ def _refs(request: web.Request, items: list[Entity], entity: Entity, **links: st
 
 async def app_is_located_on(request: web.Request) -> web.Response:
     """The component hosting an app (0 or 1 items)."""
-    state = state_of(request)
     app = _app(request)
-    es = entities(request)
-    items: list[dict[str, Any]] = []
-    if app.component:
-        comp = es.components.get(app.component)
-        if comp is not None:
-            items.append(entity_ref(state, comp))
-        else:
-            items.append(_missing(state, "component", app.component))
-    return _rel(request, app, items)
+    return _rel(request, app, relations.is_located_on(entities(request), app))
 
 
 async def app_belongs_to(request: web.Request) -> web.Response:
     """The area of the app's component (0 or 1 items)."""
-    state = state_of(request)
     app = _app(request)
-    es = entities(request)
-    items: list[dict[str, Any]] = []
-    if app.component:
-        comp = es.components.get(app.component)
-        if comp is None:
-            item = _missing(state, "area", "")
-            item[state.xv]["unresolved_component"] = app.component
-            items.append(item)
-        elif comp.area:
-            area = es.areas.get(comp.area)
-            items.append(entity_ref(state, area) if area else _missing(state, "area", comp.area))
-    return _rel(request, app, items)
+    return _rel(request, app, relations.belongs_to(entities(request), app))
 
 
 def _app(request: web.Request) -> Entity:
@@ -148,8 +128,18 @@ def _missing(state: GatewayState, word: str, entity_id: str) -> dict[str, Any]:
     return {"id": entity_id, "name": entity_id, "type": word, state.xv: {"missing": True}}
 
 
-def _rel(request: web.Request, app: Entity, items: list[dict[str, Any]]) -> web.Response:
+def _rel(request: web.Request, app: Entity, found: list[Entity | relations.Missing]
+         ) -> web.Response:
     state = state_of(request)
+    items: list[dict[str, Any]] = []
+    for item in found:
+        if isinstance(item, relations.Missing):
+            ref = _missing(state, item.type, item.id)
+            if item.unresolved_component:
+                ref[state.xv]["unresolved_component"] = item.unresolved_component
+            items.append(ref)
+        else:
+            items.append(entity_ref(state, item))
     body = envelope(state, items, app.id)
     body["_links"] = {"self": href(request.path[len("/api/v1"):]),
                       "app": href(app.path)}

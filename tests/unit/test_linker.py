@@ -233,3 +233,25 @@ def test_identity_merge_by_source_rank() -> None:
     assert out == {"model": "B", "serialNumber": "S",
                    "_provenance": {"model": "opcua", "serial_number": "heuristic"}}
     assert merge_identity(new, have)["model"] == "B"  # inventory ranks below opcua
+
+
+def test_relationship_answers_resolved_and_missing() -> None:
+    from gateway.model.entities import Entity, EntitySet
+    from gateway.model.relations import Missing, belongs_to, is_located_on
+
+    es = EntitySet()
+    es.areas["a"] = Entity("areas", "a", "A")
+    for cid, area in (("in-area", "a"), ("no-area", None), ("lost-area", "gone")):
+        es.components[cid] = Entity("components", cid, cid, area=area)
+    app = Entity("apps", "x", "x")
+    assert is_located_on(es, app) == [] and belongs_to(es, app) == []
+    app.component = "in-area"
+    assert is_located_on(es, app) == [es.components["in-area"]]
+    assert belongs_to(es, app) == [es.areas["a"]]
+    app.component = "no-area"
+    assert belongs_to(es, app) == []
+    app.component = "lost-area"
+    assert belongs_to(es, app) == [Missing("area", "gone")]
+    app.component = "ghost"
+    assert is_located_on(es, app) == [Missing("component", "ghost")]
+    assert belongs_to(es, app) == [Missing("area", "", unresolved_component="ghost")]
