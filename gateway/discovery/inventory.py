@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..model.entities import Entity
+from ..model.identity import merge_identity, wire_identity
 from .validate import Issue
 
 if TYPE_CHECKING:
@@ -25,13 +26,6 @@ log = logging.getLogger(__name__)
 
 MAX_CSV_BYTES = 1024 * 1024
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
-# snake_case identity field -> wire (camelCase) name
-IDENTITY_FIELDS = {
-    "manufacturer": "manufacturer", "model": "model", "order_code": "orderCode",
-    "serial_number": "serialNumber", "hardware_revision": "hardwareRevision",
-    "firmware_version": "firmwareVersion", "software_version": "softwareVersion",
-    "network_endpoint": "networkEndpoint", "role": "role",
-}
 # CSV columns and asset keys (case-insensitive) -> snake_case identity field
 ALIASES = {
     "manufacturer": "manufacturer", "model": "model", "order_code": "order_code",
@@ -44,11 +38,6 @@ ALIASES = {
 }
 ASSET_STRUCTURAL = ("tags", "parent_component_id", "name", "description", "namespace", "variant",
                     "type", "translation_id", "depends_on", "external", "area", "id")
-# Source ranks for identity merging (highest first); unknown sources rank last.
-SOURCE_RANK = ("opcua", "s7", "ethernet_ip", "modbus", "ads", "profinet", "manifest",
-               "inventory", "config", "plugin", "runtime", "node", "topic", "heuristic")
-
-
 @dataclass(frozen=True)
 class Skipped:
     """A CSV row left out: its line number and why."""
@@ -89,46 +78,6 @@ def identity_from(raw: dict[str, Any], source: str, what: str,
         else:
             fields[name] = str(value)
     return wire_identity(fields, extra, source)
-
-
-def wire_identity(fields: dict[str, str], extra: dict[str, str], source: str) -> dict[str, Any]:
-    """camelCase identity with `_provenance` for every populated field."""
-    out: dict[str, Any] = {IDENTITY_FIELDS[k]: v for k, v in fields.items() if v}
-    prov = {k: source for k, v in fields.items() if v}
-    if extra:
-        out["extra"] = dict(extra)
-        prov.update({f"extra.{k}": source for k in extra})
-    if prov:
-        out["_provenance"] = prov
-    return out
-
-
-def _rank(source: str) -> int:
-    return SOURCE_RANK.index(source) if source in SOURCE_RANK else len(SOURCE_RANK)
-
-
-def merge_identity(have: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """Per-field merge: empty fields filled; a set field replaced only by a higher-rank source."""
-    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in have.items()}
-    prov: dict[str, str] = out.setdefault("_provenance", {})
-    new_prov = new.get("_provenance", {})
-    snake_of = {camel: snake for snake, camel in IDENTITY_FIELDS.items()}
-    for camel, value in new.items():
-        if camel in ("_provenance", "extra"):
-            continue
-        snake = snake_of[camel]
-        if camel not in out or _rank(new_prov.get(snake, "")) < _rank(prov.get(snake, "")):
-            out[camel] = value
-            prov[snake] = new_prov.get(snake, "")
-    for key, value in (new.get("extra") or {}).items():
-        extra = out.setdefault("extra", {})
-        pkey = f"extra.{key}"
-        if key not in extra or _rank(new_prov.get(pkey, "")) < _rank(prov.get(pkey, "")):
-            extra[key] = value
-            prov[pkey] = new_prov.get(pkey, "")
-    if not prov:
-        out.pop("_provenance")
-    return out
 
 
 def _name(identity: dict[str, Any]) -> str:
