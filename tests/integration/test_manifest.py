@@ -152,12 +152,21 @@ def test_area_aggregates_data_and_faults_of_its_descendants(hybrid: Gateway) -> 
     assert members <= {"temp_sensor", "temp_monitor", "rpm_sensor", "calibration",
                        "long_calibration"}
     assert not any(t.startswith("/perception") for t in topics)
+    ops = hybrid.get("/areas/powertrain/operations").json()["items"]
+    assert {m for o in ops for m in o["x-vendor"]["member_ids"]} >= {"calibration"}
+    assert not any(m == "actuator" for o in ops for m in o["x-vendor"]["member_ids"])
+    params = hybrid.get("/areas/engine/configurations").json()["items"]
+    assert {p["id"].partition(":")[0] for p in params} <= {
+        "temp_sensor", "temp_monitor", "rpm_sensor", "calibration", "long_calibration"}
+    assert any(p["id"].startswith("temp_sensor:") for p in params)
     # the lidar reports faults every 2 s; they show on its area, not on the others
     faults = hybrid.wait_for("/areas/perception/faults", lambda b: any(
         f["fault_code"].startswith("LIDAR") for f in b["items"]), timeout=30)
     assert faults["x-vendor"]["entity_id"] == "perception"
     assert not any(f["fault_code"].startswith("LIDAR")
                    for f in hybrid.get("/areas/powertrain/faults").json()["items"])
+    logs = hybrid.wait_for("/areas/perception/logs", lambda b: b["items"], timeout=30)
+    assert {e["context"]["node"] for e in logs["items"]} == {"/perception/lidar/lidar_sensor"}
 
 
 def test_manifest_status_and_health(hybrid: Gateway) -> None:
