@@ -255,3 +255,11 @@ def test_relationship_answers_resolved_and_missing() -> None:
     app.component = "ghost"
     assert is_located_on(es, app) == [Missing("component", "ghost")]
     assert belongs_to(es, app) == [Missing("area", "", unresolved_component="ghost")]
+
+
+def test_identity_merge_tolerates_odd_peer_nameplates() -> None:
+    have = {"model": "A", "_provenance": {"model": "manifest"}}
+    out = merge_identity(have, {"serialNumber": "S", "extra": "not-a-map",
+                                "_provenance": ["bad"]})
+    assert out == {"model": "A", "serialNumber": "S", "_provenance": {"model": "manifest"}}
+    assert have == {"model": "A", "_provenance": {"model": "manifest"}}  # not mutated
