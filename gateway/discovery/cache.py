@@ -55,6 +55,11 @@ class EntityCache:
         for n in nodes:
             by_name.setdefault(n.name, []).append(n.fqn)
         self.collisions = [(k, v) for k, v in sorted(by_name.items()) if len(v) > 1]
+        if self.builder is not None:  # manifest modes: only unlinked nodes get prefixed ids
+            runtime_fqns = {a.node_fqn for a in self.local.apps.values()
+                            if a.source == "heuristic"}
+            self.collisions = [(k, v) for k, v in self.collisions
+                               if runtime_fqns.intersection(v)]
 
     def rebuild(self) -> None:
         """The manifest changed: rebuild from the current graph; bumps the generation."""
