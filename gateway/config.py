@@ -273,6 +273,7 @@ OPEN_PREFIXES = (
     "auth.", "aggregation.", "snapshots.", "correlation.", "faults.", "locking.", "scripts.",
     "bulk_data.", "rate_limiting.", "cors.", "triggers.", "fault_triggers.", "recorder.",
     "entity_freeze_frame.", "updates.", "plugins.",
+    "discovery.merge_pipeline.layers.",  # <layer>.<group> = policy (docs/manifest.md)
 )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from ..model.entities import Entity, EntitySet
 from . import runtime
 from .manifest import Manifest
+from .merge import Policies, merge_app, policies
 
 PROTECTED_SOURCES = ("manifest", "inventory")
 
@@ -161,12 +162,25 @@ def _gap_filtered(node: GraphNode, gap: GapFill) -> bool:
 
 
 def hybrid(m: Manifest, nodes: Sequence[GraphNode], generation: int,
-           gap: GapFill = GapFill()) -> tuple[EntitySet, Report]:
+           gap: GapFill = GapFill(), pol: Policies | None = None) -> tuple[EntitySet, Report]:
     """Manifest entities linked to runtime nodes, orphans handled by the manifest's policy."""
     out = _declared(m, generation)
     policy = m.config.unmanifested_nodes
     report = Report(layers=["manifest", "runtime"], linked=True, policy=policy)
     by_fqn = sorted(nodes, key=lambda n: n.fqn)
+    # runtime layer: one app per node, ids as runtime_only names them; gap-fill filters it
+    ids = runtime.app_ids([runtime.NodeRef(n.name, n.namespace) for n in nodes])
+    filtered = {n.fqn for n in by_fqn if _gap_filtered(n, gap)}
+    report.filtered_by_gap_fill = len(filtered)
+    listed = [n for n in by_fqn if n.fqn not in filtered and gap.allow_heuristic_apps]
+    if pol is None:
+        pol = policies({}, m.config.allow_manifest_override)[0]
+    for n in listed:  # merge by id: a runtime app into the manifest app of the same id
+        app = out.apps.get(ids[n.fqn])
+        if app is not None:
+            merge_app(app, Entity("apps", app.id, n.name, source="heuristic"), pol,
+                      report.conflicts)
+            report.enriched_count += 1
     bound: dict[str, str] = {}  # fqn -> app id
     for app in out.apps.values():
         if app.external or not app.binding:
@@ -188,20 +202,10 @@ def hybrid(m: Manifest, nodes: Sequence[GraphNode], generation: int,
         if m.config.inherit_runtime_resources:
             app.node_fqn = node.fqn  # the node's topics, services, actions, parameters
     report.linked_count = len(bound)
-    # runtime layer: one app per node, ids as runtime_only names them
-    ids = runtime.app_ids([runtime.NodeRef(n.name, n.namespace) for n in nodes])
+    report.orphans = [n.fqn for n in by_fqn if n.fqn not in bound]
     runtime_apps: list[Entity] = []
-    for n in by_fqn:
-        filtered = _gap_filtered(n, gap)  # the runtime layer's output; linking saw every node
-        report.filtered_by_gap_fill += filtered
-        if n.fqn in bound:
-            if ids[n.fqn] == bound[n.fqn] and not filtered:
-                report.enriched_count += 1  # the runtime app merged into its manifest app
-            continue
-        report.orphans.append(n.fqn)
-        if filtered:
-            continue
-        if not gap.allow_heuristic_apps or policy == "ignore":
+    for n in listed:
+        if n.fqn in bound or policy == "ignore":
             continue
         aid = ids[n.fqn]
         if aid in out.apps:  # a manifest app's id: the runtime app is suppressed

@@ -16,7 +16,7 @@ from typing import Any
 from ..config import Settings
 from ..events import ENTITIES, Event
 from ..model.entities import EntitySet
-from . import linker
+from . import linker, merge
 from .manifest import Manifest, ManifestError, file_stamp, load
 from .validate import Issue
 
@@ -39,6 +39,9 @@ class ManifestDiscovery:
                                   settings[g + "allow_heuristic_functions"],
                                   tuple(settings[g + "namespace_whitelist"]),
                                   tuple(settings[g + "namespace_blacklist"]))
+        self.layer_overrides = settings.section("discovery.merge_pipeline.layers.")
+        for warning in merge.policies(self.layer_overrides)[1]:
+            log.warning("%s", warning)
         self.manifest: Manifest = self._load()  # ManifestError stops `run` (nothing served)
         self.report = linker.Report()
         self.loaded_ns = time.time_ns()
@@ -74,7 +77,9 @@ class ManifestDiscovery:
             nodes = [linker.GraphNode(n.name, n.namespace,
                                       tuple(t for t, _ in n.publishers + n.subscribers))
                      for n in graph.nodes]
-            entities, report = linker.hybrid(self.manifest, nodes, generation, self.gap)
+            pol = merge.policies(self.layer_overrides,
+                                 self.manifest.config.allow_manifest_override)[0]
+            entities, report = linker.hybrid(self.manifest, nodes, generation, self.gap, pol)
         else:
             entities, report = linker.manifest_only(self.manifest, generation)
         self.report = report

@@ -263,3 +263,37 @@ def test_identity_merge_tolerates_odd_peer_nameplates() -> None:
                                 "_provenance": ["bad"]})
     assert out == {"model": "A", "serialNumber": "S", "_provenance": {"model": "manifest"}}
     assert have == {"model": "A", "_provenance": {"model": "manifest"}}  # not mutated
+
+
+def test_merge_policies_decide_names_and_conflicts(tmp_path: Path) -> None:
+    from gateway.discovery.merge import policies
+
+    m = manifest(tmp_path)
+    m.apps[0].name = "Engine temperature"
+    nodes = [GraphNode("sensor", "/powertrain")]  # runtime id `sensor` = the manifest app's
+    es, r = linker.hybrid(m, nodes, 1)
+    assert es.apps["sensor"].name == "Engine temperature" and r.conflicts == []
+    assert r.enriched_count == 1
+    pol, warnings = policies({"runtime.identity": "authoritative"})
+    es, r = linker.hybrid(m, nodes, 1, pol=pol)
+    assert es.apps["sensor"].name == "Engine temperature"  # the owner wins a tie
+    assert r.conflicts == [{"entity_id": "sensor", "field_group": "identity",
+                            "winning_layer": "manifest", "losing_layer": "runtime"}]
+    assert r.pipeline()["conflict_count"] == 1
+    pol, _ = policies({"runtime.identity": "authoritative"}, allow_manifest_override=False)
+    es, r = linker.hybrid(m, nodes, 1, pol=pol)
+    assert es.apps["sensor"].name == "sensor" and r.conflicts == []
+    pol, warnings = policies({"runtime.identity": "loud", "robot.identity": "fallback",
+                              "manifest.status": ""})
+    assert len(warnings) == 2 and pol == policies({})[0]
+
+
+def test_equal_enrichment_unions_collections() -> None:
+    from gateway.discovery.merge import merge_app, policies
+    from gateway.model.entities import Entity
+
+    pol, _ = policies({"manifest.identity": "enrichment", "runtime.identity": "enrichment"})
+    app = Entity("apps", "a", "A", tags=["x"])
+    merge_app(app, Entity("apps", "a", "a-node", description="from node", tags=["y", "x"]),
+              pol, [])
+    assert app.tags == ["x", "y"] and app.name == "A" and app.description == "from node"
