@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -238,15 +239,18 @@ class _Parser:
             ident = raw.get("identity")
             if ident is not None:
                 if isinstance(ident, dict):
-                    comp.identity = inventory.identity_from(ident, "manifest", what, self._bad)
+                    comp.identity = inventory.identity_from(ident, "manifest", what,
+                                                            self._bad(raw, eid))
                 else:
                     self.err("SCHEMA", f"{what}: 'identity' must be a mapping", raw, eid)
             self._lock_and_scripts(comp, raw, what)
             out.append(comp)
             self.components(raw.get("subcomponents"), eid, out)
 
-    def _bad(self, message: str) -> None:
-        self.err("SCHEMA", message)
+    def _bad(self, raw: Any, eid: str) -> Callable[[str], None]:
+        def bad(message: str) -> None:
+            self.err("SCHEMA", message, raw, eid)
+        return bad
 
     def apps(self, items: Any, out: list[Entity]) -> None:
         """Apps with their `ros_binding`."""

@@ -169,6 +169,11 @@ def test_bad_ids_and_field_kinds_are_schema_errors(tmp_path: Path) -> None:
         load(write(tmp_path, BASE.replace("ros_binding: {", "ros_binding: [").replace(
             "engine}", "engine]")))
     assert "SCHEMA" in rules(exc)
+    with pytest.raises(ManifestError) as exc:
+        load(write(tmp_path, BASE.replace("model: E-100", "model: [E, 100]")))
+    (issue,) = exc.value.issues
+    assert (issue.rule, issue.entity, issue.line) == ("SCHEMA", "ecu", 8)
+    assert "identity 'model' must be a string" in issue.message
 
 
 def test_config_block_policies_and_advisories(tmp_path: Path) -> None:
