@@ -128,6 +128,22 @@ def test_policy_ignore_drops_unmanifested_nodes(gw: Gateway, files: dict[str, Pa
     set_policy(gw, files, "warn")
 
 
+def test_inherit_false_links_without_the_nodes_resources(gw: Gateway,
+                                                         files: dict[str, Path]) -> None:
+    assert gw.get("/apps/engine-temp/data").json()["items"]  # inherited by default
+    write(files["manifest"], manifest(version="1b").replace(
+        "unmanifested_nodes: warn}", "unmanifested_nodes: warn, inherit_runtime_resources: false}"))
+    gw.wait_for("/manifest/status", lambda b: b["metadata"]["version"] == "1b", timeout=20)
+    assert gw.get("/apps/engine-temp/data").json()["items"] == []
+    detail = gw.get("/apps/engine-temp").json()
+    assert detail["x-vendor"]["is_online"] is True
+    assert detail["x-vendor"]["ros2"]["node"] == "/powertrain/engine/temp_sensor"
+    status = gw.get("/apps/engine-temp/status").json()
+    assert status["x-vendor"]["is_online"] is True and status["status"] == "ready"
+    write(files["manifest"], manifest())
+    gw.wait_for("/apps/engine-temp/data", lambda b: b["items"], timeout=20)
+
+
 def test_an_edit_while_running_becomes_the_new_entity_set(gw: Gateway,
                                                           files: dict[str, Path]) -> None:
     before = gw.get("/manifest/status").json()
