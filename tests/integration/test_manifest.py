@@ -106,6 +106,11 @@ def test_components_subcomponents_dependencies_and_hosts(hybrid: Gateway) -> Non
         "temp_monitor", "calibration", "long_calibration"]
     assert ids(hybrid.get("/components/brake-ecu/hosts").json()) == [
         "pressure_sensor", "actuator", "tire_pressure_monitor"]
+    funcs = {i["id"]: i for i in hybrid.get("/functions").json()["items"]}
+    assert list(funcs) == ["engine-monitoring", "braking", "environment-sensing",
+                           "body-control"]
+    assert funcs["braking"]["x-vendor"]["source"] == "manifest"
+    assert hybrid.get("/functions/braking").json()["name"] == "Braking"
     assert ids(hybrid.get("/functions/braking/hosts").json()) == [
         "pressure_sensor", "actuator", "tire_pressure_monitor"]
     caps = {c["name"] for c in hybrid.get("/components/engine-ecu").json()["capabilities"]}

@@ -75,3 +75,17 @@ def test_reload_is_atomic(tmp_path: Path) -> None:
         state.cache.entities.apps
     assert "last_reload" not in disc.status() and disc.status()["reloads"] == 1
     assert [(e.kind, e.change) for e in seen] == [("entities", "reloaded")]
+
+
+def test_demo_manifest_flag_selects_hybrid_with_the_shipped_files() -> None:
+    from gateway.cli import _manifest_overrides, parser
+
+    args = parser().parse_args(["demo", "--manifest"])
+    overrides = _manifest_overrides(args.manifest)
+    s = config.load(None, overrides)
+    assert s["discovery.mode"] == "hybrid"
+    assert Path(s["discovery.manifest_path"]).is_file()
+    assert Path(s["discovery.inventory.csv_path"]).is_file()
+    assert parser().parse_args(["demo"]).manifest is None
+    own = _manifest_overrides(parser().parse_args(["demo", "--manifest", "/m.yaml"]).manifest)
+    assert own == ["discovery.mode=hybrid", "discovery.manifest_path=/m.yaml"]
