@@ -34,7 +34,9 @@ unit: install
 
 lint: install
 	$(BIN)/ruff check gateway federation recorder tests bench $(wildcard setup.py)
-	$(BIN)/mypy gateway/config.py gateway/http gateway/model gateway/discovery/runtime.py federation recorder
+	$(BIN)/mypy gateway/config.py gateway/http gateway/model gateway/discovery/runtime.py \
+		gateway/discovery/manifest.py gateway/discovery/validate.py gateway/discovery/inventory.py \
+		gateway/discovery/linker.py gateway/discovery/merge.py federation recorder
 
 bench: install
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gateway.model.entities import KINDS, Entity, EntitySet
+from gateway.model.identity import merge_identity
 
 from .settings import LOCAL
 
@@ -143,8 +144,8 @@ def merge(local: EntitySet, peers: Sequence[PeerSet], generation: int) -> FleetV
                 for attr in ("description", "area", "parent"):
                     if not getattr(have, attr) and getattr(entity, attr):
                         setattr(have, attr, getattr(entity, attr))
-                if not have.identity and entity.identity:
-                    have.identity = dict(entity.identity)
+                if entity.identity:  # nameplates merge per field by source rank
+                    have.identity = merge_identity(have.identity, entity.identity)
                 origins[(kind, eid)].append(Origin(p.name, eid))
     offline = frozenset(p.name for p in peers if not p.online)
     return FleetView(out, origins, offline, app_ids)

@@ -34,6 +34,7 @@ def build_registry(vendor: str, built: set[str]) -> Registry:
         lifecycle,
         locks,
         logs,
+        manifest,
         operations,
         scripts,
         server,
@@ -49,9 +50,10 @@ def build_registry(vendor: str, built: set[str]) -> Registry:
     data.register(reg)
     entities.register(reg)
     for module in (operations, configurations, logs, status, faults, bulk_data,
-                   federation_routes):
+                   federation_routes, manifest):
         module.register(reg)
-    built.update({"operations", "configurations", "logs", "status", "faults", "bulk-data"})
+    built.update({"operations", "configurations", "logs", "status", "faults", "bulk-data",
+                  "manifest"})
     from .control.schemas import SCHEMAS as control_schemas  # locks, scripts, lifecycle
     from .http.openapi import add_schemas
     add_schemas(control_schemas)
@@ -80,6 +82,9 @@ def make_app(settings: Settings) -> web.Application:
     if settings["server.tls.enabled"]:
         state.features.add("tls")
     check_peer_settings(settings)
+    if settings["discovery.mode"] != "runtime_only":  # docs/manifest.md
+        from .discovery.pipeline import ManifestDiscovery
+        state.extras["discovery"] = ManifestDiscovery(settings)  # ManifestError: not served
     app.cleanup_ctx.append(_ros_lifecycle)
     from .resources import lifecycle, locks, scripts  # after ROS: they stop before it
     for module in (locks, scripts, lifecycle):
@@ -110,6 +115,9 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     state.bridge = bridge
     state.pool = SamplePool(bridge, s["data.pool_cap"])
     state.cache = EntityCache(s["entity_cache.capacity"], HostInfo.local())
+    discovery = state.extras.get("discovery")
+    if discovery is not None:
+        discovery.attach(state)  # the cache builds from the manifest; reload on file change
     state.poller = GraphPoller(bridge, state.pool, state.cache,
                                s["discovery.poll_interval_ms"] / 1000.0,
                                s["discovery.refresh_debounce_ms"] / 1000.0)
@@ -140,4 +148,6 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
         await state.extras["actions"].close()
         await state.extras["rosout"].stop()
         await state.poller.stop()
+        if discovery is not None:
+            await discovery.stop()
         bridge.close()

@@ -47,6 +47,9 @@ def parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="start the simulated demo robot and a gateway for it",
                           epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_config_args(demo)
+    demo.add_argument("--manifest", nargs="?", const="shipped", default=None, metavar="FILE",
+                      help="hybrid discovery with a manifest (default: deploy/demo_manifest.yaml "
+                           "and deploy/demo_inventory.csv)")
     settings = sub.add_parser("settings", help="list every setting with its default and range")
     settings.add_argument("--config", metavar="FILE",
                           help="also show the values this YAML file gives")
@@ -135,6 +138,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     domain = args.domain if args.domain is not None else int(os.environ.get("ROS_DOMAIN_ID", 0))
     os.environ.update(ros_env(domain))
     args.domain = domain
+    if args.manifest:
+        args.overrides = _manifest_overrides(args.manifest) + list(args.overrides)
     settings = _settings(args)
     scheme = "https" if settings["server.tls.enabled"] else "http"
     base = f"{scheme}://{settings['server.host']}:{settings['server.port']}/api/v1"
@@ -143,12 +148,27 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"\nDemo robot running in ROS domain {domain}; gateway at {base}\n"
             f"  curl {base}/apps\n"
             f"  curl {base}/functions\n"
-            f"  curl {base}/apps/temp_sensor/data/%2Fpowertrain%2Fengine%2Ftemperature\n"
+            + (f"  curl {base}/areas\n  curl {base}/manifest/status\n" if args.manifest else "")
+            + f"  curl {base}/apps/temp_sensor/data/%2Fpowertrain%2Fengine%2Ftemperature\n"
             f"  curl {base}/health\n"
             f"  OpenAPI document: {base}/docs\n"
             "Ctrl-C stops the gateway and the robot.\n")
         asyncio.run(serve(settings, message))
     return 0
+
+
+def _manifest_overrides(manifest: str) -> list[str]:
+    """Settings of `demo --manifest`: hybrid mode with the shipped (or given) manifest."""
+    from pathlib import Path
+
+    deploy = Path(__file__).resolve().parents[1] / "deploy"
+    out = ["discovery.mode=hybrid"]
+    if manifest == "shipped":
+        out += [f"discovery.manifest_path={deploy / 'demo_manifest.yaml'}",
+                f"discovery.inventory.csv_path={deploy / 'demo_inventory.csv'}"]
+    else:
+        out.append(f"discovery.manifest_path={manifest}")
+    return out
 
 
 def cmd_settings(args: argparse.Namespace) -> int:

@@ -66,6 +66,26 @@ SETTINGS: tuple[Setting, ...] = (
     _s("discovery.poll_interval_ms", int, 200, "ROS graph poll period",
        minimum=20, maximum=10000),
     _s("discovery.manifest_path", str, "", "manifest file (hybrid and manifest_only modes)"),
+    # Manifest and hybrid discovery (docs/manifest.md).
+    _s("discovery.manifest_strict_validation", bool, True,
+       "manifest warnings (R008, R009, R013) fail the load like errors"),
+    _s("discovery.manifest.fragments_dir", str, "",
+       "directory of manifest fragments (*.yaml, *.yml) appended to the manifest (empty: off)"),
+    _s("discovery.manifest.watch_interval_ms", int, 500,
+       "how often the manifest, fragments and CSV are checked for changes (0: never reload)",
+       minimum=0, maximum=600000),
+    _s("discovery.inventory.csv_path", str, "",
+       "asset inventory CSV (manifest-backed modes; at most 1 MiB)"),
+    _s("discovery.runtime.enabled", bool, True,
+       "hybrid: link runtime nodes to manifest apps (false: manifest entities only)"),
+    _s("discovery.merge_pipeline.gap_fill.allow_heuristic_apps", bool, True,
+       "hybrid: unlinked nodes may appear as apps"),
+    _s("discovery.merge_pipeline.gap_fill.allow_heuristic_functions", bool, False,
+       "hybrid: unlinked nodes' namespaces may appear as functions"),
+    _s("discovery.merge_pipeline.gap_fill.namespace_whitelist", tuple, (),
+       "hybrid: only nodes in these namespaces (or below) may appear as apps"),
+    _s("discovery.merge_pipeline.gap_fill.namespace_blacklist", tuple, (),
+       "hybrid: nodes in these namespaces (or below) never appear as apps"),
     _s("entity_cache.capacity", int, 256, "entity cache capacity", minimum=1, maximum=100000),
     _s("topic_sample_timeout_sec", float, 2.0,
        "how long a data read waits for a first sample", minimum=0.05, maximum=60.0),
@@ -282,6 +302,7 @@ OPEN_PREFIXES = (
     "auth.", "aggregation.", "snapshots.", "correlation.", "faults.",
     "bulk_data.", "rate_limiting.", "cors.", "triggers.", "fault_triggers.", "recorder.",
     "entity_freeze_frame.", "updates.", "plugins.",
+    "discovery.merge_pipeline.layers.",  # <layer>.<group> = policy (docs/manifest.md)
 )
 
 
@@ -452,11 +473,14 @@ def resolve(raw: Mapping[str, Any]) -> Settings:
                 continue
             raise ConfigError(f"unknown setting '{key}'")
         values[key] = _check(setting, _coerce(setting, value), warnings)
-    if values["discovery.mode"] != "runtime_only":
+    if values["discovery.mode"] != "runtime_only" and not values["discovery.manifest_path"]:
         raise ConfigError(
-            f"setting 'discovery.mode': {values['discovery.mode']!r} needs a manifest, "
-            "which this build does not read yet; use runtime_only"
+            f"setting 'discovery.mode': {values['discovery.mode']!r} needs a manifest; set "
+            "'discovery.manifest_path'"
         )
+    if values["discovery.mode"] == "runtime_only" and values["discovery.inventory.csv_path"]:
+        warnings.append("setting 'discovery.inventory.csv_path' is read only in the "
+                        "manifest-backed modes (hybrid, manifest_only); ignored")
     vendor = values["api.vendor"]
     if not vendor or not vendor.replace("-", "").isalnum() or not vendor.islower():
         raise ConfigError(

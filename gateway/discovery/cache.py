@@ -28,6 +28,8 @@ class EntityCache:
         self.generation = 0
         self.local_generation = 0  # bumps only when the local graph changes (peers sync on it)
         self.merger: Callable[[EntitySet, int], EntitySet] | None = None
+        # manifest-backed modes build from the manifest (discovery/pipeline.py); else runtime
+        self.builder: Callable[[GraphSnapshot, int], EntitySet] | None = None
         self.refreshed_ns = 0
         self.refreshes = 0
         self._bodies: OrderedDict[Any, Any] = OrderedDict()
@@ -40,7 +42,10 @@ class EntityCache:
         self.generation += 1
         self.local_generation += 1
         nodes = [runtime.NodeRef(n.name, n.namespace) for n in graph.nodes]
-        self.local = runtime.build(nodes, self.host, self.generation)
+        if self.builder is not None:
+            self.local = self.builder(graph, self.generation)
+        else:
+            self.local = runtime.build(nodes, self.host, self.generation)
         self.entities = self.merger(self.local, self.generation) if self.merger else self.local
         self.graph = graph
         self.refreshed_ns = time.time_ns()
@@ -50,6 +55,15 @@ class EntityCache:
         for n in nodes:
             by_name.setdefault(n.name, []).append(n.fqn)
         self.collisions = [(k, v) for k, v in sorted(by_name.items()) if len(v) > 1]
+        if self.builder is not None:  # manifest modes: only unlinked nodes get prefixed ids
+            runtime_fqns = {a.node_fqn for a in self.local.apps.values()
+                            if a.source == "heuristic"}
+            self.collisions = [(k, v) for k, v in self.collisions
+                               if runtime_fqns.intersection(v)]
+
+    def rebuild(self) -> None:
+        """The manifest changed: rebuild from the current graph; bumps the generation."""
+        self.apply(self.graph)
 
     def remerge(self) -> None:
         """The peers changed: rebuild the served set from the local one; bumps the generation."""

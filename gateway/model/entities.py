@@ -30,6 +30,14 @@ class Entity:
     hosts: list[str] = field(default_factory=list)  # app ids (components, functions)
     depends_on: list[str] = field(default_factory=list)
     identity: dict[str, Any] = field(default_factory=dict)
+    # manifest-declared (docs/manifest.md); empty for runtime entities
+    tags: list[str] = field(default_factory=list)
+    external: bool | None = None  # tri-state: None = not set
+    binding: dict[str, str] | None = None  # apps: ros_binding (node_name, namespace, ...)
+    bound_fqn: str | None = None  # apps: the node linked to the app (hybrid)
+    lock: dict[str, Any] | None = None  # components/apps: per-entity lock block (for locks)
+    scripts: list[dict[str, Any]] = field(default_factory=list)  # per-entity scripts block
+    attrs: dict[str, Any] = field(default_factory=dict)  # type, variant, translation_id, fqn
 
     @property
     def type(self) -> str:
@@ -74,18 +82,25 @@ class EntitySet:
 
     def member_apps(self, entity: Entity) -> list[Entity]:
         """Apps whose ROS nodes back the entity (itself, hosted, or under an area)."""
+        return self._member_apps(entity, set())
+
+    def _member_apps(self, entity: Entity, seen: set[tuple[str, str]]) -> list[Entity]:
+        # `seen` stops a parent cycle (possible only in a merged fleet view) from recursing
+        if (entity.kind, entity.id) in seen:
+            return []
+        seen.add((entity.kind, entity.id))
         if entity.kind == "apps":
             return [entity]
         if entity.kind in ("components", "functions"):
             ids = list(entity.hosts)
             if entity.kind == "components":
                 for sub in self.subcomponents(entity.id):
-                    ids.extend(a.id for a in self.member_apps(sub))
+                    ids.extend(a.id for a in self._member_apps(sub, seen))
             return [self.apps[i] for i in dict.fromkeys(ids) if i in self.apps]
         out: list[Entity] = []
         for comp in self.components.values():
             if comp.area == entity.id:
-                out.extend(self.member_apps(comp))
+                out.extend(self._member_apps(comp, seen))
         for sub in self.subareas(entity.id):
-            out.extend(self.member_apps(sub))
+            out.extend(self._member_apps(sub, seen))
         return list({a.id: a for a in out}.values())

@@ -9,6 +9,7 @@ from aiohttp import web
 from ..http.errors import not_found
 from ..http.jsonutil import json_response
 from ..http.routes import ENTITY_PARAM, ENTITY_TYPES, Registry
+from ..model import relations
 from ..model.entities import Entity
 from ..state import GatewayState, state_of
 from .common import (
@@ -46,14 +47,20 @@ def detail(state: GatewayState, entity: Entity) -> dict[str, Any]:
     links = {"self": href(entity.path)}
     xv = out[state.xv]
     xv.setdefault("contributors", ["local"])
+    if entity.external:
+        xv["external"] = True
+    if entity.tags:
+        xv["tags"] = list(entity.tags)
     if entity.kind == "apps":
-        node = entity.node_fqn
+        node = entity.bound_fqn or entity.node_fqn
         fed = federation(state)
         origin = fed.view.app_origin(entity.id) if fed is not None else None
         if origin is not None and not origin.is_local:  # a peer's app: its node over there
             node = origin.node_fqn
-        xv["ros2"] = {"node": node, "namespace": entity.namespace}
+        if node:  # an unbound manifest app has no node
+            xv["ros2"] = {"node": node, "namespace": entity.namespace}
         if entity.component:
+            xv["component_id"] = entity.component
             links["is-located-on"] = href(f"{entity.path}/is-located-on")
             links["belongs-to"] = href(f"{entity.path}/belongs-to")
     elif entity.kind == "components":
@@ -101,35 +108,14 @@ def _refs(request: web.Request, items: list[Entity], entity: Entity, **links: st
 
 async def app_is_located_on(request: web.Request) -> web.Response:
     """The component hosting an app (0 or 1 items)."""
-    state = state_of(request)
     app = _app(request)
-    es = entities(request)
-    items: list[dict[str, Any]] = []
-    if app.component:
-        comp = es.components.get(app.component)
-        if comp is not None:
-            items.append(entity_ref(state, comp))
-        else:
-            items.append(_missing(state, "component", app.component))
-    return _rel(request, app, items)
+    return _rel(request, app, relations.is_located_on(entities(request), app))
 
 
 async def app_belongs_to(request: web.Request) -> web.Response:
     """The area of the app's component (0 or 1 items)."""
-    state = state_of(request)
     app = _app(request)
-    es = entities(request)
-    items: list[dict[str, Any]] = []
-    if app.component:
-        comp = es.components.get(app.component)
-        if comp is None:
-            item = _missing(state, "area", "")
-            item[state.xv]["unresolved_component"] = app.component
-            items.append(item)
-        elif comp.area:
-            area = es.areas.get(comp.area)
-            items.append(entity_ref(state, area) if area else _missing(state, "area", comp.area))
-    return _rel(request, app, items)
+    return _rel(request, app, relations.belongs_to(entities(request), app))
 
 
 def _app(request: web.Request) -> Entity:
@@ -144,8 +130,18 @@ def _missing(state: GatewayState, word: str, entity_id: str) -> dict[str, Any]:
     return {"id": entity_id, "name": entity_id, "type": word, state.xv: {"missing": True}}
 
 
-def _rel(request: web.Request, app: Entity, items: list[dict[str, Any]]) -> web.Response:
+def _rel(request: web.Request, app: Entity, found: list[Entity | relations.Missing]
+         ) -> web.Response:
     state = state_of(request)
+    items: list[dict[str, Any]] = []
+    for item in found:
+        if isinstance(item, relations.Missing):
+            ref = _missing(state, item.type, item.id)
+            if item.unresolved_component:
+                ref[state.xv]["unresolved_component"] = item.unresolved_component
+            items.append(ref)
+        else:
+            items.append(entity_ref(state, item))
     body = envelope(state, items, app.id)
     body["_links"] = {"self": href(request.path[len("/api/v1"):]),
                       "app": href(app.path)}

@@ -99,11 +99,12 @@ async def health(request: web.Request) -> web.Response:
     executor = state.bridge.health()
     executor["graph_events_received"] = state.poller.events
     es = state.cache.entities
+    disc = state.extras.get("discovery")  # manifest-backed modes (discovery/pipeline.py)
     body: dict[str, Any] = {
         "status": "healthy" if executor["worker_alive"] else "degraded",
         "timestamp": time.time_ns(),
         "warning_schema_version": 2,
-        "warnings": _warnings(state),
+        "warnings": _warnings(state) + (disc.warnings() if disc is not None else []),
         "discovery": {
             "mode": state.settings["discovery.mode"],
             "strategy": "runtime",
@@ -123,6 +124,8 @@ async def health(request: web.Request) -> web.Response:
         f"{xv}-msgconv": {"implementation": sample_implementation(),
                           "compiled_twin_loaded": MSGCONV_IMPL == "compiled"},
     }
+    if disc is not None:
+        body["discovery"] = disc.health()
     for key, provider in state.extras.get("health", {}).items():
         body[key.replace("x-vendor", xv)] = provider()
     return json_response(body, status=200 if executor["worker_alive"] else 503)

@@ -26,14 +26,20 @@ def readiness(online: bool, lifecycle_state: int | None) -> str:
     return "ready"
 
 
+def _node(app: Entity) -> str | None:
+    # a linked manifest app that does not inherit the node's resources still has its node
+    return app.node_fqn or app.bound_fqn
+
+
 def _online(state: GatewayState, app: Entity) -> bool:
-    return bool(app.is_online and app.node_fqn and state.cache.graph.node(app.node_fqn))
+    fqn = _node(app)
+    return bool(app.is_online and fqn and state.cache.graph.node(fqn))
 
 
 async def _lifecycle(state: GatewayState, app: Entity) -> dict[str, Any] | None:
     """The lifecycle state of the app's node, or None when it is not a lifecycle node."""
-    node = state.cache.graph.node(app.node_fqn) if app.node_fqn else None
-    service = f"{app.node_fqn}/get_state"
+    node = state.cache.graph.node(_node(app) or "") if _node(app) else None
+    service = f"{_node(app)}/get_state"
     if node is None or (service, GET_STATE_TYPE) not in node.services:
         return None
     from lifecycle_msgs.srv import GetState
@@ -54,7 +60,7 @@ async def app_status(request: web.Request) -> web.Response:
     state = state_of(request)
     entity = resolve_entity(request)
     online = _online(state, entity)
-    xv: dict[str, Any] = {"is_online": online, "ros2": {"node": entity.node_fqn}}
+    xv: dict[str, Any] = {"is_online": online, "ros2": {"node": _node(entity)}}
     lifecycle = await _lifecycle(state, entity) if online else None
     state_id: int | None = None
     if lifecycle is not None:

@@ -66,7 +66,6 @@ SERVER_ROWS: tuple[tuple[str, str, str, Role], ...] = (
     ("updates", "GET", "/updates/{update_id}", VIEW),
     ("updates", "DELETE", "/updates/{update_id}", CONF),
     ("updates", "GET", "/updates/{update_id}/status", VIEW),
-    ("manifest", "GET", "/manifest/status", VIEW),
 )
 # Features answered 501 always (spec: data-categories and data-groups).
 ALWAYS_501 = frozenset({"data-categories", "data-groups"})

@@ -205,6 +205,13 @@ def test_http_layer_errors(gw: Gateway) -> None:
     assert body["parameters"]["status"] == 405
 
 
+def test_manifest_status_is_inactive_in_runtime_only(gw: Gateway) -> None:
+    body = gw.get("/manifest/status").json()
+    assert body["active"] is False and body["path"] == ""
+    assert "entity_counts" not in body and "metadata" not in body
+    assert "linking" not in gw.get("/health").json()["discovery"]
+
+
 def test_unbuilt_and_unsupported_collections_answer_501(gw: Gateway) -> None:
     assert_error(gw.get("/apps/temp_sensor/data-categories"), 501, "vendor-error")
     assert_error(gw.get("/functions/chassis/data-groups"), 501, "vendor-error")

@@ -51,6 +51,15 @@ def test_refusals_name_the_setting(override: str, named: str) -> None:
         config.load(None, [override])
 
 
+def test_manifest_modes_need_a_manifest_and_csv_only_there() -> None:
+    with pytest.raises(config.ConfigError, match="'discovery.manifest_path'"):
+        config.load(None, ["discovery.mode=manifest_only"])
+    s = config.load(None, ["discovery.mode=hybrid", "discovery.manifest_path=/m.yaml"])
+    assert s["discovery.manifest_strict_validation"] is True
+    s = config.load(None, ["discovery.inventory.csv_path=/inv.csv"])
+    assert any("'discovery.inventory.csv_path'" in w for w in s.warnings)
+
+
 def test_removed_discovery_parameters_are_warned_and_ignored() -> None:
     s = config.load(None, ["discovery.create_synthetic_areas=true"])
     assert any("create_synthetic_areas" in w for w in s.warnings)

@@ -1,0 +1,205 @@
+"""Manifest-backed discovery at run time: the loaded manifest, the entity builder the cache
+calls on every graph change, the reload watcher, and the status and health bodies.
+
+A reload is atomic: the new files are read and validated off the event loop, and only a
+manifest that validates replaces the old one; until then the old entity set keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from ..config import Settings
+from ..events import ENTITIES, Event
+from ..model.entities import EntitySet
+from . import linker, merge
+from .manifest import Manifest, ManifestError, file_stamp, load
+from .validate import Issue
+
+log = logging.getLogger(__name__)
+
+
+class ManifestDiscovery:
+    """The manifest of `hybrid` and `manifest_only` modes and the entity sets built from it."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.mode: str = settings["discovery.mode"]
+        self.path: str = settings["discovery.manifest_path"]
+        self.fragments_dir: str = settings["discovery.manifest.fragments_dir"]
+        self.csv_path: str = settings["discovery.inventory.csv_path"]
+        self.strict: bool = settings["discovery.manifest_strict_validation"]
+        self.watch_s = settings["discovery.manifest.watch_interval_ms"] / 1000.0
+        self.runtime_layer: bool = settings["discovery.runtime.enabled"]
+        g = "discovery.merge_pipeline.gap_fill."
+        self.gap = linker.GapFill(settings[g + "allow_heuristic_apps"],
+                                  settings[g + "allow_heuristic_functions"],
+                                  tuple(settings[g + "namespace_whitelist"]),
+                                  tuple(settings[g + "namespace_blacklist"]))
+        self.layer_overrides = settings.section("discovery.merge_pipeline.layers.")
+        for warning in merge.policies(self.layer_overrides)[1]:
+            log.warning("%s", warning)
+        self.manifest: Manifest = self._load()  # ManifestError stops `run` (nothing served)
+        self.report = linker.Report()
+        self.loaded_ns = time.time_ns()
+        self.reloads = 0
+        self.reload_failures = 0
+        self.last_error: list[Issue] = []
+        self._stamp = self._files_stamp()
+        self._task: asyncio.Task[None] | None = None
+        self._state: Any = None
+        self._logged_orphans: frozenset[str] = frozenset()
+
+    def _load(self) -> Manifest:
+        return load(self.path, fragments_dir=self.fragments_dir, csv_path=self.csv_path,
+                    strict=self.strict)
+
+    def _files_stamp(self) -> tuple[Any, ...]:
+        paths = [self.path]
+        if self.csv_path:
+            paths.append(self.csv_path)
+        if self.fragments_dir and Path(self.fragments_dir).is_dir():
+            paths.append(self.fragments_dir)
+            paths.extend(str(p) for p in sorted(Path(self.fragments_dir).iterdir()))
+        return file_stamp(paths)
+
+    @property
+    def linking(self) -> bool:
+        """Whether the manifest-to-node linker runs (hybrid with the runtime layer)."""
+        return self.mode == "hybrid" and self.runtime_layer
+
+    def build(self, graph: Any, generation: int) -> EntitySet:
+        """The entity set for a graph snapshot (the cache's builder)."""
+        if self.linking:
+            nodes = [linker.GraphNode(n.name, n.namespace,
+                                      tuple(t for t, _ in n.publishers + n.subscribers))
+                     for n in graph.nodes]
+            pol = merge.policies(self.layer_overrides,
+                                 self.manifest.config.allow_manifest_override)[0]
+            entities, report = linker.hybrid(self.manifest, nodes, generation, self.gap, pol)
+        else:
+            entities, report = linker.manifest_only(self.manifest, generation)
+        self.report = report
+        self._log_orphans(report)
+        return entities
+
+    def _log_orphans(self, report: linker.Report) -> None:
+        new = frozenset(report.orphans) - self._logged_orphans
+        self._logged_orphans = frozenset(report.orphans)
+        if not report.linked:
+            return
+        for warning in report.warnings:
+            if warning.startswith("App '"):
+                log.warning("%s", warning)
+        level = {"warn": logging.WARNING, "error": logging.ERROR,
+                 "include_as_orphan": logging.INFO}.get(report.policy)
+        if level is not None:
+            for fqn in sorted(new):
+                log.log(level, "unmanifested node %s (policy %s)", fqn, report.policy)
+
+    # ----- reload -----
+    def attach(self, state: Any) -> None:
+        """Make the cache build from the manifest; start watching the files."""
+        self._state = state
+        state.cache.builder = self.build
+        if self.watch_s > 0:
+            self._task = asyncio.get_running_loop().create_task(self._watch(),
+                                                                name="manifest-watch")
+
+    async def stop(self) -> None:
+        """Stop watching."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _watch(self) -> None:
+        while True:
+            await asyncio.sleep(self.watch_s)
+            try:
+                stamp = await asyncio.to_thread(self._files_stamp)
+                if stamp != self._stamp:
+                    self._stamp = stamp
+                    await self.reload()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("manifest watch failed")
+
+    async def reload(self) -> bool:
+        """Read and validate the files again; swap in the new manifest only when it is valid."""
+        try:
+            manifest = await asyncio.to_thread(self._load)
+        except ManifestError as exc:
+            self.reload_failures += 1
+            self.last_error = exc.issues
+            log.error("manifest reload failed; the previous manifest keeps serving: %s", exc)
+            return False
+        self.manifest = manifest
+        self.last_error = []
+        self.reloads += 1
+        self.loaded_ns = time.time_ns()
+        state = self._state
+        if state is not None:
+            state.cache.rebuild()
+            state.events.publish(Event(ENTITIES, None, "manifest", "reloaded",
+                                       {"generation": state.cache.generation}))
+        log.info("manifest reloaded: %s", manifest.counts())
+        return True
+
+    # ----- status and health -----
+    def status(self) -> dict[str, Any]:
+        """Body of GET /manifest/status."""
+        m = self.manifest
+        errors = len(self.last_error)
+        out: dict[str, Any] = {
+            "active": True, "path": self.path, "mode": self.mode,
+            "metadata": dict(m.metadata), "manifest_version": m.version,
+            "entity_counts": m.counts(),
+            "validation": {"is_valid": True, "error_count": 0,
+                           "warning_count": len(m.warnings),
+                           "warnings": [w.as_dict() for w in m.warnings]},
+            "files": list(m.files),
+            "loaded_at_ns": self.loaded_ns,
+            "reloads": self.reloads,
+        }
+        if self.csv_path:
+            out["inventory"] = {"path": self.csv_path,
+                                "skipped_rows": [s.as_dict() for s in m.inventory_skipped]}
+        if errors:  # the last reload failed: the previous manifest still serves
+            out["last_reload"] = {"is_valid": False, "error_count": errors,
+                                  "errors": [i.as_dict() for i in self.last_error]}
+        return out
+
+    def health(self) -> dict[str, Any]:
+        """Health `discovery` object."""
+        out: dict[str, Any] = {"mode": self.mode,
+                               "strategy": "hybrid" if self.linking else "manifest",
+                               "pipeline": self.report.pipeline()}
+        if self.report.linked:
+            out["linking"] = self.report.linking()
+        return out
+
+    def warnings(self) -> list[dict[str, Any]]:
+        """Health warnings: `unmanifested_nodes` under the `error` policy."""
+        r = self.report
+        if not (r.linked and r.policy == "error" and r.orphans):
+            return []
+        es = self._state.cache.local if self._state is not None else EntitySet()
+        by_fqn = {a.node_fqn: a.id for a in es.apps.values() if a.node_fqn}
+        return [{
+            "code": "unmanifested_nodes",
+            "message": f"{len(r.orphans)} running node(s) are not declared in the manifest: "
+                       + ", ".join(r.orphans),
+            "entity_ids": [by_fqn[f] for f in r.orphans if f in by_fqn],
+            "ros_node_fqns": list(r.orphans),
+            "peer_names": [],
+        }]
+
+
+def inactive_status() -> dict[str, Any]:
+    """Body of GET /manifest/status in runtime_only mode."""
+    return {"active": False, "path": "", "mode": "runtime_only",
+            "validation": {"is_valid": True, "error_count": 0, "warning_count": 0}}

@@ -1,0 +1,23 @@
+"""`GET /manifest/status`: the loaded manifest, its counts and its validation outcome."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from ..auth.roles import Role
+from ..discovery.pipeline import inactive_status
+from ..http.jsonutil import json_response
+from ..http.routes import Registry
+from ..state import state_of
+
+
+async def manifest_status(request: web.Request) -> web.Response:
+    """Manifest discovery status (inactive in runtime_only mode)."""
+    disc = state_of(request).extras.get("discovery")
+    return json_response(disc.status() if disc is not None else inactive_status())
+
+
+def register(reg: Registry) -> None:
+    """Declare the manifest status route."""
+    reg.add("GET", "/manifest/status", manifest_status, role=Role.VIEWER, tag="manifest",
+            response="Object", summary="Manifest discovery status")
