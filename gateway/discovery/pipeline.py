@@ -105,9 +105,25 @@ class ManifestDiscovery:
         """Make the cache build from the manifest; start watching the files."""
         self._state = state
         state.cache.builder = self.build
+        # Per-entity lock blocks and manifest scripts for the control features (docs/control.md).
+        state.extras["lock_entity_config"] = self.lock_block
+        state.extras["script_definitions"] = self.script_entries
         if self.watch_s > 0:
             self._task = asyncio.get_running_loop().create_task(self._watch(),
                                                                 name="manifest-watch")
+
+    def lock_block(self, kind: str, entity_id: str) -> dict[str, Any] | None:
+        """The manifest `lock` block of a component or app (kind: the plural path word)."""
+        entities = {"components": self.manifest.components, "apps": self.manifest.apps}
+        for entity in entities.get(kind, ()):
+            if entity.id == entity_id:
+                return entity.lock
+        return None
+
+    def script_entries(self) -> list[dict[str, Any]]:
+        """Scripts the manifest declares, top-level and per entity, of the current manifest."""
+        m = self.manifest
+        return [*m.scripts, *(s for e in m.components + m.apps for s in e.scripts)]
 
     async def stop(self) -> None:
         """Stop watching."""

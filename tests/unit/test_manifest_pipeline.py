@@ -27,7 +27,7 @@ def setup(tmp_path: Path, policy: str, mode: str = "hybrid"
                            "discovery.manifest.watch_interval_ms=0",
                            "discovery.manifest_strict_validation=false"])
     disc = ManifestDiscovery(s)
-    state = SimpleNamespace(cache=EntityCache(16, HostInfo("h")), events=EventBus())
+    state = SimpleNamespace(cache=EntityCache(16, HostInfo("h")), events=EventBus(), extras={})
     disc.attach(state)
     state.cache.apply(GRAPH)
     return disc, state, path
@@ -89,3 +89,25 @@ def test_demo_manifest_flag_selects_hybrid_with_the_shipped_files() -> None:
     assert parser().parse_args(["demo"]).manifest is None
     own = _manifest_overrides(parser().parse_args(["demo", "--manifest", "/m.yaml"]).manifest)
     assert own == ["discovery.mode=hybrid", "discovery.manifest_path=/m.yaml"]
+
+
+def test_lock_blocks_and_scripts_reach_the_control_features(tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    text = (MANIFEST % "warn").replace(
+        "  - id: board\n",
+        "  - id: board\n    lock: {required_scopes: [configurations], breakable: false}\n"
+        "    scripts:\n      - {id: selftest, path: /bin/true, format: bash}\n")
+    path.write_text(text)
+    s = config.load(None, ["discovery.mode=hybrid", f"discovery.manifest_path={path}",
+                           "discovery.manifest.watch_interval_ms=0",
+                           "discovery.manifest_strict_validation=false"])
+    disc = ManifestDiscovery(s)
+    state = SimpleNamespace(cache=EntityCache(16, HostInfo("h")), events=EventBus(), extras={})
+    disc.attach(state)
+    block = state.extras["lock_entity_config"]("components", "board")
+    assert block is not None and block["required_scopes"] == ["configurations"]
+    assert block["breakable"] is False
+    assert state.extras["lock_entity_config"]("components", "ecu") is None
+    assert state.extras["lock_entity_config"]("apps", "board") is None
+    (script,) = state.extras["script_definitions"]()
+    assert script["id"] == "selftest" and script["path"] == "/bin/true"
