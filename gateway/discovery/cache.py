@@ -34,6 +34,8 @@ class EntityCache:
         self.hits = 0
         self.misses = 0
         self.collisions: list[tuple[str, list[str]]] = []
+        # Extra discovery layers (plugin entities): each adds to a freshly built local set.
+        self.layers: list[Callable[[EntitySet], None]] = []
 
     def apply(self, graph: GraphSnapshot) -> None:
         """Rebuild entities from a new graph snapshot; bumps the generation."""
@@ -41,6 +43,8 @@ class EntityCache:
         self.local_generation += 1
         nodes = [runtime.NodeRef(n.name, n.namespace) for n in graph.nodes]
         self.local = runtime.build(nodes, self.host, self.generation)
+        for layer in self.layers:
+            layer(self.local)
         self.entities = self.merger(self.local, self.generation) if self.merger else self.local
         self.graph = graph
         self.refreshed_ns = time.time_ns()
@@ -50,6 +54,10 @@ class EntityCache:
         for n in nodes:
             by_name.setdefault(n.name, []).append(n.fqn)
         self.collisions = [(k, v) for k, v in sorted(by_name.items()) if len(v) > 1]
+
+    def reapply(self) -> None:
+        """A layer changed: rebuild from the current graph; bumps the generation."""
+        self.apply(self.graph)
 
     def remerge(self) -> None:
         """The peers changed: rebuild the served set from the local one; bumps the generation."""
