@@ -21,6 +21,13 @@ values are read as YAML. See README.md for every setting and its default.
 """
 
 
+# The demo loads the first-party plugins (docs/plugins.md).
+DEMO_PLUGINS = (
+    "plugins=[update_provider,graph_provider,graph_watchdog]",
+    "plugins.graph_watchdog.lifecycle_expectation.require_active=[managed_lifecycle]",
+)
+
+
 def _add_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="FILE", help="YAML settings file")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -135,6 +142,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     domain = args.domain if args.domain is not None else int(os.environ.get("ROS_DOMAIN_ID", 0))
     os.environ.update(ros_env(domain))
     args.domain = domain
+    args.overrides = [*DEMO_PLUGINS, *args.overrides]  # the command line still wins
     settings = _settings(args)
     scheme = "https" if settings["server.tls.enabled"] else "http"
     base = f"{scheme}://{settings['server.host']}:{settings['server.port']}/api/v1"
@@ -145,6 +153,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"  curl {base}/functions\n"
             f"  curl {base}/apps/temp_sensor/data/%2Fpowertrain%2Fengine%2Ftemperature\n"
             f"  curl {base}/health\n"
+            f"  curl {base}/functions/powertrain/x-{settings.vendor}-graph\n"
+            f"  curl {base}/x-{settings.vendor}-watchdog\n"
             f"  OpenAPI document: {base}/docs\n"
             "Ctrl-C stops the gateway and the robot.\n")
         asyncio.run(serve(settings, message))

@@ -73,6 +73,16 @@ class PluginContext:
         """Keep the sample pool subscribed to topic (its LRU may still drop it)."""
         await self._state.pool.watch(topic, type_name)
 
+    async def node_parameters(self, node_fqn: str) -> dict[str, Any]:
+        """Every parameter value of a node (ros.parameters errors when it does not answer)."""
+        store = self._state.extras["parameters"]
+        return {p.name: p.value for p in await store.params(node_fqn)}
+
+    async def call_service(self, name: str, type_name: str, request: Any,
+                           timeout: float = 2.0) -> Any:
+        """Call a ROS service (e.g. lifecycle_msgs/srv/GetState) with a timeout."""
+        return await self._state.extras["service_caller"].call(name, type_name, request, timeout)
+
     def topic_stats(self, topic: str) -> Any:
         """Receive statistics of a pooled topic (ros.topics.TopicStats) or None."""
         return self._state.pool.topic_stats(topic)
