@@ -74,11 +74,13 @@ class Caller:
 
         def run() -> None:
             try:
-                result = fn(*args)
+                outcome: tuple[Any, BaseException | None] = (fn(*args), None)
             except BaseException as exc:  # noqa: BLE001 - handed to the awaiting caller
-                loop.call_soon_threadsafe(settle, None, exc)
-            else:
-                loop.call_soon_threadsafe(settle, result, None)
+                outcome = (None, exc)
+            try:
+                loop.call_soon_threadsafe(settle, *outcome)
+            except RuntimeError:  # the loop closed while the call hung: nobody waits
+                pass
 
         threading.Thread(target=run, name=f"plugin-{self.plugin}", daemon=True).start()
         return await fut
