@@ -25,6 +25,22 @@ DETECTORS = {  # id -> (codes, default grace)
     "lifecycle_expectation": ((wd.NODE_INACTIVE, wd.NODE_UNREADABLE, wd.NODE_NOT_MANAGED), 5),
 }
 MODES = ("raise", "advisory", "off")
+PARAMETER_EVENTS = "/parameter_events"
+PARAMETER_EVENT_TYPE = "rcl_interfaces/msg/ParameterEvent"
+
+
+def _event_node(sample: Any) -> str | None:
+    """The node named by a pooled /parameter_events sample."""
+    if sample is None:
+        return None
+    import orjson
+
+    from ..ros.samples import sample_to_json
+
+    try:
+        return str(orjson.loads(sample_to_json(PARAMETER_EVENT_TYPE, sample.data))["node"])
+    except Exception:  # noqa: BLE001 - unknown: the caller reads every node
+        return None
 
 
 def _word(value: Any) -> str:
@@ -73,7 +89,11 @@ class WatchdogPlugin(Plugin):
         self.raised: set[str] = set()
         self.baselines: dict[str, dict[str, Any]] = {}
         self.drift_values: dict[str, dict[str, Any]] = {}
-        self._drift_cursor = 0
+        self._dirty: set[str] = set()
+        self._events_seen = 0
+        self._last_sweep = time.monotonic()
+        self._qos_generation = -1
+        self._endpoints: dict[str, tuple[list[Endpoint], list[Endpoint]]] = {}
         self.lifecycle: dict[str, str | None] = {}
         self.unmeasured: dict[str, int] = {}
         self.managed: dict[str, bool] = {}
@@ -152,8 +172,11 @@ class WatchdogPlugin(Plugin):
             self.baselines.pop(fqn, None)
             self.drift_values.pop(fqn, None)
         if self.modes["qos_mismatch"] != "off":
-            endpoints = await ctx.ros_query(collect_endpoints, timeout=5.0)
-            found = wd.qos_findings(endpoints, self._list("qos_mismatch", "allowlist"))
+            # QoS is fixed per endpoint: query again when the graph changed, and every 10 ticks
+            if ctx.graph_generation != self._qos_generation or self.ticks % 10 == 0:
+                self._endpoints = await ctx.ros_query(collect_endpoints, timeout=5.0)
+                self._qos_generation = ctx.graph_generation
+            found = wd.qos_findings(self._endpoints, self._list("qos_mismatch", "allowlist"))
             self._settle("qos_mismatch", [f for f in found if f.node in armed])
         if self.modes["orphan"] != "off":
             counts = {t: (i.publisher_count, i.subscriber_count)
@@ -162,7 +185,7 @@ class WatchdogPlugin(Plugin):
             self._settle("orphan", wd.orphan_findings(counts, distance,
                                                       self._list("orphan", "allowlist")))
         if self.modes["param_drift"] != "off":
-            await self._read_parameters(sorted(armed))
+            await self._read_parameters(sorted(armed), time.monotonic())
             expect = {k[len("param_drift.expect."):]: v for k, v in self.config.items()
                       if k.startswith("param_drift.expect.")}
             base = self.baselines if bool(self._opt("param_drift", "baseline", True)) else {}
@@ -197,13 +220,29 @@ class WatchdogPlugin(Plugin):
         if reports:
             self.ctx.report_faults(reports)
 
-    async def _read_parameters(self, armed: list[str]) -> None:
+    async def _read_parameters(self, armed: list[str], now: float) -> None:
+        """Read nodes not measured yet, nodes whose parameters changed (/parameter_events
+        through the sample pool) and, every `full_sweep_sec`, all of them."""
         assert self.ctx is not None
         budget = max(int(self._opt("param_drift", "max_reads_per_tick", 8)), 1)
         if not armed:
             return
-        start = self._drift_cursor % len(armed)
-        for fqn in (armed[start:] + armed[:start])[:budget]:
+        await self.ctx.watch_topic(PARAMETER_EVENTS, PARAMETER_EVENT_TYPE)
+        stats = self.ctx.topic_stats(PARAMETER_EVENTS)
+        seen = stats.received if stats is not None else 0
+        if seen != self._events_seen:
+            changed = _event_node(self.ctx.newest_sample(PARAMETER_EVENTS))
+            if seen - self._events_seen == 1 and changed:
+                self._dirty.add(changed)
+            else:  # several events between ticks (the pool keeps the newest): read all
+                self._dirty.update(armed)
+            self._events_seen = seen
+        if now - self._last_sweep >= float(self._opt("param_drift", "full_sweep_sec", 60)):
+            self._dirty.update(armed)
+            self._last_sweep = now
+        todo = [n for n in armed if n not in self.drift_values or n in self._dirty][:budget]
+        for fqn in todo:
+            self._dirty.discard(fqn)
             try:
                 values = await self.ctx.node_parameters(fqn)
             except Exception:  # noqa: BLE001 - a silent node is not a drift
@@ -211,7 +250,6 @@ class WatchdogPlugin(Plugin):
             values.pop("use_sim_time", None)
             self.baselines.setdefault(fqn, dict(values))
             self.drift_values[fqn] = values
-        self._drift_cursor = start + budget
 
     async def _read_lifecycle(self, apps: dict[str, Any]) -> dict[str, str | None]:
         assert self.ctx is not None

@@ -26,7 +26,7 @@ def gw(robot: Robot, domain: int, tmp_path_factory: pytest.TempPathFactory
                 "plugins.graph_watchdog.warmup_cycles=2",
                 "plugins.graph_watchdog.tick_interval_ms=500",
                 "plugins.graph_watchdog.qos_mismatch.grace=2",
-                "plugins.graph_watchdog.param_drift.mode=off"]
+                "plugins.graph_watchdog.orphan.mode=advisory"]
     with Gateway(free_port(), domain, settings, tmp / "gateway.log") as g:
         g.wait_for("/apps", lambda b: len(b["items"]) >= len(ROBOT_NODES), timeout=20)
         yield g
@@ -65,7 +65,7 @@ def test_watchdog_raises_the_demo_qos_mismatch(gw: Gateway) -> None:
     findings = body["detectors"]["qos_mismatch"]["findings"]
     assert [f["key"] for f in findings] == ["/powertrain/engine/rpm|"
                                            "/powertrain/engine/temp_monitor"]
-    assert body["detectors"]["param_drift"]["mode"] == "off"
+    assert body["detectors"]["orphan"]["mode"] == "advisory"
     assert not any(f["fault_code"] == "GRAPH_ORPHAN" for f in codes["items"])
 
 
@@ -116,3 +116,20 @@ def test_perception_edge_rate_then_broken(gw: Gateway, robot: Robot, detector: A
     gw.wait_for("/functions/perception/x-vendor-graph", lambda b: any(
         n["entity_id"] == "lidar_sensor" and n["node_status"] == "unreachable"
         and "last_seen" in n for n in b["x-vendor-graph"]["nodes"]), timeout=40)
+
+
+def test_parameter_drift_is_raised(gw: Gateway) -> None:
+    gw.wait_for("/x-vendor-watchdog", lambda b: any(
+        e["id"] == "temp_sensor" and e["armed"] for e in b["x-vendor-watchdog"]["entities"]))
+    resp = gw.request("PUT", "/apps/temp_sensor/configurations/temp_step", {"value": 0.75})
+    assert resp.status == 200, resp
+    faults = gw.wait_for("/faults", lambda b: any(f["fault_code"] == "GRAPH_PARAM_DRIFT"
+                                                  for f in b["items"]), timeout=30)
+    fault = next(f for f in faults["items"] if f["fault_code"] == "GRAPH_PARAM_DRIFT")
+    assert fault["severity"] == "WARN"
+    assert "/powertrain/engine/temp_sensor parameter temp_step is 0.75" in fault["message"]
+    # back to the armed value: the detector holds nothing any more
+    assert gw.request("PUT", "/apps/temp_sensor/configurations/temp_step",
+                      {"value": 0.5}).status == 200
+    gw.wait_for("/x-vendor-watchdog", lambda b: not b["x-vendor-watchdog"]["detectors"]
+                ["param_drift"]["findings"], timeout=30)
