@@ -88,7 +88,8 @@ class GraphPlugin(Plugin):
         for fid in [f for f in self.seen if f not in es.functions]:
             self._remember(fid, [], now_ns)
         if DIAGNOSTICS in graph.topics:
-            await self.ctx.watch_topic(DIAGNOSTICS, DIAGNOSTICS_TYPE)
+            if self.ctx.topic_stats(DIAGNOSTICS) is None:
+                await self.ctx.watch_topic(DIAGNOSTICS, DIAGNOSTICS_TYPE)
             self._read_diagnostics()
         for topic in self.watched:
             m = self._pool_metrics(topic, now_ns, None)
@@ -159,7 +160,7 @@ class GraphPlugin(Plugin):
             info = graph.topics.get(topic)
             if info is not None:
                 counts[topic] = info.publisher_count
-                if topic not in self.watched and info.type:
+                if info.type and self.ctx.topic_stats(topic) is None:  # new or evicted
                     try:
                         await self.ctx.watch_topic(topic, info.type)
                         self.watched.add(topic)

@@ -227,8 +227,11 @@ class WatchdogPlugin(Plugin):
         budget = max(int(self._opt("param_drift", "max_reads_per_tick", 8)), 1)
         if not armed:
             return
-        await self.ctx.watch_topic(PARAMETER_EVENTS, PARAMETER_EVENT_TYPE)
         stats = self.ctx.topic_stats(PARAMETER_EVENTS)
+        if stats is None:  # not pooled yet (or evicted): every node is read again
+            await self.ctx.watch_topic(PARAMETER_EVENTS, PARAMETER_EVENT_TYPE)
+            self._dirty.update(armed)
+            self._events_seen = 0
         seen = stats.received if stats is not None else 0
         if seen != self._events_seen:
             changed = _event_node(self.ctx.newest_sample(PARAMETER_EVENTS))

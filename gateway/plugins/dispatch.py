@@ -10,10 +10,10 @@ from aiohttp import web
 
 from ..http.errors import bad_request, not_found
 from ..http.jsonutil import json_response, read_json_body
-from ..http.routes import Handler, Registry
+from ..http.routes import Handler, Registry, entity_type_of
 from ..resources.common import envelope, resolve_entity
 from ..state import state_of
-from .api import DATA, OPERATIONS
+from .api import DATA, INTROSPECTION, OPERATIONS
 from .manager import PluginManager
 
 # (method, path suffix after the entity) -> (provider kind, action)
@@ -29,8 +29,8 @@ ACTIONS: dict[tuple[str, str], tuple[str, str]] = {
 
 def install(reg: Registry, manager: PluginManager) -> None:
     """Wrap the data and operation routes so plugin entities reach their plugin's provider."""
-    if not manager.loaded:
-        return
+    if not any(INTROSPECTION in p.providers for p in manager.loaded):
+        return  # only introspected entities have an owning plugin
     for i, route in enumerate(reg.routes):
         parts = route.path.split("/", 3)  # "", type, {id}, rest
         if len(parts) < 4 or route.extra.get("stub"):
@@ -43,11 +43,12 @@ def install(reg: Registry, manager: PluginManager) -> None:
 
 def _wrap(original: Handler, manager: PluginManager, kind: str, action: str) -> Handler:
     async def handler(request: web.Request) -> web.StreamResponse:
-        entity = resolve_entity(request)
-        owner = manager.owner_of(entity) if manager.owners else None
-        if owner is None:
-            return await original(request)
-        return await _serve(request, manager, owner, kind, action, entity.id)
+        if manager.owners and entity_type_of(request) in manager.owners:
+            entity = resolve_entity(request)
+            owner = manager.owner_of(entity)
+            if owner is not None:
+                return await _serve(request, manager, owner, kind, action, entity.id)
+        return await original(request)
 
     handler.__doc__ = original.__doc__
     handler.__name__ = getattr(original, "__name__", "handler")
