@@ -25,6 +25,7 @@ values are read as YAML. See README.md for every setting and its default.
 DEMO_PLUGINS = (
     "plugins=[update_provider,graph_provider,graph_watchdog]",
     "plugins.graph_watchdog.lifecycle_expectation.require_active=[managed_lifecycle]",
+    "bulk_data.categories=[packages]",  # update packages can be uploaded as bulk-data
 )
 
 
