@@ -14,7 +14,7 @@ from tests.harness import Gateway, assert_error
 
 pytestmark = pytest.mark.integration
 
-ROBOT_NODES = ("lidar_sensor", "temp_sensor", "temp_monitor", "rpm_sensor")
+ROBOT_NODES = ("lidar_sensor", "temp_sensor", "temp_monitor", "rpm_sensor", "managed_lifecycle")
 SCAN = "/perception/lidar/scan"
 
 
@@ -26,7 +26,10 @@ def gw(robot: Robot, domain: int, tmp_path_factory: pytest.TempPathFactory
                 "plugins.graph_watchdog.warmup_cycles=2",
                 "plugins.graph_watchdog.tick_interval_ms=500",
                 "plugins.graph_watchdog.qos_mismatch.grace=2",
-                "plugins.graph_watchdog.orphan.mode=advisory"]
+                "plugins.graph_watchdog.orphan.mode=advisory",
+                "plugins.graph_watchdog.lifecycle_expectation.require_active="
+                "[managed_lifecycle,temp_sensor]",
+                "plugins.graph_watchdog.lifecycle_expectation.unreadable_after=3"]
     with Gateway(free_port(), domain, settings, tmp / "gateway.log") as g:
         g.wait_for("/apps", lambda b: len(b["items"]) >= len(ROBOT_NODES), timeout=20)
         yield g
@@ -133,3 +136,15 @@ def test_parameter_drift_is_raised(gw: Gateway) -> None:
                       {"value": 0.5}).status == 200
     gw.wait_for("/x-vendor-watchdog", lambda b: not b["x-vendor-watchdog"]["detectors"]
                 ["param_drift"]["findings"], timeout=30)
+
+
+def test_lifecycle_expectation(gw: Gateway) -> None:
+    faults = gw.wait_for("/faults", lambda b: any(f["fault_code"] == "GRAPH_NODE_NOT_MANAGED"
+                                                  for f in b["items"]), timeout=30)
+    fault = next(f for f in faults["items"] if f["fault_code"] == "GRAPH_NODE_NOT_MANAGED")
+    assert "/powertrain/engine/temp_sensor" in fault["message"]
+    assert "managed_lifecycle" not in fault["message"]
+    body = gw.get("/x-vendor-watchdog").json()["x-vendor-watchdog"]
+    states = {e["id"]: e["lifecycle"] for e in body["entities"]}
+    assert isinstance(states["managed_lifecycle"], str)  # its GetState answers
+    assert states["temp_sensor"] is None
