@@ -12,10 +12,11 @@ export DIAG_GATEWAY_REQUIRE_EXT ?= 1
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard gateway/_fast/*.py gateway/_fast/*.pxd recorder/*_py.py recorder/*.pxd)
+$(STAMP): pyproject.toml tests/plugin_pkg/pyproject.toml $(wildcard setup.py) $(wildcard gateway/_fast/*.py gateway/_fast/*.pxd recorder/*_py.py recorder/*.pxd)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e tests/plugin_pkg  # plugins the tests load
 	@touch $@
 	@echo "installed into $(VENV)"
 

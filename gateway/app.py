@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 from aiohttp import web
 
@@ -21,8 +22,11 @@ from .state import STATE, GatewayState
 log = logging.getLogger(__name__)
 
 
-def build_registry(vendor: str, built: set[str]) -> Registry:
-    """Every route of this build, in matching order; `built` receives the served features."""
+def build_registry(vendor: str, built: set[str], plugins: Any = None) -> Registry:
+    """Every route of this build, in matching order; `built` receives the served features.
+
+    `plugins` (a plugins.manager.PluginManager) adds the loaded plugins' routes.
+    """
     from federation import routes as federation_routes  # the peer entity declaration
 
     from .resources import (
@@ -40,6 +44,7 @@ def build_registry(vendor: str, built: set[str]) -> Registry:
         server,
         status,
         unbuilt,
+        updates,
     )
 
     reg = Registry(vendor)
@@ -60,16 +65,29 @@ def build_registry(vendor: str, built: set[str]) -> Registry:
     for module in (locks, scripts, lifecycle):
         module.register(reg)
     built.update({"locks", "scripts", "lifecycle"})
+    updates.register(reg)  # docs/plugins.md: 501 until an update provider plugin is loaded
+    if plugins is not None:
+        plugins.register_routes(reg)
     unbuilt.register(reg, built)  # 501 rows for every feature not built
     server.register_docs(reg)
+    if plugins is not None:
+        from .plugins import dispatch
+        dispatch.install(reg, plugins)  # plugin-owned entities reach their plugin's providers
     return reg
 
 
 def make_app(settings: Settings) -> web.Application:
     """The gateway application; ROS starts with the app and stops with it."""
+    from .plugins.manager import PluginManager
+
     built: set[str] = set()
-    state = GatewayState(settings=settings, registry=build_registry(settings.vendor, built))
+    plugins = PluginManager(settings)  # a plugin that fails to load is a /health warning
+    state = GatewayState(settings=settings,
+                         registry=build_registry(settings.vendor, built, plugins))
     state.features = built
+    state.extras["plugins"] = plugins
+    if settings["updates.enabled"] and plugins.provider("updates") is not None:
+        state.features.add("updates")
     app = web.Application(client_max_size=16 * 1024 * 1024)
     app[STATE] = state
     state.route_table = state.registry.install(app)
@@ -93,6 +111,25 @@ def make_app(settings: Settings) -> web.Application:
         from federation.service import install as install_federation  # docs/federation.md
         install_federation(app, state)
     return app
+
+
+async def _start_plugins(state: GatewayState) -> None:
+    from .updates.manager import UpdateManager
+
+    plugins = state.extras["plugins"]
+    await plugins.start(state)
+    found = plugins.provider("updates")
+    if state.settings["updates.enabled"] and found is not None:
+        loaded, provider = found
+        state.extras["updates"] = UpdateManager(state, provider, plugins.caller(loaded.name),
+                                                state.settings["updates.operation_timeout_sec"])
+
+
+async def _stop_plugins(state: GatewayState) -> None:
+    updates = state.extras.pop("updates", None)
+    if updates is not None:
+        await updates.close()
+    await state.extras["plugins"].stop()
 
 
 async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
@@ -140,9 +177,11 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     state.extras["faults"] = FaultService(state)
     await state.extras["faults"].start()
     app.on_shutdown.append(state.extras["faults"].on_shutdown)
+    await _start_plugins(state)
     try:
         yield
     finally:
+        await _stop_plugins(state)
         await state.extras["faults"].stop()
         await bulk_data.stop(state)
         await state.extras["actions"].close()

@@ -21,6 +21,14 @@ values are read as YAML. See README.md for every setting and its default.
 """
 
 
+# The demo loads the first-party plugins (docs/plugins.md).
+DEMO_PLUGINS = (
+    "plugins=[update_provider,graph_provider,graph_watchdog]",
+    "plugins.graph_watchdog.lifecycle_expectation.require_active=[managed_lifecycle]",
+    "bulk_data.categories=[packages]",  # update packages can be uploaded as bulk-data
+)
+
+
 def _add_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="FILE", help="YAML settings file")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -138,6 +146,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     domain = args.domain if args.domain is not None else int(os.environ.get("ROS_DOMAIN_ID", 0))
     os.environ.update(ros_env(domain))
     args.domain = domain
+    args.overrides = [*DEMO_PLUGINS, *args.overrides]  # the command line still wins
     if args.manifest:
         args.overrides = _manifest_overrides(args.manifest) + list(args.overrides)
     settings = _settings(args)
@@ -151,6 +160,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             + (f"  curl {base}/areas\n  curl {base}/manifest/status\n" if args.manifest else "")
             + f"  curl {base}/apps/temp_sensor/data/%2Fpowertrain%2Fengine%2Ftemperature\n"
             f"  curl {base}/health\n"
+            f"  curl {base}/functions/powertrain/x-{settings.vendor}-graph\n"
+            f"  curl {base}/x-{settings.vendor}-watchdog\n"
             f"  OpenAPI document: {base}/docs\n"
             "Ctrl-C stops the gateway and the robot.\n")
         asyncio.run(serve(settings, message))

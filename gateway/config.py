@@ -278,6 +278,17 @@ SETTINGS: tuple[Setting, ...] = (
     _s("scripts.max_output_bytes", int, 1048576,
        "stdout and stderr kept per run, each (the rest is dropped and flagged)",
        minimum=1024, maximum=1 << 30),
+    # Plugins and software updates (docs/plugins.md). plugins.<name>.* keys are open: each
+    # plugin receives its own as its configuration.
+    _s("plugins", tuple, (), "plugins to load, by entry point name (group diag_gateway.plugins)"),
+    _s("plugin_call_timeout_sec", float, 5.0,
+       "budget of one plugin call; a plugin that hangs costs its caller a 504",
+       minimum=0.05, maximum=600.0),
+    _s("updates.enabled", bool, True,
+       "serve /updates through the update provider plugin (none loaded: 501)"),
+    _s("updates.operation_timeout_sec", float, 3600.0,
+       "budget of one prepare or execute step of the update provider",
+       minimum=1.0, maximum=86400.0),
 )
 
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}

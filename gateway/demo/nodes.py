@@ -26,6 +26,7 @@ from rclpy.callback_groups import CallbackGroup, ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, QoSProfile
 from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import LaserScan, Temperature
 from std_msgs.msg import Bool, Float32, String
@@ -142,6 +143,11 @@ def temp_monitor() -> Node:
             )
 
     node.create_subscription(Temperature, "temperature", on_temperature, 10)
+    # Deliberate misconfiguration for the graph watchdog to find: this subscription asks for
+    # TRANSIENT_LOCAL, which rpm_sensor's VOLATILE publisher cannot offer, so it never
+    # receives a message (GRAPH_QOS_MISMATCH).
+    late_joiner = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    node.create_subscription(Float32, "rpm", lambda _msg: None, late_joiner)
     return node
 
 

@@ -36,6 +36,8 @@ class EntityCache:
         self.hits = 0
         self.misses = 0
         self.collisions: list[tuple[str, list[str]]] = []
+        # Extra discovery layers (plugin entities): each adds to a freshly built local set.
+        self.layers: list[Callable[[EntitySet], None]] = []
 
     def apply(self, graph: GraphSnapshot) -> None:
         """Rebuild entities from a new graph snapshot; bumps the generation."""
@@ -46,6 +48,8 @@ class EntityCache:
             self.local = self.builder(graph, self.generation)
         else:
             self.local = runtime.build(nodes, self.host, self.generation)
+        for layer in self.layers:
+            layer(self.local)
         self.entities = self.merger(self.local, self.generation) if self.merger else self.local
         self.graph = graph
         self.refreshed_ns = time.time_ns()
@@ -63,6 +67,10 @@ class EntityCache:
 
     def rebuild(self) -> None:
         """The manifest changed: rebuild from the current graph; bumps the generation."""
+        self.apply(self.graph)
+
+    def reapply(self) -> None:
+        """A layer changed: rebuild from the current graph; bumps the generation."""
         self.apply(self.graph)
 
     def remerge(self) -> None:

@@ -89,6 +89,8 @@ def _warnings(state: GatewayState) -> list[dict[str, Any]]:
             "ros_node_fqns": fqns,
             "peer_names": [],
         })
+    for provider in state.extras.get("health_warnings", ()):  # e.g. plugins that failed to load
+        out.extend(provider())
     return out
 
 

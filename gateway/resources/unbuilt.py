@@ -55,17 +55,11 @@ ENTITY_ROWS: tuple[tuple[str, str, str, tuple[str, ...], Role], ...] = (
     ("status", "GET", "/status", CA, VIEW),
     ("fault-triggers", "GET", "/fault-triggers", ("apps",), VIEW),
     ("fault-triggers", "POST", "/fault-triggers", ("apps",), OPER),
-    ("graph", "GET", "/x-vendor-graph", ("functions",), VIEW),
 )
 SERVER_ROWS: tuple[tuple[str, str, str, Role], ...] = (
     ("faults", "GET", "/faults", VIEW),
     ("faults", "DELETE", "/faults", OPER),
     ("faults", "GET", "/faults/stream", VIEW),
-    ("updates", "GET", "/updates", VIEW),
-    ("updates", "POST", "/updates", CONF),
-    ("updates", "GET", "/updates/{update_id}", VIEW),
-    ("updates", "DELETE", "/updates/{update_id}", CONF),
-    ("updates", "GET", "/updates/{update_id}/status", VIEW),
 )
 # Features answered 501 always (spec: data-categories and data-groups).
 ALWAYS_501 = frozenset({"data-categories", "data-groups"})

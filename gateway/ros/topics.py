@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,11 @@ from rclpy.qos import (
 
 from .bridge import RosBridge
 from .message import import_type
+
+try:  # message-lost events count drops where the RMW reports them
+    from rclpy.event_handler import SubscriptionEventCallbacks
+except ImportError:  # pragma: no cover - older rclpy
+    SubscriptionEventCallbacks = None  # type: ignore[assignment,misc]
 
 log = logging.getLogger(__name__)
 
@@ -33,9 +39,42 @@ class Sample:
     seq: int
 
 
+@dataclass(frozen=True)
+class TopicStats:
+    """Receive statistics of one pooled topic: counts, recent receive times, stamp latency."""
+
+    received: int
+    lost: int
+    last_received_ns: int
+    recent_ns: tuple[int, ...]  # receive times of the newest samples, oldest first
+    latency_ms: float | None  # receive time minus the header stamp of the newest sample
+
+
+# std_msgs/Header first field: the stamp follows the 4-byte encapsulation header.
+_STAMP = struct.Struct("<iI")
+_STAMP_BE = struct.Struct(">iI")
+RECENT_SAMPLES = 64
+
+
+def _has_header(type_name: str) -> bool:
+    try:
+        fields = import_type(type_name).get_fields_and_field_types()
+    except Exception:
+        return False
+    first = next(iter(fields.items()), None)
+    return first is not None and first[1] == "std_msgs/Header"
+
+
+def _stamp_ns(data: bytes) -> int:
+    if len(data) < 12:
+        return 0
+    sec, nsec = (_STAMP if data[1] == 1 else _STAMP_BE).unpack_from(data, 4)
+    return sec * 1_000_000_000 + nsec
+
+
 class _Entry:
     __slots__ = ("topic", "type_name", "sub", "sample", "seq", "waiters", "json_seq", "json",
-                 "bodies")
+                 "bodies", "recent", "lost", "stamped", "latency_ns")
 
     def __init__(self, topic: str, type_name: str) -> None:
         self.topic = topic
@@ -48,6 +87,10 @@ class _Entry:
         self.json: bytes = b""
         # Whole response bodies built from the current sample, keyed by the reader's view.
         self.bodies: dict[object, tuple[int, bytes]] = {}
+        self.recent: deque[int] = deque(maxlen=RECENT_SAMPLES)  # receive times (ns)
+        self.lost = 0
+        self.stamped = False  # the type starts with a std_msgs/Header
+        self.latency_ns: int | None = None
 
 
 def _qos_for(node: Any, topic: str) -> QoSProfile:
@@ -90,11 +133,15 @@ class SamplePool:
         assert loop is not None
 
         def on_sample(data: bytes, info: Any) -> None:
+            received = int(info.get("received_timestamp", 0)) or time.time_ns()
             with self._lock:
                 entry.seq += 1
                 entry.sample = Sample(
-                    data, int(info.get("source_timestamp", 0)),
-                    int(info.get("received_timestamp", 0)) or time.time_ns(), entry.seq)
+                    data, int(info.get("source_timestamp", 0)), received, entry.seq)
+                entry.recent.append(received)
+                if entry.stamped:
+                    stamp = _stamp_ns(data)
+                    entry.latency_ns = received - stamp if stamp else None
                 waiting = bool(entry.waiters)
             if waiting:
                 loop.call_soon_threadsafe(self._wake, entry)
@@ -111,8 +158,24 @@ class SamplePool:
     def _subscribe(self, entry: _Entry) -> None:
         node = self.bridge.node
         cls = import_type(entry.type_name)
-        entry.sub = node.create_subscription(
-            cls, entry.topic, self._callback(entry), _qos_for(node, entry.topic), raw=True)
+        entry.stamped = _has_header(entry.type_name)
+        kw: dict[str, Any] = {}
+        if SubscriptionEventCallbacks is not None:
+
+            def on_lost(info: Any) -> None:
+                entry.lost = int(getattr(info, "total_count", entry.lost))
+
+            kw["event_callbacks"] = SubscriptionEventCallbacks(message_lost=on_lost)
+        qos = _qos_for(node, entry.topic)
+        try:
+            entry.sub = node.create_subscription(
+                cls, entry.topic, self._callback(entry), qos, raw=True, **kw)
+        except Exception:
+            if not kw:
+                raise
+            # an RMW without message-lost events: subscribe without the drop counter
+            entry.sub = node.create_subscription(
+                cls, entry.topic, self._callback(entry), qos, raw=True)
 
     def _drop(self, entry: _Entry) -> None:
         if entry.sub is not None:
@@ -174,6 +237,27 @@ class SamplePool:
                 if fut in entry.waiters:
                     entry.waiters.remove(fut)
         return entry.sample, entry
+
+    async def watch(self, topic: str, type_name: str) -> None:
+        """Subscribe to topic now (as a read would), so receive statistics accumulate."""
+        await self._entry(topic, type_name)
+
+    def topic_stats(self, topic: str) -> TopicStats | None:
+        """Receive statistics of a pooled topic; None when the pool does not hold it."""
+        entry = self._entries.get(topic)
+        if entry is None:
+            return None
+        with self._lock:
+            recent = tuple(entry.recent)
+            latency = entry.latency_ns
+            seq = entry.seq
+        return TopicStats(seq, entry.lost, recent[-1] if recent else 0, recent,
+                          latency / 1e6 if latency is not None else None)
+
+    def newest(self, topic: str) -> Sample | None:
+        """The newest sample of a pooled topic, without touching the LRU order."""
+        entry = self._entries.get(topic)
+        return entry.sample if entry is not None else None
 
     async def publish(self, topic: str, type_name: str, msg: Any) -> None:
         """Publish msg on topic, creating (or re-typing) the publisher on first use."""

@@ -289,7 +289,7 @@ def test_node_started_later_appears_and_leaves(gw: Gateway, domain: int, tmp_pat
 
 
 def test_vendor_word_is_a_setting(robot: Robot, domain: int) -> None:
-    with Gateway(free_port(), domain, ["api.vendor=medkit"]) as g:
+    with Gateway(free_port(), domain, ["api.vendor=medkit", "plugins=[graph_provider]"]) as g:
         g.wait_for("/apps", lambda b: "x-medkit" in b and len(b["items"]) > 0)
         body = assert_error(g.get("/apps/temp_sensor/scripts"), 501)
         assert body["vendor_code"] == "x-medkit-collection-not-available"

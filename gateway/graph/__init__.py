@@ -1,0 +1,1 @@
+"""The function graph and the graph watchdog: pure snapshot and detectors, and their plugins."""

@@ -1,0 +1,195 @@
+"""The graph provider plugin: `/functions/{id}/x-vendor-graph` from the sample pool's statistics."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import orjson
+
+from ..http.errors import not_found
+from ..plugins.api import Plugin, PluginRoute
+from ..plugins.context import PluginContext
+from . import model
+from .model import AppView, GraphConfig, TopicMetrics
+
+log = logging.getLogger(__name__)
+
+DIAGNOSTICS = "/diagnostics"
+DIAGNOSTICS_TYPE = "diagnostic_msgs/msg/DiagnosticArray"
+BASELINE_ALPHA = 0.05  # learned expected rate: slow moving average of the measured rate
+
+
+class GraphPlugin(Plugin):
+    """Edges among a function's apps; rates, latency and drops from the pool's subscriptions."""
+
+    def __init__(self) -> None:
+        self.cfg = GraphConfig()
+        self.ctx: PluginContext | None = None
+        self.tick_s = 1.0
+        self.forget_after_s = 600.0
+        self.seen: dict[str, dict[str, AppView]] = {}  # function -> app -> view
+        self.watched: set[str] = set()
+        self.baseline: dict[str, float] = {}
+        self.diag: dict[str, TopicMetrics] = {}
+        self._diag_seq = -1
+        self._task: asyncio.Task[None] | None = None
+        self.ticks = 0
+
+    def configure(self, config: dict[str, Any]) -> None:
+        """Thresholds of model.GraphConfig, tick_interval_ms, forget_after_sec."""
+        self.cfg = GraphConfig.from_config(config)
+        self.tick_s = float(config.get("tick_interval_ms", 1000)) / 1000.0
+        self.forget_after_s = float(config.get("forget_after_sec", 600))
+        if not self.tick_s > 0:
+            raise ValueError("plugins.<name>.tick_interval_ms must be > 0")
+
+    def set_context(self, ctx: PluginContext) -> None:
+        """Keep the gateway context."""
+        self.ctx = ctx
+
+    def routes(self) -> list[PluginRoute]:
+        """The graph snapshot route."""
+        return [PluginRoute("GET", "/functions/{function_id}/x-vendor-graph", self.graph,
+                            "Topic graph of a function's apps with per-edge metrics")]
+
+    async def start(self) -> None:
+        """Begin the membership and baseline tick."""
+        self._task = asyncio.get_running_loop().create_task(self._loop(), name="graph-tick")
+
+    async def shutdown(self) -> None:
+        """Stop the tick."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    # tick -----------------------------------------------------------------------------------
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await self.tick(time.time_ns())
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("graph tick failed")
+            await asyncio.sleep(self.tick_s)
+
+    async def tick(self, now_ns: int) -> None:
+        """Remember each function's apps, read /diagnostics, move the learned baselines."""
+        assert self.ctx is not None
+        self.ticks += 1
+        es = self.ctx.entities()
+        graph = self.ctx.ros_graph()
+        for fid, func in es.functions.items():
+            self._remember(fid, [self._view(graph, a, now_ns) for a in es.member_apps(func)
+                                 if a.node_fqn], now_ns)
+        for fid in [f for f in self.seen if f not in es.functions]:
+            self._remember(fid, [], now_ns)
+        if DIAGNOSTICS in graph.topics:
+            if self.ctx.topic_stats(DIAGNOSTICS) is None:
+                await self.ctx.watch_topic(DIAGNOSTICS, DIAGNOSTICS_TYPE)
+            self._read_diagnostics()
+        for topic in self.watched:
+            m = self._pool_metrics(topic, now_ns, None)
+            if m is not None and m.frequency_hz:
+                old = self.baseline.get(topic)
+                self.baseline[topic] = m.frequency_hz if old is None else \
+                    old + BASELINE_ALPHA * (m.frequency_hz - old)
+
+    @staticmethod
+    def _view(graph: Any, app: Any, now_ns: int) -> AppView:
+        node = graph.node(app.node_fqn)
+        pubs = tuple(t for t, _ in node.publishers) if node else ()
+        subs = tuple(t for t, _ in node.subscribers) if node else ()
+        return AppView(app.id, app.node_fqn, node is not None, now_ns, pubs, subs)
+
+    def _remember(self, fid: str, current: list[AppView], now_ns: int) -> None:
+        known = self.seen.setdefault(fid, {})
+        present = {v.id for v in current if v.online}
+        for v in current:
+            if v.online:
+                known[v.id] = v
+        for aid, v in list(known.items()):
+            if aid in present:
+                continue
+            if v.online:
+                known[aid] = AppView(v.id, v.node_fqn, False, v.last_seen_ns, v.publishes,
+                                     v.subscribes)
+            elif now_ns - v.last_seen_ns > self.forget_after_s * 1e9:
+                del known[aid]
+        if not known:
+            self.seen.pop(fid, None)
+
+    def _read_diagnostics(self) -> None:
+        from ..ros.samples import sample_to_json
+
+        assert self.ctx is not None
+        sample = self.ctx.newest_sample(DIAGNOSTICS)
+        if sample is None or sample.seq == self._diag_seq:
+            return
+        self._diag_seq = sample.seq
+        try:
+            body = orjson.loads(sample_to_json(DIAGNOSTICS_TYPE, sample.data))
+        except Exception:
+            log.debug("unreadable /diagnostics sample", exc_info=True)
+            return
+        for status in body.get("status", []):
+            name = str(status.get("name", ""))
+            topic = _topic_of(name)
+            if topic:
+                self.diag[topic] = model.diagnostics_metrics(status, sample.received_ns, None)
+
+    # route ----------------------------------------------------------------------------------
+    async def graph(self, request: Any) -> dict[str, Any]:
+        """The graph snapshot of one function."""
+        assert self.ctx is not None
+        fid = request.match_info["function_id"]
+        func = self.ctx.entity("functions", fid)
+        if func is None:
+            raise not_found(f"Function not found: '{fid}'", entity_id=fid, function_id=fid)
+        now = time.time_ns()
+        graph = self.ctx.ros_graph()
+        current = [self._view(graph, a, now) for a in self.ctx.member_apps(func) if a.node_fqn]
+        self._remember(fid, current, now)
+        apps = list(self.seen.get(fid, {}).values())
+        counts: dict[str, int] = {}
+        metrics: dict[str, TopicMetrics] = {}
+        for topic in {t for a in apps for t in a.publishes if model.is_graph_topic(t)}:
+            info = graph.topics.get(topic)
+            if info is not None:
+                counts[topic] = info.publisher_count
+                if info.type and self.ctx.topic_stats(topic) is None:  # new or evicted
+                    try:
+                        await self.ctx.watch_topic(topic, info.type)
+                        self.watched.add(topic)
+                    except Exception as exc:  # noqa: BLE001 - the edge stays pending
+                        log.debug("cannot watch %s: %s", topic, exc)
+            publishers = [a.node_fqn for a in apps if topic in a.publishes]
+            source = publishers[0] if len(publishers) == 1 else None
+            m = self.diag.get(topic) or self._pool_metrics(topic, now, source)
+            if m is not None:
+                metrics[topic] = m
+        return model.snapshot(fid, apps, metrics, counts, self.cfg, now,
+                              f"x-{self.ctx.vendor}")
+
+    def _pool_metrics(self, topic: str, now_ns: int, source: str | None) -> TopicMetrics | None:
+        assert self.ctx is not None
+        st = self.ctx.topic_stats(topic)
+        if st is None or st.received == 0:
+            return None
+        expected = self.baseline.get(topic)
+        freq = model.rate_hz(st.recent_ns, now_ns, model.window_sec(self.cfg, expected))
+        total = st.lost + st.received
+        drop = 100.0 * st.lost / total if total and st.lost else 0.0
+        return TopicMetrics(st.last_received_ns, freq, st.latency_ms, drop, expected, source)
+
+
+def _topic_of(status_name: str) -> str | None:
+    """The topic a frequency-monitor status is about: its name, or the `/...` word in it."""
+    for word in status_name.replace(":", " ").split():
+        if word.startswith("/") and len(word) > 1:
+            return word
+    name = status_name.strip()
+    return "/" + name if name and " " not in name else None

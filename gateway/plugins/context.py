@@ -1,0 +1,107 @@
+"""What the gateway offers a plugin: entity lookup, faults, ROS queries, topic stats, events."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..events import Event
+from ..model.entities import Entity, EntitySet
+
+
+class PluginContext:
+    """One per plugin; valid from set_context() until shutdown()."""
+
+    def __init__(self, state: Any, name: str) -> None:
+        self._state = state
+        self.name = name
+
+    @property
+    def settings(self) -> Any:
+        """The gateway settings (read-only)."""
+        return self._state.settings
+
+    @property
+    def vendor(self) -> str:
+        """The vendor word (x-<vendor> keys)."""
+        return str(self._state.vendor)
+
+    # entities -------------------------------------------------------------------------------
+    def entities(self) -> EntitySet:
+        """The current entity set (do not modify)."""
+        return self._state.cache.entities  # type: ignore[no-any-return]
+
+    def entity(self, kind: str, entity_id: str) -> Entity | None:
+        """One entity or None."""
+        return self.entities().get(kind, entity_id)
+
+    def member_apps(self, entity: Entity) -> list[Entity]:
+        """The apps backing an entity."""
+        return self.entities().member_apps(entity)
+
+    def ros_graph(self) -> Any:
+        """The newest ROS graph snapshot (ros.graph.GraphSnapshot)."""
+        return self._state.cache.graph
+
+    @property
+    def graph_generation(self) -> int:
+        """Bumps whenever the entity set changes."""
+        return int(self._state.cache.generation)
+
+    # faults ---------------------------------------------------------------------------------
+    def report_faults(self, reports: Iterable[Any]) -> bool:
+        """Hand faults.model.Report values to the fault manager; False when it is not running."""
+        svc = self._state.extras.get("faults")
+        if svc is None:
+            return False
+        svc.submit(list(reports))
+        return True
+
+    def faults(self) -> list[Any]:
+        """Every fault record the fault manager holds."""
+        svc = self._state.extras.get("faults")
+        return list(svc.faults.values()) if svc is not None else []
+
+    # ROS ------------------------------------------------------------------------------------
+    async def ros_query(self, fn: Callable[..., Any], *args: Any, timeout: float = 5.0) -> Any:
+        """fn(node, *args) on the gateway's ROS node in a worker thread, with a timeout."""
+        bridge = self._state.bridge
+        return await bridge.run(fn, bridge.node, *args, timeout=timeout,
+                                what=f"plugin {self.name} ROS query")
+
+    async def watch_topic(self, topic: str, type_name: str) -> None:
+        """Keep the sample pool subscribed to topic (its LRU may still drop it)."""
+        await self._state.pool.watch(topic, type_name)
+
+    async def node_parameters(self, node_fqn: str) -> dict[str, Any]:
+        """Every parameter value of a node (ros.parameters errors when it does not answer)."""
+        store = self._state.extras["parameters"]
+        return {p.name: p.value for p in await store.params(node_fqn)}
+
+    async def call_service(self, name: str, type_name: str, request: Any,
+                           timeout: float = 2.0) -> Any:
+        """Call a ROS service (e.g. lifecycle_msgs/srv/GetState) with a timeout."""
+        return await self._state.extras["service_caller"].call(name, type_name, request, timeout)
+
+    def topic_stats(self, topic: str) -> Any:
+        """Receive statistics of a pooled topic (ros.topics.TopicStats) or None."""
+        return self._state.pool.topic_stats(topic)
+
+    def newest_sample(self, topic: str) -> Any:
+        """The newest pooled sample of topic (ros.topics.Sample) or None."""
+        return self._state.pool.newest(topic)
+
+    def bulk_data_file(self, category: str, upload_id: str) -> Any:
+        """Path of an uploaded bulk-data file, or None."""
+        store = self._state.extras.get("uploads")
+        up = store.get(category, upload_id) if store is not None else None
+        return store.path(up) if up is not None else None
+
+    # events and health ----------------------------------------------------------------------
+    def publish(self, event: Event) -> None:
+        """Publish on the gateway's event bus."""
+        self._state.events.publish(event)
+
+    def add_health(self, key: str, provider: Callable[[], Any]) -> None:
+        """Add a block to /health (`x-vendor` in key becomes the vendor word)."""
+        self._state.extras.setdefault("health", {})[key] = provider

@@ -1,0 +1,116 @@
+"""Plugin calls (timeouts, error mapping) and plugin loading into the one route registry."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from gateway import config
+from gateway.app import build_registry
+from gateway.auth.enforce import required_role
+from gateway.auth.roles import Role
+from gateway.http.errors import ApiError
+from gateway.plugins.api import NotFound, PluginError
+from gateway.plugins.calls import Caller, plugin_error
+from gateway.plugins.manager import PluginManager
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def test_plugin_error_body() -> None:
+    err = plugin_error(200, "m" * 600, "e1")
+    body = err.body("acme")
+    assert err.status == 400 and body["vendor_code"] == "x-acme-plugin-error"
+    assert body["error_code"] == "vendor-error" and body["parameters"] == {"entity_id": "e1"}
+    assert len(body["message"]) == 515
+    assert plugin_error(999, "x").status == 599
+
+
+def test_sync_and_async_calls_time_out_without_blocking_the_loop() -> None:
+    release = threading.Event()
+
+    def stuck() -> None:
+        release.wait(10)
+
+    async def stuck_async() -> None:
+        await asyncio.sleep(10)
+
+    async def main() -> list[str]:
+        caller = Caller("p", 0.2)
+        order: list[str] = []
+
+        async def ticker() -> None:
+            await asyncio.sleep(0.05)
+            order.append("loop ran")
+
+        for fn in (stuck, stuck_async):
+            task = asyncio.ensure_future(ticker())
+            with pytest.raises(ApiError) as exc:
+                await caller(fn)
+            await task
+            assert exc.value.status == 504 and "'p'" in exc.value.message
+            order.append("timed out")
+        release.set()
+        assert caller.stats()["timeouts"] == 2
+        return order
+
+    assert run(main()) == ["loop ran", "timed out", "loop ran", "timed out"]
+
+
+def test_errors_map_to_the_plugin_body_or_pass_through() -> None:
+    def refuse() -> None:
+        raise PluginError("no", 403)
+
+    def crash() -> None:
+        raise KeyError("x")
+
+    def missing() -> None:
+        raise NotFound("gone")
+
+    async def main() -> None:
+        caller = Caller("p", 1.0)
+        with pytest.raises(ApiError) as exc:
+            await caller(refuse, entity_id="a")
+        assert exc.value.status == 403 and exc.value.parameters == {"entity_id": "a"}
+        with pytest.raises(ApiError) as exc:
+            await caller(crash)
+        assert exc.value.status == 500 and exc.value.message == "Plugin threw exception"
+        with pytest.raises(NotFound):
+            await caller(missing, passthrough=(NotFound,))
+        assert await caller(lambda x: x + 1, 1) == 2
+
+    run(main())
+
+
+def test_a_hung_call_uses_only_its_plugins_slots() -> None:
+    async def main() -> None:
+        caller = Caller("p", 0.3, threads=1)
+        with pytest.raises(ApiError):
+            await caller(time.sleep, 1.0)
+        with pytest.raises(ApiError):  # its one slot is still taken
+            await caller(lambda: 1)
+        other = Caller("q", 0.3, threads=1)
+        assert await other(lambda: 7) == 7
+
+    run(main())
+
+
+def test_plugin_routes_are_admin_only_rows_of_the_registry() -> None:
+    settings = config.load(None, ["plugins=[test_plc,test_old_api]"])
+    manager = PluginManager(settings)
+    assert [p.name for p in manager.loaded] == ["test_plc"]
+    assert [f.name for f in manager.failures] == ["test_old_api"]
+    reg = build_registry("acme", set(), manager)
+    rows = [r for r in reg if r.extra.get("plugin") == "test_plc"]
+    assert [(r.method, r.path) for r in rows] == [("GET", "/apps/{app_id}/x-acme-plc-status")]
+    assert rows[0].role == Role.ADMIN and required_role(rows[0]) == Role.ADMIN
+    # before the scoped docs catch-all, so the router reaches it
+    paths = [r.path for r in reg]
+    assert paths.index(rows[0].path) < paths.index("/{entity_path}/docs")
+    assert manager.warnings()[0]["code"] == "plugin_load_failed"
