@@ -30,11 +30,14 @@ def build_registry(vendor: str, built: set[str]) -> Registry:
         configurations,
         data,
         entities,
+        fault_triggers,
         faults,
         logs,
         operations,
         server,
         status,
+        subscriptions,
+        triggers,
         unbuilt,
     )
 
@@ -49,6 +52,9 @@ def build_registry(vendor: str, built: set[str]) -> Registry:
                    federation_routes):
         module.register(reg)
     built.update({"operations", "configurations", "logs", "status", "faults", "bulk-data"})
+    for module in (subscriptions, triggers, fault_triggers):  # push delivery (gateway/push)
+        module.register(reg)
+    built.update({"cyclic-subscriptions", "triggers", "fault-triggers"})
     unbuilt.register(reg, built)  # 501 rows for every feature not built
     server.register_docs(reg)
     return reg
@@ -83,6 +89,7 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     from .discovery.poller import GraphPoller
     from .discovery.runtime import HostInfo
     from .faults.service import FaultService
+    from .push import service as push
     from .resources import bulk_data
     from .ros.actions import ActionManager
     from .ros.bridge import RosBridge
@@ -120,9 +127,12 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     state.extras["faults"] = FaultService(state)
     await state.extras["faults"].start()
     app.on_shutdown.append(state.extras["faults"].on_shutdown)
+    await push.start(state)  # subscriptions, triggers, fault triggers: after the faults
+    app.on_shutdown.append(lambda _app: push.on_shutdown(state))
     try:
         yield
     finally:
+        await push.stop(state)
         await state.extras["faults"].stop()
         await bulk_data.stop(state)
         await state.extras["actions"].close()

@@ -46,12 +46,6 @@ ENTITY_ROWS: tuple[tuple[str, str, str, tuple[str, ...], Role], ...] = (
     ("bulk-data", "DELETE", "/bulk-data/{category}/{bulk_id}", CA, OPER),
     ("data-categories", "GET", "/data-categories", ALL, VIEW),
     ("data-groups", "GET", "/data-groups", ALL, VIEW),
-    ("cyclic-subscriptions", "GET", "/cyclic-subscriptions", ("components", "apps",
-                                                              "functions"), VIEW),
-    ("cyclic-subscriptions", "POST", "/cyclic-subscriptions", ("components", "apps",
-                                                               "functions"), OPER),
-    ("triggers", "GET", "/triggers", ALL, VIEW),
-    ("triggers", "POST", "/triggers", ALL, OPER),
     ("scripts", "GET", "/scripts", CA, VIEW),
     ("scripts", "POST", "/scripts", CA, CONF),
     ("locks", "GET", "/locks", CA, VIEW),
@@ -60,8 +54,6 @@ ENTITY_ROWS: tuple[tuple[str, str, str, tuple[str, ...], Role], ...] = (
     ("lifecycle", "PUT", "/status/restart", CA, OPER),
     ("lifecycle", "PUT", "/status/shutdown", CA, CONF),
     ("lifecycle", "PUT", "/status/force-shutdown", CA, CONF),
-    ("fault-triggers", "GET", "/fault-triggers", ("apps",), VIEW),
-    ("fault-triggers", "POST", "/fault-triggers", ("apps",), OPER),
     ("graph", "GET", "/x-vendor-graph", ("functions",), VIEW),
 )
 SERVER_ROWS: tuple[tuple[str, str, str, Role], ...] = (

@@ -7,6 +7,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +36,7 @@ class Sample:
 
 class _Entry:
     __slots__ = ("topic", "type_name", "sub", "sample", "seq", "waiters", "json_seq", "json",
-                 "bodies")
+                 "bodies", "watchers")
 
     def __init__(self, topic: str, type_name: str) -> None:
         self.topic = topic
@@ -48,6 +49,7 @@ class _Entry:
         self.json: bytes = b""
         # Whole response bodies built from the current sample, keyed by the reader's view.
         self.bodies: dict[object, tuple[int, bytes]] = {}
+        self.watchers = 0  # push consumers (gateway/push): pinned, each sample handed on
 
 
 def _qos_for(node: Any, topic: str) -> QoSProfile:
@@ -79,6 +81,9 @@ class SamplePool:
         self.type_changes = 0
         self.cold_waits = 0
         self._publishers: dict[str, tuple[str, Any]] = {}
+        # Push delivery: listener(topic, type, sample) on the loop for each sample of a
+        # watched topic (one raw subscription serves every client).
+        self.listener: Callable[[str, str, Sample], None] | None = None
 
     @property
     def topics(self) -> frozenset[str]:
@@ -96,8 +101,11 @@ class SamplePool:
                     data, int(info.get("source_timestamp", 0)),
                     int(info.get("received_timestamp", 0)) or time.time_ns(), entry.seq)
                 waiting = bool(entry.waiters)
+                sample = entry.sample
             if waiting:
                 loop.call_soon_threadsafe(self._wake, entry)
+            if entry.watchers and self.listener is not None:
+                loop.call_soon_threadsafe(self.listener, entry.topic, entry.type_name, sample)
 
         return on_sample
 
@@ -143,10 +151,24 @@ class SamplePool:
             self._entries.pop(topic, None)
             raise
         while len(self._entries) > self.cap:
-            _, old = self._entries.popitem(last=False)
+            old_topic = next((t for t, e in self._entries.items() if not e.watchers), None)
+            if old_topic is None:
+                break  # every entry is watched: the pool grows past its cap
+            old = self._entries.pop(old_topic)
             self.evictions += 1
             await self.bridge.run(self._drop, old)
         return entry
+
+    async def watch(self, topic: str, type_name: str) -> None:
+        """Pin a topic (never evicted) and hand each of its samples to `listener`."""
+        entry = await self._entry(topic, type_name)
+        entry.watchers += 1
+
+    def unwatch(self, topic: str) -> None:
+        """Undo one watch (the entry becomes evictable again at zero)."""
+        entry = self._entries.get(topic)
+        if entry is not None and entry.watchers > 0:
+            entry.watchers -= 1
 
     def peek(self, topic: str, type_name: str) -> _Entry | None:
         """The entry when it is subscribed with this type and holds a sample (no waiting)."""
