@@ -53,7 +53,9 @@ class PushEngine:
         self.restore = s.get("triggers.on_restart_behavior", "reset") == "restore"
         self.subscriptions: dict[str, Subscription] = {}
         self.triggers: dict[str, Trigger] = {}
-        self._by_topic: dict[str, list[Trigger]] = {}
+        self._by_topic: dict[str, list[Trigger]] = {}  # rebuilt when topic bindings change
+        self._indexed = (-1, -1)  # (topic watch version, trigger set version)
+        self._trigger_version = 0
         self._sub_ids = itertools.count(1)
         self._trig_ids = itertools.count(1)
         self._members: dict[tuple[str, str], tuple[int, frozenset[str]]] = {}
@@ -175,6 +177,7 @@ class PushEngine:
                 raise ApiError(503, SERVICE_UNAVAILABLE,
                                f"The trigger could not be stored: {exc}") from None
         self.triggers[tid] = trig
+        self._trigger_version += 1
         if spec.ref.collection == "data":
             self.topics.want(trig, trig.entity_type, trig.entity_id, spec.ref.path,
                              events=True)
@@ -191,10 +194,7 @@ class PushEngine:
             return
         trig.status = TERMINATED
         self.topics.drop(trig)
-        if trig.topic is not None:
-            users = self._by_topic.get(trig.topic, [])
-            if trig in users:
-                users.remove(trig)
+        self._trigger_version += 1
         if trig.spec.persistent:
             try:
                 self.store.delete(trig.id)
@@ -211,15 +211,18 @@ class PushEngine:
         if trig.spec.persistent:
             self.store.set_expiry(trig.id, trig.expires_at)
 
-    def bind_topic(self, trig: Trigger, topic: str | None) -> None:
-        """Index a data trigger under its resolved topic (None: unresolved)."""
-        if trig.topic is not None:
-            users = self._by_topic.get(trig.topic, [])
-            if trig in users:
-                users.remove(trig)
-        trig.topic = topic
-        if topic is not None:
-            self._by_topic.setdefault(topic, []).append(trig)
+    def _data_index(self) -> dict[str, list[Trigger]]:
+        """Active data triggers by resolved topic (rebuilt after bindings change)."""
+        key = (self.topics.version, self._trigger_version)
+        if key != self._indexed:
+            index: dict[str, list[Trigger]] = {}
+            for trig in self.triggers.values():
+                if trig.collection == "data":
+                    trig.topic = self.topics.topic_of(trig)
+                    if trig.topic is not None:
+                        index.setdefault(trig.topic, []).append(trig)
+            self._by_topic, self._indexed = index, key
+        return self._by_topic
 
     def _load(self) -> None:
         now = time.time()
@@ -247,7 +250,7 @@ class PushEngine:
     def _on_event(self, event: Event) -> None:
         now = time.time()
         if event.kind == DATA:
-            candidates: Iterable[Trigger] = tuple(self._by_topic.get(event.resource, ()))
+            candidates: Iterable[Trigger] = tuple(self._data_index().get(event.resource, ()))
         else:
             candidates = [t for t in self.triggers.values() if KIND_OF.get(t.collection)
                           == event.kind]
@@ -347,11 +350,6 @@ class PushEngine:
             for trig in [t for t in self.triggers.values() if t.expired(now)]:
                 self.remove_trigger(trig, terminated=True)
             await self.topics.reconcile()
-            for trig in self.triggers.values():
-                if trig.collection == "data":
-                    topic = self.topics.topic_of(trig)
-                    if topic != trig.topic:
-                        self.bind_topic(trig, topic)
             if time.monotonic() - last_flush >= PREVIOUS_FLUSH_S:
                 last_flush = time.monotonic()
                 self._flush_previous()

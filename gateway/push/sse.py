@@ -154,11 +154,12 @@ class SseHub:
                     self.frames_sent += len(out)
                     client.last_sent = time.monotonic()
                 if ending:
-                    gone = client.dropped
+                    gone = False
                     return resp
         except ConnectionResetError:
             return resp
         finally:
+            gone = gone and not client.dropped  # dropped by us: the client did not leave
             channel.clients.discard(client)
             self.clients.discard(client)
             self.slots.release()

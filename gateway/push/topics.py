@@ -35,18 +35,22 @@ class TopicWatch:
         self.watched: dict[str, str] = {}  # topic -> type pinned in the pool
         self.evented: set[str] = set()
         self.samples_published = 0
+        self.version = 0  # bumped whenever a want is resolved, added or dropped
         self._pending: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()  # one reconcile at a time (pins are counted)
 
     def want(self, owner: object, entity_type: str, entity_id: str, path: str,
              events: bool) -> None:
         """Observe the topic a resource path names on an entity (resolved now or later)."""
         self._wants[owner] = _Want(entity_type, entity_id, path, events)
+        self.version += 1
         if self._pending is None or self._pending.done():
             self._pending = asyncio.ensure_future(self.reconcile())
 
     def drop(self, owner: object) -> None:
         """Stop observing for owner (the topic is unpinned at the next reconcile)."""
-        self._wants.pop(owner, None)
+        if self._wants.pop(owner, None) is not None:
+            self.version += 1
 
     def topic_of(self, owner: object) -> str | None:
         """The resolved topic of owner, if any."""
@@ -77,6 +81,10 @@ class TopicWatch:
 
     async def reconcile(self) -> None:
         """Resolve unresolved wants, pin their topics, unpin topics nobody wants."""
+        async with self._lock:
+            await self._reconcile()
+
+    async def _reconcile(self) -> None:
         pool = self.state.pool
         if pool is None:
             return
@@ -87,6 +95,8 @@ class TopicWatch:
         for want in list(self._wants.values()):
             if want.topic is None:
                 want.topic = self._resolve(want)
+                if want.topic is not None:
+                    self.version += 1
             if want.topic is not None:
                 needed.setdefault(*want.topic)
                 if want.events:

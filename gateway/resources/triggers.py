@@ -14,6 +14,7 @@ from ..http.routes import Registry
 from ..push.engine import PushEngine
 from ..push.model import ACTIVE, Trigger
 from ..push.rules import trigger_create, trigger_update
+from ..state import state_of
 from .common import href, resolve_entity
 from .subscriptions import engine_of
 
@@ -23,6 +24,17 @@ def _engine(request: web.Request) -> PushEngine:
     if not engine.triggers_enabled:
         raise not_implemented("triggers", "Triggers are disabled (setting triggers.enabled)")
     return engine
+
+
+def _body(request: web.Request, engine: PushEngine, trig: Trigger) -> dict[str, Any]:
+    """The trigger body; x-vendor names the observed topic once it is resolved and sampled."""
+    body = trig.body()
+    xv: dict[str, Any] = {"fired": trig.fired}
+    resolved = engine.topics.resolved(trig)
+    if resolved is not None:
+        xv.update(topic=resolved[0], type=resolved[1])
+    body[state_of(request).xv] = xv
+    return body
 
 
 def _find(request: web.Request) -> tuple[PushEngine, Trigger]:
@@ -46,7 +58,7 @@ async def create(request: web.Request) -> web.Response:
     body = await read_json_body(request)
     spec = trigger_create(body, entity.kind, entity.id)
     trig = engine.create_trigger(spec, dict(body), time.time())
-    return json_response(trig.body(), status=201,
+    return json_response(_body(request, engine, trig), status=201,
                          headers={"Location": href(f"{entity.path}/triggers/{trig.id}")})
 
 
@@ -55,14 +67,15 @@ async def list_triggers(request: web.Request) -> web.Response:
     engine = _engine(request)
     entity = resolve_entity(request)
     now = time.time()
-    items = [t.body() for t in engine.triggers_of(entity.kind, entity.id) if not t.expired(now)]
+    items = [_body(request, engine, t) for t in engine.triggers_of(entity.kind, entity.id)
+             if not t.expired(now)]
     return json_response({"items": items})
 
 
 async def detail(request: web.Request) -> web.Response:
     """One trigger."""
-    _, trig = _find(request)
-    return json_response(trig.body())
+    engine, trig = _find(request)
+    return json_response(_body(request, engine, trig))
 
 
 async def update(request: web.Request) -> web.Response:
@@ -70,7 +83,7 @@ async def update(request: web.Request) -> web.Response:
     engine, trig = _find(request)
     lifetime = trigger_update(await read_json_body(request))
     engine.set_lifetime(trig, lifetime, time.time())
-    return json_response(trig.body())
+    return json_response(_body(request, engine, trig))
 
 
 async def delete(request: web.Request) -> web.Response:
