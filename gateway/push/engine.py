@@ -254,6 +254,7 @@ class PushEngine:
         else:
             candidates = [t for t in self.triggers.values() if KIND_OF.get(t.collection)
                           == event.kind]
+        frame: list[bytes] = []  # one envelope for every trigger this event fires
         for trig in candidates:
             if trig.status != ACTIVE:
                 continue
@@ -264,7 +265,9 @@ class PushEngine:
                 continue
             self.evaluated += 1
             if trig.evaluate(event.payload):
-                self._fire(trig, event, now)
+                if not frame:
+                    frame.append(data_frame(envelope(event.payload, now)))
+                self._fire(trig, frame[0], now)
 
     def _matches(self, trig: Trigger, event: Event) -> bool:
         path = trig.spec.ref.path
@@ -294,10 +297,9 @@ class PushEngine:
         except KeyError:
             return False
 
-    def _fire(self, trig: Trigger, event: Event, now: float) -> None:
+    def _fire(self, trig: Trigger, raw: bytes, now: float) -> None:
         self.fired += 1
         trig.fired += 1
-        raw = data_frame(envelope(event.payload, now))
         if trig.channel is not None and trig.channel.connected:
             trig.channel.send(raw)
         else:
