@@ -1,6 +1,6 @@
 """Push delivery across a fleet: subscriptions and triggers on a peer's app, through a primary.
 
-The primary (its own temp_sensor) and one robot gateway (a colliding temp_sensor, so the
+The primary (its own temp_sensor; triggers and fault triggers switched off on it) and one robot gateway (a colliding temp_sensor, so the
 peer's app has the fleet id `robot__temp_sensor`), each in its own ROS domain of this module.
 """
 
@@ -15,7 +15,7 @@ import pytest
 
 from gateway.demo.robot import Robot
 from tests.conftest import free_port
-from tests.harness import Gateway
+from tests.harness import Gateway, assert_error
 from tests.integration.test_faults_support import kill_gateway
 from tests.integration.test_push_support import Stream
 
@@ -49,7 +49,8 @@ def push_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PushFleet]:
             f"state_dir={logs / 'primary-state'}", "discovery.refresh_debounce_ms=100",
             "aggregation.enabled=true", f"aggregation.peer_urls=[http://127.0.0.1:{robot.port}]",
             "aggregation.peer_names=[robot]", "aggregation.timeout_ms=1000",
-            "aggregation.forward_timeout_ms=4000", "sse.max_clients=10"],
+            "aggregation.forward_timeout_ms=4000", "sse.max_clients=10",
+            "triggers.enabled=false", "fault_triggers.enabled=false"],
             logs / "primary.log").start()
         gateways.append(primary)
         primary.wait_for("/apps", lambda b: {"temp_sensor", FLEET_ID} <= {
@@ -84,6 +85,19 @@ def test_subscription_on_a_peer_app_is_forwarded_and_relayed(push_fleet: PushFle
                    for f in frames)
     finally:
         stream.close()
+
+
+def test_switched_off_features_answer_501_but_peer_apps_still_forward(
+        push_fleet: PushFleet) -> None:
+    p = push_fleet.primary
+    for method, path in (("GET", "/apps/temp_sensor/triggers"),
+                         ("GET", "/apps/temp_sensor/triggers/trig_1"),
+                         ("DELETE", "/apps/temp_sensor/triggers/trig_1"),
+                         ("GET", "/apps/temp_sensor/fault-triggers"),
+                         ("DELETE", "/apps/temp_sensor/fault-triggers/ftr_1")):
+        assert_error(p.request(method, path), 501)
+    assert p.get(f"/apps/{FLEET_ID}/triggers").status == 200  # answered by the robot
+    assert p.get("/apps/temp_sensor/cyclic-subscriptions").status == 200
 
 
 def test_trigger_on_a_peer_app_then_the_peer_dies_mid_stream(push_fleet: PushFleet) -> None:
