@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +20,9 @@ log = logging.getLogger(__name__)
 
 CLOSE = b""
 KEEPALIVE = b":keepalive\n\n"
+# Kernel send buffer of a push stream: bounds what a stalled client pins (autotuning could
+# grow it to megabytes per socket) and lets its queue fill, and the client be dropped, soon.
+SEND_BUFFER_BYTES = 128 * 1024
 
 
 def data_frame(envelope: Any) -> bytes:
@@ -122,6 +126,12 @@ class SseHub:
         `on_gone` runs when the client went away (not when the stream was ended here).
         """
         client = Client(asyncio.Queue(self.queue_size + 1), transport=request.transport)
+        sock = request.transport.get_extra_info("socket") if request.transport else None
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER_BYTES)
+            except OSError:
+                log.debug("SO_SNDBUF not set on a push stream", exc_info=True)
         for raw in backlog:
             self.offer(client, raw)
         channel.clients.add(client)
