@@ -56,6 +56,7 @@ class PushEngine:
         self._by_topic: dict[str, list[Trigger]] = {}  # rebuilt when topic bindings change
         self._indexed = (-1, -1)  # (topic watch version, trigger set version)
         self._trigger_version = 0
+        self._observed: dict[str, int] = {}  # triggers per observed event kind
         self._sub_ids = itertools.count(1)
         self._trig_ids = itertools.count(1)
         self._members: dict[tuple[str, str], tuple[int, frozenset[str]]] = {}
@@ -178,10 +179,17 @@ class PushEngine:
                                f"The trigger could not be stored: {exc}") from None
         self.triggers[tid] = trig
         self._trigger_version += 1
+        kind = KIND_OF.get(trig.collection, trig.collection)
+        self._observed[kind] = self._observed.get(kind, 0) + 1
         if spec.ref.collection == "data":
             self.topics.want(trig, trig.entity_type, trig.entity_id, spec.ref.path,
                              events=True)
         return trig
+
+    def observes(self, kind: str) -> bool:
+        """Whether any trigger observes changes of this kind (publishers may skip work; safe
+        to call from the executor thread)."""
+        return self._observed.get(kind, 0) > 0
 
     def triggers_of(self, entity_type: str, entity_id: str) -> list[Trigger]:
         """Triggers created on an entity."""
@@ -195,6 +203,8 @@ class PushEngine:
         trig.status = TERMINATED
         self.topics.drop(trig)
         self._trigger_version += 1
+        kind = KIND_OF.get(trig.collection, trig.collection)
+        self._observed[kind] = self._observed.get(kind, 1) - 1
         if trig.spec.persistent:
             try:
                 self.store.delete(trig.id)

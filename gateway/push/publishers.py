@@ -24,7 +24,9 @@ class LogTap:
         self._index: tuple[int, dict[str, str]] = (-1, {})
 
     def __call__(self, record: Any) -> None:  # executor thread
-        if not self.state.events.has_listeners(LOGS):
+        engine = self.state.extras.get("push")
+        if engine is None or not self.state.events.has_listeners(LOGS) \
+                or not engine.observes(LOGS):
             return
         loop = self.state.bridge.loop
         if loop is None:

@@ -92,6 +92,9 @@ def test_update_and_member_fault_events_fire_triggers() -> None:
             bus.publish(Event(FAULTS, "other", "F0", "created", {"fault_code": "F0"}))
             bus.publish(Event(FAULTS, "cam", "F1", "created", {"fault_code": "F1"}))
             assert t_flt.fired == 1  # the component sees its app's fault, not another app's
+            assert e.observes(FAULTS) and e.observes(UPDATES) and not e.observes("logs")
+            e.remove_trigger(t_flt)
+            assert not e.observes(FAULTS)
         finally:
             await e.stop()
 
