@@ -159,8 +159,14 @@ def latency_round(gw: Any, pub: Any, streams: int) -> list[float]:
             gw.request("DELETE", source[len("/api/v1"):-len("/events")])
 
 
-def cpu_round(gw: Any, active: bool) -> float:
-    """Gateway CPU (share of one core) over CPU_WINDOW_S, with or without the subscriptions."""
+def frames_sent(gw: Any) -> int:
+    """SSE frames the gateway's push streams have written so far."""
+    return int(gw.get("/health").json()["x-vendor-push"]["frames_sent"])
+
+
+def cpu_round(gw: Any, active: bool) -> tuple[float, float]:
+    """Gateway CPU (share of one core) and frames/s over CPU_WINDOW_S, with or without the
+    subscriptions."""
     workers = None
     if active:
         paths = []
@@ -172,9 +178,11 @@ def cpu_round(gw: Any, active: bool) -> float:
         workers = Workers(gw.port, paths, 10**9)
         time.sleep(1.0)  # settle: first ticks delivered
     try:
+        f0 = frames_sent(gw)
         cpu0, t0 = cpu_s(gw.proc.pid), time.perf_counter()
         time.sleep(CPU_WINDOW_S)
-        return (cpu_s(gw.proc.pid) - cpu0) / (time.perf_counter() - t0)
+        used, took = cpu_s(gw.proc.pid) - cpu0, time.perf_counter() - t0
+        return used / took, (frames_sent(gw) - f0) / took
     finally:
         if workers is not None:
             workers.stop()  # disconnects end the subscriptions
@@ -216,6 +224,8 @@ def main() -> None:
         ros = RosSide(DOMAIN)
         latencies: dict[int, list[float]] = {}
         cpu: list[tuple[float, float]] = []
+        rates: list[float] = []
+        pub: Publisher | None = None
         try:
             pub = Publisher(ros)
             gw.wait_for("/apps/bench_pub/data", lambda b: bool(b["items"]), 30)
@@ -223,10 +233,13 @@ def main() -> None:
                 latencies[n] = latency_round(gw, pub, n)
             pub.steady(10.0)
             for _ in range(CPU_ROUNDS):
-                idle = cpu_round(gw, active=False)
-                busy = cpu_round(gw, active=True)
+                idle, _ = cpu_round(gw, active=False)
+                busy, rate = cpu_round(gw, active=True)
                 cpu.append((idle, busy))
+                rates.append(rate)
         finally:
+            if pub is not None and pub.timer is not None:
+                pub.node.destroy_timer(pub.timer)
             ros.close()
             gw.stop()
 
@@ -247,8 +260,8 @@ def main() -> None:
     for k, (idle, busy) in enumerate(cpu, 1):
         ratios.append(busy / idle if idle > 0 else float("inf"))
         print(f"  round {k}: idle {idle * 100:6.2f} %   {SUBSCRIPTIONS} subscriptions "
-              f"{busy * 100:6.2f} %   "
-              f"ratio {ratios[-1]:.1f}x")
+              f"{busy * 100:6.2f} %   ratio {ratios[-1]:.1f}x   "
+              f"({rates[k - 1]:.0f} frames/s delivered)")
     print(f"  median ratio ({SUBSCRIPTIONS} subscriptions / idle): "
           f"{statistics.median(ratios):.1f}x; "
           f"median added CPU {statistics.median(b - i for i, b in cpu) * 100:.2f} % of a core")
