@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import aiohttp
+import orjson
 from aiohttp import web
 
 from gateway.http.errors import not_found, not_responding, vendor_error
@@ -44,6 +45,7 @@ HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy
 RESPONSE_DROP = frozenset({"connection", "keep-alive", "transfer-encoding", "server", "date",
                            "content-length"})
 SMALL_BODY = 1024 * 1024
+PEER_CHECK_S = 0.25  # how often a relayed SSE stream looks at its peer's health
 _TEMPLATE = re.compile(r"\{([a-z_]+)\}")
 
 
@@ -202,7 +204,7 @@ class Forwarder:
         if request.body_exists:
             length = request.content_length
             if length is not None and length <= SMALL_BODY:
-                data = await request.read()
+                data = _to_peer_ids(await request.read(), target)
                 sent.set()
             else:
                 data = _body(request, sent)
@@ -259,6 +261,8 @@ class Forwarder:
         if length is not None:
             out.content_length = length
         await out.prepare(request)
+        if ctype.startswith("text/event-stream") and resp.status == 200:
+            return await self._relay_events(request, target, resp, out)
         read_s = None if streaming else fed.settings.budgets.forward_s
         try:
             while True:
@@ -275,6 +279,67 @@ class Forwarder:
         with contextlib.suppress(ConnectionResetError):
             await out.write_eof()
         return out
+
+
+    async def _relay_events(self, request: web.Request, target: Target,
+                            resp: aiohttp.ClientResponse, out: web.StreamResponse
+                            ) -> web.StreamResponse:
+        """Relay a peer's SSE stream frame by frame; a peer that fails mid-stream (connection
+        cut, or its health check failing) ends the stream with an `error` event."""
+        peer = self.fed.table.peers.get(target.peer)
+        buffer = bytearray()
+        read: asyncio.Future[bytes] = asyncio.ensure_future(resp.content.readany())
+        reason = ""
+        try:
+            while True:
+                done, _ = await asyncio.wait({read}, timeout=PEER_CHECK_S)
+                if not done:
+                    if peer is None or not peer.online or \
+                            self.fed.table.peers.get(target.peer) is not peer:
+                        reason = "its health check failed"
+                        break
+                    continue
+                try:
+                    chunk = read.result()
+                except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+                    reason = f"the connection broke ({type(exc).__name__})"
+                    break
+                if not chunk:
+                    break  # the peer ended the stream itself
+                buffer.extend(chunk)
+                end = buffer.rfind(b"\n\n")
+                if end >= 0:  # whole frames only: a cut frame is never half-delivered
+                    await out.write(bytes(buffer[:end + 2]))
+                    del buffer[:end + 2]
+                read = asyncio.ensure_future(resp.content.readany())
+        except ConnectionResetError:
+            return out
+        finally:
+            if not read.done():
+                read.cancel()
+        if reason:
+            self.fed.table.suspect(target.peer)
+            vendor = self.fed.state.vendor
+            event = {"error_code": "vendor-error", "vendor_code": f"x-{vendor}-peer-unavailable",
+                     "message": f"Peer gateway '{target.peer}' stopped answering: {reason}; "
+                                "the stream ends here (create the subscription again once "
+                                "the peer is back)",
+                     "parameters": {"peer": target.peer}}
+            with contextlib.suppress(ConnectionResetError):
+                await out.write(b"event: error\ndata: " + orjson.dumps(event) + b"\n\n")
+        with contextlib.suppress(ConnectionResetError):
+            await out.write_eof()
+        return out
+
+
+def _to_peer_ids(body: bytes, target: Target) -> bytes:
+    """A request body's resource URIs of a renamed entity in the peer's own ids (a trigger or
+    subscription names its observed resource by path)."""
+    if target.entity is None or target.entity[1] == target.entity[2]:
+        return body
+    kind, remote_id, fleet_id = target.entity
+    return body.replace(f"{API_PREFIX}/{kind}/{fleet_id}/".encode(),
+                        f"{API_PREFIX}/{kind}/{remote_id}/".encode())
 
 
 def _rename_body(body: bytes, kind: str, remote_id: str, fleet_id: str) -> bytes:

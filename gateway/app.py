@@ -34,6 +34,7 @@ def build_registry(vendor: str, built: set[str], plugins: Any = None) -> Registr
         configurations,
         data,
         entities,
+        fault_triggers,
         faults,
         lifecycle,
         locks,
@@ -43,6 +44,8 @@ def build_registry(vendor: str, built: set[str], plugins: Any = None) -> Registr
         scripts,
         server,
         status,
+        subscriptions,
+        triggers,
         unbuilt,
         updates,
     )
@@ -68,6 +71,9 @@ def build_registry(vendor: str, built: set[str], plugins: Any = None) -> Registr
     updates.register(reg)  # docs/plugins.md: 501 until an update provider plugin is loaded
     if plugins is not None:
         plugins.register_routes(reg)
+    for module in (subscriptions, triggers, fault_triggers):  # push delivery (gateway/push)
+        module.register(reg)
+    built.update({"cyclic-subscriptions", "triggers", "fault-triggers"})
     unbuilt.register(reg, built)  # 501 rows for every feature not built
     server.register_docs(reg)
     if plugins is not None:
@@ -137,6 +143,7 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     from .discovery.poller import GraphPoller
     from .discovery.runtime import HostInfo
     from .faults.service import FaultService
+    from .push import service as push
     from .resources import bulk_data
     from .ros.actions import ActionManager
     from .ros.bridge import RosBridge
@@ -178,9 +185,12 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     await state.extras["faults"].start()
     app.on_shutdown.append(state.extras["faults"].on_shutdown)
     await _start_plugins(state)
+    await push.start(state)  # subscriptions, triggers, fault triggers: after the faults
+    app.on_shutdown.append(lambda _app: push.on_shutdown(state))
     try:
         yield
     finally:
+        await push.stop(state)
         await _stop_plugins(state)
         await state.extras["faults"].stop()
         await bulk_data.stop(state)

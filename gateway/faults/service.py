@@ -11,6 +11,8 @@ from typing import Any
 
 import orjson
 
+from ..events import FAULTS
+from ..push.payloads import fault_event
 from ..ros.samples import sample_to_json
 from . import manager, views
 from .bridges import ACTION_STATUS_SUFFIX, RosBridges
@@ -372,6 +374,8 @@ class FaultService:
             data = views.event(self.xv, event_type, fault, now, self._entity_of(fault), auto)
             self.stream.publish(event_type, data)
             self.stats["events_published"] += 1
+            if self.state.events.has_listeners(FAULTS):  # triggers (gateway/push)
+                self.state.events.publish(fault_event(fault, event_type, self._entity_of(fault)))
         if self.snapshots_enabled:
             for code in batch.captures:
                 self._capture(code)

@@ -71,7 +71,7 @@ class PluginContext:
 
     async def watch_topic(self, topic: str, type_name: str) -> None:
         """Keep the sample pool subscribed to topic (its LRU may still drop it)."""
-        await self._state.pool.watch(topic, type_name)
+        await self._state.pool.track(topic, type_name)
 
     async def node_parameters(self, node_fqn: str) -> dict[str, Any]:
         """Every parameter value of a node (ros.parameters errors when it does not answer)."""

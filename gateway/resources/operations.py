@@ -24,6 +24,7 @@ from ..http.jsonutil import json_response, read_json_body
 from ..http.routes import Registry
 from ..model.entities import Entity
 from ..model.items import ItemLookupError, MemberItem, assign_ids, resolve
+from ..push.publishers import service_completed, watch_execution
 from ..ros.actions import ActionManager, Execution, ros_status_name
 from ..ros.message import (
     MessageFieldError,
@@ -264,7 +265,10 @@ async def start_execution(request: web.Request) -> web.Response:
         try:
             response = await caller.call(op.path, op.type, msg, timeout)
         except CallError as exc:
+            service_completed(state, op.member_ids[0] if op.member_ids else None, op.path,
+                              False)
             raise call_error(exc, **where) from None
+        service_completed(state, op.member_ids[0] if op.member_ids else None, op.path, True)
         xv = {"ros2_service": op.path, "ros2_type": op.type}
         return json_response({"parameters": message_to_dict(response), state.xv: xv})
     goal = _build(cls.Goal, fields, op)
@@ -274,6 +278,7 @@ async def start_execution(request: web.Request) -> web.Response:
                                      timeout)
     except CallError as exc:
         raise call_error(exc, **where) from None
+    watch_execution(state, op.member_ids[0] if op.member_ids else None, ex)  # triggers
     return json_response(execution_body(state, ex), status=202,
                          headers={"Location": _location(entity, op, ex.id)})
 

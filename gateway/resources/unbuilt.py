@@ -46,15 +46,7 @@ ENTITY_ROWS: tuple[tuple[str, str, str, tuple[str, ...], Role], ...] = (
     ("bulk-data", "DELETE", "/bulk-data/{category}/{bulk_id}", CA, OPER),
     ("data-categories", "GET", "/data-categories", ALL, VIEW),
     ("data-groups", "GET", "/data-groups", ALL, VIEW),
-    ("cyclic-subscriptions", "GET", "/cyclic-subscriptions", ("components", "apps",
-                                                              "functions"), VIEW),
-    ("cyclic-subscriptions", "POST", "/cyclic-subscriptions", ("components", "apps",
-                                                               "functions"), OPER),
-    ("triggers", "GET", "/triggers", ALL, VIEW),
-    ("triggers", "POST", "/triggers", ALL, OPER),
     ("status", "GET", "/status", CA, VIEW),
-    ("fault-triggers", "GET", "/fault-triggers", ("apps",), VIEW),
-    ("fault-triggers", "POST", "/fault-triggers", ("apps",), OPER),
 )
 SERVER_ROWS: tuple[tuple[str, str, str, Role], ...] = (
     ("faults", "GET", "/faults", VIEW),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -129,6 +129,8 @@ class RosoutLog:
         self._seq = 0
         self._sub: Any = None
         self.received = 0
+        # Push delivery: listener(record) called on the executor thread for each /rosout entry.
+        self.listener: Callable[[LogRecord], None] | None = None
 
     async def start(self) -> None:
         """Create the subscription (off the loop)."""
@@ -153,6 +155,8 @@ class RosoutLog:
             record = LogRecord(self._seq, stamp, int(msg.level), msg.name, msg.msg,
                                msg.file, msg.function, int(msg.line))
             self._buffer(msg.name).append(record)
+        if self.listener is not None:
+            self.listener(record)
 
     def snapshot(self) -> tuple[list[str], list[LogRecord]]:
         """Logger names and every buffered record (a copy)."""

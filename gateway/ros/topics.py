@@ -8,6 +8,7 @@ import struct
 import threading
 import time
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,7 +75,7 @@ def _stamp_ns(data: bytes) -> int:
 
 class _Entry:
     __slots__ = ("topic", "type_name", "sub", "sample", "seq", "waiters", "json_seq", "json",
-                 "bodies", "recent", "lost", "stamped", "latency_ns")
+                 "bodies", "recent", "lost", "stamped", "latency_ns", "watchers")
 
     def __init__(self, topic: str, type_name: str) -> None:
         self.topic = topic
@@ -91,6 +92,7 @@ class _Entry:
         self.lost = 0
         self.stamped = False  # the type starts with a std_msgs/Header
         self.latency_ns: int | None = None
+        self.watchers = 0  # push consumers (gateway/push): pinned, each sample handed on
 
 
 def _qos_for(node: Any, topic: str) -> QoSProfile:
@@ -122,6 +124,9 @@ class SamplePool:
         self.type_changes = 0
         self.cold_waits = 0
         self._publishers: dict[str, tuple[str, Any]] = {}
+        # Push delivery: listener(topic, type, sample) on the loop for each sample of a
+        # watched topic (one raw subscription serves every client).
+        self.listener: Callable[[str, str, Sample], None] | None = None
 
     @property
     def topics(self) -> frozenset[str]:
@@ -143,8 +148,11 @@ class SamplePool:
                     stamp = _stamp_ns(data)
                     entry.latency_ns = received - stamp if stamp else None
                 waiting = bool(entry.waiters)
+                sample = entry.sample
             if waiting:
                 loop.call_soon_threadsafe(self._wake, entry)
+            if entry.watchers and self.listener is not None:
+                loop.call_soon_threadsafe(self.listener, entry.topic, entry.type_name, sample)
 
         return on_sample
 
@@ -206,10 +214,24 @@ class SamplePool:
             self._entries.pop(topic, None)
             raise
         while len(self._entries) > self.cap:
-            _, old = self._entries.popitem(last=False)
+            old_topic = next((t for t, e in self._entries.items() if not e.watchers), None)
+            if old_topic is None:
+                break  # every entry is watched: the pool grows past its cap
+            old = self._entries.pop(old_topic)
             self.evictions += 1
             await self.bridge.run(self._drop, old)
         return entry
+
+    async def watch(self, topic: str, type_name: str) -> None:
+        """Pin a topic (never evicted) and hand each of its samples to `listener`."""
+        entry = await self._entry(topic, type_name)
+        entry.watchers += 1
+
+    def unwatch(self, topic: str) -> None:
+        """Undo one watch (the entry becomes evictable again at zero)."""
+        entry = self._entries.get(topic)
+        if entry is not None and entry.watchers > 0:
+            entry.watchers -= 1
 
     def peek(self, topic: str, type_name: str) -> _Entry | None:
         """The entry when it is subscribed with this type and holds a sample (no waiting)."""
@@ -238,7 +260,7 @@ class SamplePool:
                     entry.waiters.remove(fut)
         return entry.sample, entry
 
-    async def watch(self, topic: str, type_name: str) -> None:
+    async def track(self, topic: str, type_name: str) -> None:
         """Subscribe to topic now (as a read would), so receive statistics accumulate."""
         await self._entry(topic, type_name)
 

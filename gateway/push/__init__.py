@@ -1,0 +1,1 @@
+"""Push delivery: cyclic subscriptions, triggers and fault triggers over SSE."""

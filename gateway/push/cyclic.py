@@ -1,0 +1,171 @@
+"""Cyclic sampling: one timer per interval class delivers each subscription's current value."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import orjson
+
+from ..events import CONFIGURATIONS, Event
+from .model import Subscription, iso_ms
+from .rules import INTERVALS
+from .sse import data_frame, error_frame
+
+log = logging.getLogger(__name__)
+
+SNAPSHOT_MAX_AGE_S = 1.0  # collections read through ROS services are refreshed this often
+
+
+class CyclicSampler:
+    """Timers for the fast, normal and slow intervals, and the collection snapshots they read."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        self.state = engine.state
+        self.ticks = 0
+        self.frames = 0
+        # (collection, entity_type, entity_id) -> (taken at, items) for collections read
+        # through ROS services; refreshed in the background.
+        self._snapshots: dict[tuple[str, str, str], tuple[float, list[Any]]] = {}
+        self._refreshing: dict[tuple[str, str, str], asyncio.Task[None]] = {}
+        self._off = self.state.events.subscribe([CONFIGURATIONS], self._on_config)
+
+    def start(self) -> list[asyncio.Task[None]]:
+        """One task per interval class."""
+        return [asyncio.ensure_future(self._run(name, period))
+                for name, period in INTERVALS.items()]
+
+    async def _run(self, name: str, period: float) -> None:
+        loop = asyncio.get_running_loop()
+        due = loop.time()
+        try:
+            while True:
+                due += period
+                delay = due - loop.time()
+                if delay < 0:  # behind (a busy loop): skip the missed ticks, keep the phase
+                    due += (-delay // period + 1) * period
+                    delay = due - loop.time()
+                await asyncio.sleep(delay)
+                self._tick(name)
+        finally:
+            self._off()
+
+    def _tick(self, name: str) -> None:
+        now = time.time()
+        stamp = iso_ms(now)
+        built: dict[tuple[str, ...], bytes | None] = {}
+        for sub in tuple(self.engine.subscriptions.values()):
+            if sub.interval != name or sub.channel is None or not sub.channel.connected:
+                continue
+            if sub.expired(now):
+                self.engine.remove_subscription(sub)
+                continue
+            key = (sub.ref.collection, sub.entity_type, sub.entity_id, sub.ref.path)
+            if key not in built:
+                built[key] = self._frame(sub, stamp)
+            raw = built[key]
+            if raw is not None:
+                sub.channel.send(raw)
+                self.frames += 1
+        self.ticks += 1
+
+    def _frame(self, sub: Subscription, stamp: str) -> bytes | None:
+        """The frame of a subscription's current value; None when there is none yet."""
+        col = sub.ref.collection
+        try:
+            if col == "data":
+                return self._data_frame(sub, stamp)
+            items = self._items(sub)
+        except Exception as exc:
+            log.warning("sampling %s failed", sub.ref.uri, exc_info=True)
+            return error_frame("internal-error", f"sampling {sub.ref.uri} failed: {exc}")
+        if items is None:
+            return None
+        return data_frame({"timestamp": stamp, "payload": {"id": col, "data": items}})
+
+    def _data_frame(self, sub: Subscription, stamp: str) -> bytes | None:
+        resolved = self.engine.topics.resolved(sub)
+        if resolved is None:
+            return None
+        topic, type_name = resolved
+        entry = self.state.pool.peek(topic, type_name)
+        if entry is None:
+            return None
+        sample = entry.sample
+        if entry.json_seq != sample.seq:  # the same cache data reads use
+            from ..ros.samples import sample_to_json
+
+            entry.json_seq, entry.json = sample.seq, sample_to_json(type_name, sample.data)
+            entry.bodies.clear()
+        return data_frame({"timestamp": stamp,
+                           "payload": {"id": topic, "data": orjson.Fragment(entry.json)}})
+
+    def _items(self, sub: Subscription) -> list[Any] | None:
+        state = self.state
+        entity = state.cache.entities.get(sub.entity_type, sub.entity_id)
+        if entity is None:
+            return None
+        col = sub.ref.collection
+        if col == "faults":
+            from ..faults import views
+            from ..faults.model import DEFAULT_FILTER
+            from ..resources.faults import owners
+
+            svc = state.extras.get("faults")
+            if svc is None:
+                return None
+            return [views.list_item(state.xv, f)
+                    for f in svc.select(DEFAULT_FILTER, owners(state, entity))]
+        if col == "logs":
+            from ..resources.logs import config_of, members_of
+            from ..ros.rosout import entry, logger_to_node, select
+
+            rosout = state.extras.get("rosout")
+            if rosout is None:
+                return None
+            config = config_of(state, entity)
+            loggers, records = rosout.snapshot()
+            fqns = frozenset(n.fqn for n in state.cache.graph.nodes)
+            nodes = {name: logger_to_node(name, fqns) for name in loggers}
+            members, prefix = members_of(state, entity)
+            picked = select(records, nodes, members, prefix, config["severity_filter"],
+                            config["max_entries"])
+            return [entry(r, nodes[r.logger]) for r in picked]
+        return self._snapshot(col, entity)
+
+    def _snapshot(self, col: str, entity: Any) -> list[Any] | None:
+        key = (col, entity.kind, entity.id)
+        taken = self._snapshots.get(key)
+        fresh = taken is not None and time.monotonic() - taken[0] < SNAPSHOT_MAX_AGE_S
+        if not fresh and key not in self._refreshing:
+            task = asyncio.ensure_future(self._refresh(key, col, entity))
+            self._refreshing[key] = task
+            task.add_done_callback(lambda _t: self._refreshing.pop(key, None))
+        return taken[1] if taken is not None else None
+
+    async def _refresh(self, key: tuple[str, str, str], col: str, entity: Any) -> None:
+        try:
+            if col == "configurations":
+                from ..resources.configurations import local_items
+
+                items = (await local_items(self.state, entity))[0]
+            else:
+                provider = self.state.extras.get("push_collections", {}).get(col)
+                if provider is None:
+                    return
+                items = list(await provider(self.state, entity))
+        except Exception:
+            log.debug("refreshing %s of %s failed", col, entity.id, exc_info=True)
+            return
+        self._snapshots[key] = (time.monotonic(), items)
+
+    def _on_config(self, event: Event) -> None:
+        """A parameter changed: configuration snapshots of its entities go stale."""
+        for key in list(self._snapshots):
+            if key[0] == "configurations" and event.entity_id in self.engine.members(key[1],
+                                                                                  key[2]):
+                taken = self._snapshots[key]
+                self._snapshots[key] = (0.0, taken[1])

@@ -1,0 +1,400 @@
+"""The push engine: triggers and cyclic subscriptions fed by the event bus and the sample pool."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from ..events import DATA, FAULTS, LOCKS, LOGS, OPERATIONS, UPDATES, Event
+from ..http.errors import SERVICE_UNAVAILABLE, ApiError
+from ..http.jsonutil import dumps
+from .model import ACTIVE, TERMINATED, Subscription, Trigger, envelope
+from .rules import SubscriptionSpec, TriggerSpec, trigger_create
+from .sse import Channel, SseHub, data_frame
+from .store import TriggerStore
+from .topics import TopicWatch
+from .uris import topic_matches
+
+log = logging.getLogger(__name__)
+
+HOUSEKEEPING_S = 0.25
+PREVIOUS_FLUSH_S = 1.0
+LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "fatal": 50}
+_TRIGGER_ID = re.compile(r"^trig_(\d+)$")
+# event kind of each observable trigger collection
+KIND_OF = {"data": DATA, "faults": FAULTS, "operations": OPERATIONS, "updates": UPDATES,
+           "logs": LOGS}
+
+
+class PushEngine:
+    """Owns every subscription and trigger of this gateway; runs on the event loop."""
+
+    def __init__(self, state: Any, hub: SseHub, topics: TopicWatch) -> None:
+        s = state.settings
+        self.state = state
+        self.hub = hub
+        self.topics = topics
+        self.max_subscriptions: int = s["sse.max_subscriptions"]
+        self.max_duration: int = s["sse.max_duration_sec"]
+        self.triggers_enabled = bool(s.get("triggers.enabled", True))
+        max_triggers = s.get("triggers.max_triggers", 1000)
+        if isinstance(max_triggers, bool) or not isinstance(max_triggers, int) \
+                or not 1 <= max_triggers <= 100000:
+            log.warning("setting 'triggers.max_triggers' %r is out of range; using 1000",
+                        max_triggers)
+            max_triggers = 1000
+        self.max_triggers: int = max_triggers
+        self.restore = s.get("triggers.on_restart_behavior", "reset") == "restore"
+        self.subscriptions: dict[str, Subscription] = {}
+        self.triggers: dict[str, Trigger] = {}
+        self._by_topic: dict[str, list[Trigger]] = {}  # rebuilt when topic bindings change
+        self._indexed = (-1, -1)  # (topic watch version, trigger set version)
+        self._trigger_version = 0
+        self._observed: dict[str, int] = {}  # triggers per observed event kind
+        self._sub_ids = itertools.count(1)
+        self._trig_ids = itertools.count(1)
+        self._members: dict[tuple[str, str], tuple[int, frozenset[str]]] = {}
+        self._unsubscribe: list[Callable[[], None]] = []
+        self._tasks: list[asyncio.Task[Any]] = []
+        self.store = TriggerStore(_store_path(state))
+        self.fired = 0
+        self.evaluated = 0
+
+    # lifecycle ------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Listen to the bus, load persistent triggers, start the timers."""
+        bus = self.state.events
+        self._unsubscribe.append(bus.subscribe([FAULTS, OPERATIONS, UPDATES, LOGS, DATA],
+                                               self._on_event))
+        self._unsubscribe.append(bus.subscribe([LOCKS], self._on_lock))
+        if self.restore:
+            self._load()
+        else:
+            for tid in self.store.ids():
+                self.store.delete(tid)
+        from .cyclic import CyclicSampler
+
+        self.sampler = CyclicSampler(self)
+        self._tasks.append(asyncio.ensure_future(self._housekeeping()))
+        self._tasks.extend(self.sampler.start())
+
+    async def stop(self) -> None:
+        """Stop timers, end streams, store previous values."""
+        for off in self._unsubscribe:
+            off()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._flush_previous()
+        self.store.close()
+
+    def end_streams(self) -> None:
+        """End every open stream (server shutdown)."""
+        for sub in self.subscriptions.values():
+            if sub.channel is not None:
+                sub.channel.close()
+        for trig in self.triggers.values():
+            if trig.channel is not None:
+                trig.channel.close()
+
+    # entities -------------------------------------------------------------------------------
+    def members(self, entity_type: str, entity_id: str) -> frozenset[str]:
+        """The entity id and the ids of its member apps (cached per entity generation)."""
+        entities = self.state.cache.entities
+        key = (entity_type, entity_id)
+        cached = self._members.get(key)
+        if cached is not None and cached[0] == entities.generation:
+            return cached[1]
+        entity = entities.get(entity_type, entity_id)
+        ids = {entity_id}
+        if entity is not None:
+            ids.update(a.id for a in entities.member_apps(entity))
+        out = frozenset(ids)
+        self._members[key] = (entities.generation, out)
+        return out
+
+    # subscriptions --------------------------------------------------------------------------
+    def create_subscription(self, spec: SubscriptionSpec, client_id: str | None,
+                            now: float) -> Subscription:
+        """A new subscription; 503 past sse.max_subscriptions."""
+        if len(self.subscriptions) >= self.max_subscriptions:
+            raise ApiError(503, SERVICE_UNAVAILABLE,
+                           f"Too many cyclic subscriptions (sse.max_subscriptions="
+                           f"{self.max_subscriptions}); delete one first",
+                           parameters={"max_subscriptions": self.max_subscriptions})
+        sub = Subscription(f"sub_{next(self._sub_ids)}", spec.ref.entity_type,
+                           spec.ref.entity_id, spec.ref, spec.interval, spec.duration,
+                           now + spec.duration, client_id)
+        sub.channel = Channel(self.hub)
+        self.subscriptions[sub.id] = sub
+        if spec.ref.collection == "data":
+            self.topics.want(sub, sub.entity_type, sub.entity_id, spec.ref.path, events=False)
+        return sub
+
+    def subscriptions_of(self, entity_type: str, entity_id: str) -> list[Subscription]:
+        """Subscriptions created on an entity."""
+        return [s for s in self.subscriptions.values()
+                if (s.entity_type, s.entity_id) == (entity_type, entity_id)]
+
+    def remove_subscription(self, sub: Subscription) -> None:
+        """Delete a subscription and end its streams."""
+        if self.subscriptions.pop(sub.id, None) is None:
+            return
+        self.topics.drop(sub)
+        if sub.channel is not None:
+            sub.channel.close()
+
+    def update_subscription(self, sub: Subscription, interval: str | None,
+                            duration: int | None, now: float) -> None:
+        """PUT: a new interval and/or duration (a duration restarts the expiry from now)."""
+        if interval is not None:
+            sub.interval = interval
+        if duration is not None:
+            sub.duration = duration
+            sub.expires_at = now + duration
+
+    # triggers -------------------------------------------------------------------------------
+    def create_trigger(self, spec: TriggerSpec, raw: dict[str, Any], now: float,
+                       trigger_id: str | None = None) -> Trigger:
+        """A new trigger; 503 past triggers.max_triggers or when it cannot be stored."""
+        if len(self.triggers) >= self.max_triggers:
+            raise ApiError(503, SERVICE_UNAVAILABLE,
+                           f"Too many triggers (triggers.max_triggers={self.max_triggers}); "
+                           "delete one first", parameters={"max_triggers": self.max_triggers})
+        tid = trigger_id or f"trig_{next(self._trig_ids)}"
+        expires = now + spec.lifetime if spec.lifetime is not None else None
+        trig = Trigger(tid, spec.ref.entity_type, spec.ref.entity_id, spec, raw, now, expires)
+        trig.channel = Channel(self.hub)
+        if spec.persistent and trigger_id is None:
+            try:
+                self.store.put(tid, trig.entity_type, trig.entity_id, raw, now, expires)
+            except Exception as exc:
+                raise ApiError(503, SERVICE_UNAVAILABLE,
+                               f"The trigger could not be stored: {exc}") from None
+        self.triggers[tid] = trig
+        self._trigger_version += 1
+        kind = KIND_OF.get(trig.collection, trig.collection)
+        self._observed[kind] = self._observed.get(kind, 0) + 1
+        if spec.ref.collection == "data":
+            self.topics.want(trig, trig.entity_type, trig.entity_id, spec.ref.path,
+                             events=True)
+        return trig
+
+    def observes(self, kind: str) -> bool:
+        """Whether any trigger observes changes of this kind (publishers may skip work; safe
+        to call from the executor thread)."""
+        return self._observed.get(kind, 0) > 0
+
+    def triggers_of(self, entity_type: str, entity_id: str) -> list[Trigger]:
+        """Triggers created on an entity."""
+        return [t for t in self.triggers.values()
+                if (t.entity_type, t.entity_id) == (entity_type, entity_id)]
+
+    def remove_trigger(self, trig: Trigger, terminated: bool = False) -> None:
+        """Delete (or terminate) a trigger: its stream closes after what is queued."""
+        if self.triggers.pop(trig.id, None) is None:
+            return
+        trig.status = TERMINATED
+        self.topics.drop(trig)
+        self._trigger_version += 1
+        kind = KIND_OF.get(trig.collection, trig.collection)
+        self._observed[kind] = self._observed.get(kind, 1) - 1
+        if trig.spec.persistent:
+            try:
+                self.store.delete(trig.id)
+            except Exception:
+                log.exception("stored trigger %s could not be deleted", trig.id)
+        if trig.channel is not None:
+            trig.channel.close()
+
+    def set_lifetime(self, trig: Trigger, lifetime: int, now: float) -> None:
+        """PUT: expiry = now + lifetime."""
+        trig.expires_at = now + lifetime
+        trig.raw = {**trig.raw, "lifetime": lifetime}
+        trig.spec.lifetime = lifetime
+        if trig.spec.persistent:
+            self.store.set_expiry(trig.id, trig.expires_at)
+
+    def _data_index(self) -> dict[str, list[Trigger]]:
+        """Active data triggers by resolved topic (rebuilt after bindings change)."""
+        key = (self.topics.version, self._trigger_version)
+        if key != self._indexed:
+            index: dict[str, list[Trigger]] = {}
+            for trig in self.triggers.values():
+                if trig.collection == "data":
+                    trig.topic = self.topics.topic_of(trig)
+                    if trig.topic is not None:
+                        index.setdefault(trig.topic, []).append(trig)
+            self._by_topic, self._indexed = index, key
+        return self._by_topic
+
+    def _load(self) -> None:
+        now = time.time()
+        for tid in self.store.ids():
+            m = _TRIGGER_ID.match(tid)
+            if m:
+                self._trig_ids = itertools.count(max(int(m.group(1)) + 1, next(self._trig_ids)))
+        for row in self.store.active():
+            if row["expires_at"] is not None and row["expires_at"] <= now:
+                self.store.terminate(row["id"])
+                continue
+            try:
+                spec = trigger_create(row["body"], row["entity_type"], row["entity_id"])
+                trig = self.create_trigger(spec, row["body"], row["created_at"], row["id"])
+            except ApiError as exc:
+                log.warning("stored trigger %s dropped: %s", row["id"], exc.message)
+                self.store.terminate(row["id"])
+                continue
+            trig.expires_at = row["expires_at"]
+            trig.previous, trig.has_previous = row["previous"], row["has_previous"]
+        if self.triggers:
+            log.info("restored %d persistent triggers", len(self.triggers))
+
+    # events ---------------------------------------------------------------------------------
+    def _on_event(self, event: Event) -> None:
+        now = time.time()
+        if event.kind == DATA:
+            candidates: Iterable[Trigger] = tuple(self._data_index().get(event.resource, ()))
+        else:
+            candidates = [t for t in self.triggers.values() if KIND_OF.get(t.collection)
+                          == event.kind]
+        frame: list[bytes] = []  # one envelope for every trigger this event fires
+        for trig in candidates:
+            if trig.status != ACTIVE:
+                continue
+            if trig.expired(now):
+                self.remove_trigger(trig, terminated=True)
+                continue
+            if event.kind != DATA and not self._matches(trig, event):
+                continue
+            self.evaluated += 1
+            if trig.evaluate(event.payload):
+                if not frame:
+                    frame.append(data_frame(envelope(event.payload, now)))
+                self._fire(trig, frame[0], now)
+
+    def _matches(self, trig: Trigger, event: Event) -> bool:
+        path = trig.spec.ref.path
+        if path and not (topic_matches("/" + event.resource.strip("/"), path)
+                         or path.strip("/") == str(event.resource).strip("/")):
+            return False
+        if event.kind == UPDATES:
+            return True  # updates are server-scoped: every entity's trigger observes them
+        if event.entity_id is None:
+            return False
+        if event.entity_id not in self.members(trig.entity_type, trig.entity_id):
+            return False
+        if event.kind == LOGS:
+            return self._log_passes(trig, event)
+        return True
+
+    def _log_passes(self, trig: Trigger, event: Event) -> bool:
+        from ..resources.logs import config_of
+        from ..ros.rosout import severity_rank
+
+        entity = self.state.cache.entities.get(trig.entity_type, trig.entity_id)
+        if entity is None or not isinstance(event.payload, dict):
+            return False
+        floor = config_of(self.state, entity)["severity_filter"]
+        try:
+            return severity_rank(event.payload.get("severity", "debug")) >= severity_rank(floor)
+        except KeyError:
+            return False
+
+    def _fire(self, trig: Trigger, raw: bytes, now: float) -> None:
+        self.fired += 1
+        trig.fired += 1
+        if trig.channel is not None and trig.channel.connected:
+            trig.channel.send(raw)
+        else:
+            trig.pending.append(raw)
+        if trig.spec.log_settings is not None:
+            self._inject_log(trig, now)
+        if not trig.spec.multishot:
+            self.remove_trigger(trig, terminated=True)
+
+    def _inject_log(self, trig: Trigger, now: float) -> None:
+        settings = trig.spec.log_settings or {}
+        rosout = self.state.extras.get("rosout")
+        entity = self.state.cache.entities.get(trig.entity_type, trig.entity_id)
+        if rosout is None or entity is None:
+            return
+        from ..resources.common import local_member_apps
+
+        apps = local_member_apps(self.state, entity)
+        node = next((a.node_fqn for a in apps if a.node_fqn), None)
+        if node is None:
+            return
+        meta = {"condition_type": trig.spec.condition.type, "resource": trig.spec.ref.uri,
+                "trigger_id": trig.id}
+        message = f"{settings.get('marker', 'Trigger fired')} {dumps(meta).decode()}"
+        rosout.add(node.strip("/").replace("/", "."), LEVELS[settings.get("severity", "info")],
+                   message, int(now * 1e9))
+
+    def _on_lock(self, event: Event) -> None:
+        """An expired lock ends the entity's cyclic subscriptions (when it covered them)."""
+        if event.change != "expired" or not isinstance(event.payload, dict):
+            return
+        scopes = event.payload.get("scopes")
+        if scopes and "cyclic-subscriptions" not in scopes:
+            return
+        etype = str(event.payload.get("entity_type") or "")
+        etype = etype if etype.endswith("s") else etype + "s"
+        eid = event.payload.get("entity_id") or event.entity_id
+        for sub in self.subscriptions_of(etype, str(eid)):
+            log.info("lock %s expired: cyclic subscription %s ends", event.resource, sub.id)
+            self.remove_subscription(sub)
+
+    # housekeeping ---------------------------------------------------------------------------
+    async def _housekeeping(self) -> None:
+        last_flush = time.monotonic()
+        while True:
+            await asyncio.sleep(HOUSEKEEPING_S)
+            now = time.time()
+            for sub in [s for s in self.subscriptions.values() if s.expired(now)]:
+                self.remove_subscription(sub)
+            for trig in [t for t in self.triggers.values() if t.expired(now)]:
+                self.remove_trigger(trig, terminated=True)
+            await self.topics.reconcile()
+            if time.monotonic() - last_flush >= PREVIOUS_FLUSH_S:
+                last_flush = time.monotonic()
+                self._flush_previous()
+
+    def _flush_previous(self) -> None:
+        rows = []
+        for trig in self.triggers.values():
+            if trig.spec.persistent and trig.dirty:
+                trig.dirty = False
+                rows.append((trig.id, trig.previous))
+        if rows:
+            try:
+                self.store.set_previous(rows)
+            except Exception:
+                log.exception("previous values of persistent triggers could not be stored")
+
+    def health(self) -> dict[str, Any]:
+        """The push block of /health."""
+        return {"subscriptions": len(self.subscriptions),
+                "max_subscriptions": self.max_subscriptions,
+                "triggers": len(self.triggers), "max_triggers": self.max_triggers,
+                "triggers_fired": self.fired, "trigger_evaluations": self.evaluated,
+                "watched_topics": len(self.topics.watched), **self.hub.health()}
+
+
+def _store_path(state: Any) -> Path | None:
+    """triggers.storage.path, else triggers.db beside the fault database (memory without one)."""
+    configured = state.settings.get("triggers.storage.path", "")
+    if configured:
+        return Path(str(configured)).expanduser()
+    faults = state.extras.get("faults")
+    store = getattr(faults, "store", None)
+    if store is None or not store.persistent:
+        return None
+    return Path(store.path).parent / "triggers.db"
+

@@ -1,0 +1,192 @@
+"""Fault triggers: threshold rules on app topics raising and clearing faults in the fault manager."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import json
+import logging
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..events import DATA, Event
+from ..faults.model import FAILED, Report
+from ..http.errors import ApiError, invalid_parameter
+from .fault_rules import SEVERITIES, Rule, crossed, extract, from_record, parse_rule
+from .topics import TopicWatch
+
+log = logging.getLogger(__name__)
+
+MIN_POLL_MS = 50
+_ID = re.compile(r"^ftr_(\d+)$")
+
+
+class FaultTriggerEngine:
+    """Rules by id; DATA events latch them at once, a poll re-reports crossed ones."""
+
+    def __init__(self, state: Any, topics: TopicWatch) -> None:
+        s = state.settings
+        self.state = state
+        self.topics = topics
+        self.enabled = bool(s.get("fault_triggers.enabled", True))
+        poll = s.get("fault_triggers.poll_interval_ms", 1000)
+        if isinstance(poll, bool) or not isinstance(poll, (int, float)) or poll < MIN_POLL_MS:
+            log.warning("setting 'fault_triggers.poll_interval_ms' %r: using the floor %d ms",
+                        poll, MIN_POLL_MS)
+            poll = MIN_POLL_MS
+        self.poll_s = float(poll) / 1000.0
+        storage = s.get("fault_triggers.storage.path", "")
+        self.path = Path(str(storage)).expanduser() if storage else None
+        self.rules: dict[str, Rule] = {}
+        self._next = 1
+        self._off: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self.reports = 0
+        self.clears = 0
+
+    # lifecycle ------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Load stored rules, listen to samples, start the poll."""
+        for rule in self._load():
+            self._add(rule)
+        self._off = self.state.events.subscribe([DATA], self._on_sample)
+        self._task = asyncio.ensure_future(self._poll())
+
+    async def stop(self) -> None:
+        """Stop listening and polling."""
+        if self._off is not None:
+            self._off()
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    # rules ----------------------------------------------------------------------------------
+    def create(self, app: Any, body: Any) -> Rule:
+        """A new rule on an app (400 bad field or unknown topic, 409 fault_code in use)."""
+        rule = parse_rule(body, f"ftr_{self._next}", app.id)
+        if any(r.fault_code == rule.fault_code for r in self.rules.values()):
+            raise ApiError(409, "invalid-request",
+                           f"fault_code '{rule.fault_code}' is already raised by another "
+                           "fault-trigger rule; delete that rule or pick another code")
+        self._check_topic(app, rule)
+        self._next += 1
+        self._add(rule)
+        self._save()
+        return rule
+
+    def _check_topic(self, app: Any, rule: Rule) -> None:
+        from ..resources.data import entity_topics
+        from .uris import topic_matches
+
+        topics = list(entity_topics(self.state, app))
+        if not topics or any(topic_matches(t, rule.topic_path) for t in topics):
+            return
+        close = difflib.get_close_matches(rule.topic_path, topics, n=1, cutoff=0.0)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise invalid_parameter(f"App '{app.id}' has no data item '{rule.data_name}'{hint}")
+
+    def _add(self, rule: Rule) -> None:
+        self.rules[rule.id] = rule
+        m = _ID.match(rule.id)
+        if m:
+            self._next = max(self._next, int(m.group(1)) + 1)
+        self.topics.want(rule, "apps", rule.app_id, rule.topic_path, events=True)
+
+    def of_app(self, app_id: str) -> list[Rule]:
+        """Rules of one app."""
+        return [r for r in self.rules.values() if r.app_id == app_id]
+
+    def delete(self, rule: Rule) -> None:
+        """Remove a rule; a crossed one clears its fault."""
+        self.rules.pop(rule.id, None)
+        self.topics.drop(rule)
+        if rule.crossed:
+            self._clear(rule)
+        self._save()
+
+    # evaluation -----------------------------------------------------------------------------
+    def _on_sample(self, event: Event) -> None:
+        for rule in tuple(self.rules.values()):
+            if not rule.active or self.topics.topic_of(rule) != event.resource:
+                continue
+            value = extract(event.payload, rule.pointer, event.resource)
+            if value is None:
+                continue  # unreadable: hold state
+            rule.value = value
+            now_crossed = crossed(value, rule.operator, rule.threshold)
+            if now_crossed and not rule.crossed:
+                rule.crossed = True
+                self._report(rule)
+                self._save()
+            elif not now_crossed and rule.crossed:
+                rule.crossed = False
+                self._clear(rule)
+                self._save()
+
+    async def _poll(self) -> None:
+        while True:
+            await asyncio.sleep(self.poll_s)
+            for rule in tuple(self.rules.values()):
+                if rule.active and rule.crossed and rule.value is not None:
+                    self._report(rule)  # level-triggered while crossed
+
+    def _source(self, rule: Rule) -> str:
+        app = self.state.cache.entities.get("apps", rule.app_id)
+        return app.node_fqn if app is not None and app.node_fqn else rule.app_id
+
+    def _report(self, rule: Rule) -> None:
+        svc = self.state.extras.get("faults")
+        if svc is None:
+            return
+        value = rule.value if rule.value is not None else rule.threshold
+        svc.submit([Report(rule.fault_code, FAILED, SEVERITIES[rule.severity],
+                           rule.description(value), self._source(rule))])
+        self.reports += 1
+
+    def _clear(self, rule: Rule) -> None:
+        svc = self.state.extras.get("faults")
+        if svc is None:
+            return
+        svc.clear([rule.fault_code], scope=())  # no correlation cascade
+        self.clears += 1
+
+    # persistence ----------------------------------------------------------------------------
+    def _load(self) -> list[Rule]:
+        if self.path is None or not self.path.exists():
+            return []
+        try:
+            records = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            log.error("setting 'fault_triggers.storage.path': %s is unreadable (%s); "
+                      "starting without rules", self.path, exc)
+            return []
+        rules = [from_record(r) for r in records if isinstance(r, dict)] \
+            if isinstance(records, list) else []
+        good = [r for r in rules if r is not None]
+        if len(good) != len(rules):
+            log.warning("%d malformed fault-trigger rules dropped from %s",
+                        len(rules) - len(good), self.path)
+        return good
+
+    def _save(self) -> None:
+        if self.path is None:
+            return
+        data = json.dumps([r.record() for r in self.rules.values()], indent=1)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".fault_triggers")
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(data)
+            os.replace(tmp, self.path)
+        except OSError:
+            log.exception("fault-trigger rules could not be written to %s", self.path)
+
+    def health(self) -> dict[str, Any]:
+        """Figures for /health."""
+        return {"rules": len(self.rules),
+                "crossed": sum(1 for r in self.rules.values() if r.crossed),
+                "reports": self.reports, "clears": self.clears,
+                "poll_interval_ms": round(self.poll_s * 1000)}

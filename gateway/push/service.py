@@ -1,0 +1,72 @@
+"""Starting and stopping push delivery with the gateway (after ROS and the fault manager)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..faults.stream import SseSlots
+from .engine import PushEngine
+from .fault_engine import FaultTriggerEngine
+from .publishers import LogTap, parameter_changed
+from .sse import SseHub
+from .topics import TopicWatch
+
+log = logging.getLogger(__name__)
+
+
+async def start(state: Any) -> None:
+    """Create the SSE hub, the engines and the publishers; register the /health block."""
+    from ..ros.param_events import ParameterEvents
+
+    s = state.settings
+    slots = state.extras.get("sse_slots")
+    if slots is None:
+        slots = state.extras["sse_slots"] = SseSlots(s["sse.max_clients"])
+    hub = SseHub(slots, s["sse.client_queue_size"], s["sse.keepalive_sec"])
+    topics = TopicWatch(state)
+    engine = PushEngine(state, hub, topics)
+    await engine.start()
+    faults = FaultTriggerEngine(state, topics)
+    if faults.enabled:
+        await faults.start()
+        state.extras["fault_triggers"] = faults
+    state.extras["push"] = engine
+    rosout = state.extras.get("rosout")
+    if rosout is not None:
+        rosout.listener = LogTap(state)
+    params = ParameterEvents(state.bridge, lambda node, names: parameter_changed(
+        state, node, names))
+    try:
+        await params.start()
+    except Exception:
+        log.warning("no /parameter_events subscription: configuration changes are not "
+                    "pushed", exc_info=True)
+    state.extras["parameter_events"] = params
+    health = state.extras.setdefault("health", {})
+    health["x-vendor-push"] = lambda: {**engine.health(), "fault_triggers": faults.health()}
+
+
+async def on_shutdown(state: Any) -> None:
+    """End every push stream so the server stops without waiting for clients."""
+    engine = state.extras.get("push")
+    if engine is not None:
+        engine.end_streams()
+        await engine.hub.close()
+
+
+async def stop(state: Any) -> None:
+    """Stop the engines and publishers."""
+    rosout = state.extras.get("rosout")
+    if rosout is not None:
+        rosout.listener = None
+    params = state.extras.pop("parameter_events", None)
+    if params is not None:
+        await params.stop()
+    faults = state.extras.pop("fault_triggers", None)
+    if faults is not None:
+        await faults.stop()
+    engine = state.extras.pop("push", None)
+    if engine is not None:
+        await engine.hub.close()
+        await engine.stop()

@@ -1,0 +1,90 @@
+"""Persistent triggers in SQLite under state_dir (one row per trigger, JSON columns)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS triggers (
+    id TEXT PRIMARY KEY,
+    entity_type TEXT NOT NULL,
+    entity_id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    expires_at REAL,
+    status TEXT NOT NULL,
+    previous TEXT,
+    has_previous INTEGER NOT NULL DEFAULT 0
+);
+"""
+
+
+class TriggerStore:
+    """Rows of persistent triggers; ':memory:' when no directory is given."""
+
+    def __init__(self, path: str | Path | None) -> None:
+        self.path = str(path) if path else ":memory:"
+        if path:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.executescript(SCHEMA)
+
+    def put(self, trigger_id: str, entity_type: str, entity_id: str, body: dict[str, Any],
+            created_at: float, expires_at: float | None, status: str = "active") -> None:
+        """Insert or replace a trigger row."""
+        self.db.execute(
+            "INSERT OR REPLACE INTO triggers (id, entity_type, entity_id, body, created_at, "
+            "expires_at, status) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (trigger_id, entity_type, entity_id, json.dumps(body), created_at, expires_at,
+             status))
+
+    def set_expiry(self, trigger_id: str, expires_at: float | None) -> None:
+        """A new expiry time (PUT lifetime)."""
+        self.db.execute("UPDATE triggers SET expires_at = ? WHERE id = ?",
+                        (expires_at, trigger_id))
+
+    def set_previous(self, rows: list[tuple[str, Any]]) -> None:
+        """The last evaluated value of each trigger."""
+        with self.db:
+            self.db.executemany(
+                "UPDATE triggers SET previous = ?, has_previous = 1 WHERE id = ?",
+                [(json.dumps(value), tid) for tid, value in rows])
+
+    def terminate(self, trigger_id: str) -> None:
+        """Mark a row terminated (kept for the record)."""
+        self.db.execute("UPDATE triggers SET status = 'terminated' WHERE id = ?", (trigger_id,))
+
+    def delete(self, trigger_id: str) -> None:
+        """Remove a row."""
+        self.db.execute("DELETE FROM triggers WHERE id = ?", (trigger_id,))
+
+    def active(self) -> list[dict[str, Any]]:
+        """Every active row as a dict (body and previous decoded; bad rows skipped)."""
+        out = []
+        for row in self.db.execute(
+                "SELECT id, entity_type, entity_id, body, created_at, expires_at, previous, "
+                "has_previous FROM triggers WHERE status = 'active' ORDER BY created_at"):
+            try:
+                out.append({"id": row[0], "entity_type": row[1], "entity_id": row[2],
+                            "body": json.loads(row[3]), "created_at": row[4],
+                            "expires_at": row[5],
+                            "previous": json.loads(row[6]) if row[6] is not None else None,
+                            "has_previous": bool(row[7])})
+            except (TypeError, ValueError):
+                log.warning("stored trigger %s is unreadable; skipped", row[0])
+        return out
+
+    def ids(self) -> list[str]:
+        """Every stored id (so new ids continue past them)."""
+        return [r[0] for r in self.db.execute("SELECT id FROM triggers")]
+
+    def close(self) -> None:
+        """Close the database."""
+        self.db.close()
