@@ -34,7 +34,7 @@ unit: install
 
 lint: install
 	$(BIN)/ruff check gateway federation recorder tests bench $(wildcard setup.py)
-	$(BIN)/mypy gateway/config.py gateway/http gateway/model gateway/discovery/runtime.py federation recorder
+	$(BIN)/mypy gateway/config.py gateway/http gateway/model gateway/wire gateway/discovery/runtime.py federation recorder
 
 bench: install
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -10,14 +10,17 @@ from urllib.parse import unquote_to_bytes
 from aiohttp import web
 from aiohttp.web_urldispatcher import MatchInfoError
 
+from ..model.ids import invalid_id_reason
 from .errors import ApiError, bad_request, http_layer_error
 from .jsonutil import JSON_TYPE, dumps
 from .ranges import RangeError, parse_range
+from .routes import ENTITY_PARAM
 
 log = logging.getLogger(__name__)
 
 _BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _NON_ASCII = re.compile(r"%[89A-Fa-f]")
+_ID_PARAMS = frozenset({*ENTITY_PARAM.values(), "sub_id"})
 
 
 def error_response(err: ApiError, vendor: str) -> web.Response:
@@ -58,6 +61,8 @@ def make_middleware(state: Any) -> Any:
     # Raw paths that passed check_uri recently: a set lookup instead of two regex scans on
     # the hot path (bounded; cleared when full).
     checked: set[str] = set()
+    # Path parameters holding entity ids, per route: checked against the spec's charset.
+    id_params = {r: [p for p in r.params if p in _ID_PARAMS] for r in routes.values()}
 
     @web.middleware
     async def middleware(request: web.Request, handler: Any) -> web.StreamResponse:
@@ -92,6 +97,10 @@ def make_middleware(state: Any) -> Any:
             if route is not None:
                 if guard.active:
                     await guard(request, route)
+                for param in id_params.get(route, ()):
+                    reason = invalid_id_reason(match_info[param])
+                    if reason is not None:
+                        raise state.wire.errors.invalid_entity_id(match_info[param], reason)
                 # Aggregation: requests for peer-owned entities and items go to the peer.
                 forward = state.extras.get("forwarder")
                 if forward is not None:

@@ -6,7 +6,6 @@ from typing import Any
 
 from aiohttp import web
 
-from ..http.errors import not_found
 from ..http.jsonutil import json_response
 from ..http.routes import ENTITY_PARAM, ENTITY_TYPES, Registry
 from ..model.entities import Entity
@@ -52,7 +51,7 @@ def detail(state: GatewayState, entity: Entity) -> dict[str, Any]:
             node = origin.node_fqn
         xv["ros2"] = {"node": node, "namespace": entity.namespace}
         if entity.component:
-            links["is-located-on"] = href(f"{entity.path}/is-located-on")
+            links["is-located-on"] = state.wire.entities.is_located_on(entity)
             links["belongs-to"] = href(f"{entity.path}/belongs-to")
     elif entity.kind == "components":
         if entity.identity:
@@ -64,6 +63,7 @@ def detail(state: GatewayState, entity: Entity) -> dict[str, Any]:
     elif entity.kind == "areas" and entity.parent:
         links["parent"] = href(f"/areas/{entity.parent}")
     out["_links"] = links
+    state.wire.entities.detail_extras(entity, out)
     return out
 
 
@@ -134,7 +134,7 @@ def _app(request: web.Request) -> Entity:
     app_id = request.match_info["app_id"]
     app = entities(request).apps.get(app_id)
     if app is None:
-        raise not_found("App not found", app_id=app_id)
+        raise state_of(request).wire.errors.unknown_entity("apps", app_id, relation=True)
     return app
 
 
@@ -190,7 +190,7 @@ async def subcomponent(request: web.Request) -> web.Response:
     comp = resolve_entity(request)
     sub = entities(request).components.get(request.match_info["sub_id"])
     if sub is None or sub.parent != comp.id:
-        raise entity_not_found("components", request.match_info["sub_id"])
+        raise entity_not_found("components", request.match_info["sub_id"], request)
     return json_response(detail(state_of(request), sub))
 
 
@@ -212,7 +212,7 @@ async def subarea(request: web.Request) -> web.Response:
     area = resolve_entity(request)
     sub = entities(request).areas.get(request.match_info["sub_id"])
     if sub is None or sub.parent != area.id:
-        raise entity_not_found("areas", request.match_info["sub_id"])
+        raise entity_not_found("areas", request.match_info["sub_id"], request)
     return json_response(detail(state_of(request), sub))
 
 

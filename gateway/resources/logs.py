@@ -8,11 +8,12 @@ from aiohttp import web
 
 from ..auth.roles import Role
 from ..http.errors import ApiError, bad_request, invalid_parameter
-from ..http.jsonutil import json_response, read_json_body
+from ..http.jsonutil import json_response
 from ..http.routes import Registry
 from ..model.entities import Entity
 from ..ros.rosout import SEVERITIES, RosoutLog, entry, logger_to_node, select
 from ..state import GatewayState, state_of
+from ..wire.bodies import read_object
 from .common import envelope, federation, local_member_apps, resolve_entity
 
 DEFAULT_CONFIG = {"severity_filter": "debug", "max_entries": 100}
@@ -92,7 +93,7 @@ async def put_log_configuration(request: web.Request) -> web.Response:
     """Change severity_filter and/or max_entries (204)."""
     state = state_of(request)
     entity = resolve_entity(request)
-    body = await read_json_body(request)
+    body = await read_object(request)  # an empty body changes nothing (as {})
     _configs(state)[(entity.kind, entity.id)] = validate_config(body, config_of(state, entity))
     return web.Response(status=204)
 
@@ -102,7 +103,7 @@ def register(reg: Registry) -> None:
     reg.entity_routes("GET", "/logs", list_logs, response="ListEnvelope",
                       summary="Log entries from /rosout")
     reg.entity_routes("GET", "/logs/configuration", get_log_configuration,
-                      summary="Log configuration")
+                      response="LogConfiguration", summary="Log configuration")
     reg.entity_routes("PUT", "/logs/configuration", put_log_configuration,
-                      role=Role.CONFIGURATOR, status=204, request="Object",
+                      role=Role.CONFIGURATOR, status=204, request="LogConfiguration",
                       summary="Change the log configuration")
