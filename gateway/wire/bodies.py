@@ -15,6 +15,8 @@ from ..ros.message import MessageFieldError, dict_to_message
 # Keys that make an execution body an envelope, by operation kind, in precedence order.
 ENVELOPE_KEYS = ("parameters", "goal", "request")
 REQUEST_KEYS = {"service": ("parameters", "request"), "action": ("parameters", "goal")}
+# A newer web client sends its fields as `input` (used when no message field has that name).
+INPUT_KEY = "input"
 _TYPE_FORMAT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*/(msg|srv|action)/[A-Za-z][A-Za-z0-9_]*$")
 
 
@@ -88,6 +90,8 @@ def execution_request(body: Mapping[str, Any], kind: str,
                 if not isinstance(fields, dict):
                     errors.append((key, f"expected object, got {_kind(fields)}"))
                 break
+    elif isinstance(body.get(INPUT_KEY), dict) and INPUT_KEY not in field_names:
+        fields = body[INPUT_KEY]
     else:
         fields = {k: v for k, v in body.items() if k in field_names}
     if errors:
@@ -100,6 +104,8 @@ def envelope_key(body: Mapping[str, Any], kind: str) -> str:
     for key in REQUEST_KEYS[kind]:
         if body.get(key) is not None:
             return key
+    if not any(k in body for k in ENVELOPE_KEYS) and isinstance(body.get(INPUT_KEY), dict):
+        return INPUT_KEY
     return ""
 
 
@@ -141,7 +147,14 @@ def configuration_value(body: Mapping[str, Any]) -> Any:
 
 
 def data_message(body: Mapping[str, Any]) -> tuple[Any, str | None]:
-    """(message fields, declared type) of a data PUT: the `{type, data}` envelope or bare."""
+    """(message fields, declared type) of a data PUT: the `{type, data}` envelope or bare.
+
+    A newer web client wraps the envelope as `{value: {type, data}}`; that is unwrapped too.
+    """
+    inner = body.get("value")
+    if len(body) == 1 and isinstance(inner, dict) and isinstance(inner.get("type"), str) \
+            and "data" in inner:
+        body = inner
     declared = body.get("type")
     if not (isinstance(declared, str) and "data" in body):
         return body, None

@@ -59,7 +59,8 @@ class SpecOperations(WireBase):
         params = ex.result if ex.finished and ex.result is not None else ex.feedback
         if params is not None:
             body["parameters"] = params
-        if ex.finished and ex.result is not None:
+        if ex.finished and ex.result is not None:  # the spec allows `result`; clients read it
+            body["result"] = ex.result
             xv["result"] = ex.result
         body[self.xv] = xv
         return body

@@ -82,7 +82,9 @@ def post(gw: Gateway, path: str, body: Any = None, raw: bytes | None = None) -> 
 
 def finished(gw: Gateway, location: str) -> dict[str, Any]:
     path = location[len("/api/v1"):]
-    return gw.wait_for(path, lambda b: b["status"] != "running", timeout=30)  # type: ignore[no-any-return]
+    # the goal status can say SUCCEEDED a moment before the result arrives
+    return gw.wait_for(path, lambda b: b["status"] == "failed" or  # type: ignore[no-any-return]
+                       b["status"] == "completed" and "result" in b, timeout=30)
 
 
 # --- 0. the profile itself ---------------------------------------------------------------------
@@ -268,9 +270,10 @@ def test_operation_not_found_code(gw: Gateway, profile: str) -> None:
 
 @pytest.mark.parametrize("body", [
     None, {}, {"parameters": {}}, {"request": {}}, {"request": {}, "type": "std_srvs/srv/Trigger"},
-    {"type": "", "request": {}}, {"timeout": 5, "extra": [1]}, {"input": {"x": 1}},
+    {"type": "", "request": {}}, {"timeout": 5, "extra": [1]}, {"order": 3, "goal": None},
+    {"input": {}},
 ], ids=["empty", "object", "parameters", "request", "request+type", "empty-type", "timeout",
-        "unknown-keys"])
+        "unknown-keys", "input"])
 def test_service_execution_body_forms(gw: Gateway, profile: str, body: Any) -> None:
     resp = post(gw, CALIBRATE, body, raw=b"" if body is None else None)
     assert resp.status == 200, resp
@@ -280,8 +283,8 @@ def test_service_execution_body_forms(gw: Gateway, profile: str, body: Any) -> N
 @pytest.mark.parametrize("body", [
     {"parameters": {"order": 3}}, {"goal": {"order": 3}},
     {"type": "test_msgs/action/Fibonacci", "goal": {"order": 3}, "order": 40},
-    {"parameters": {"order": 3}, "goal": {"order": 40}}, {"order": 3},
-], ids=["parameters", "goal", "goal+type+stray", "parameters-first", "older-form"])
+    {"parameters": {"order": 3}, "goal": {"order": 40}}, {"order": 3}, {"input": {"order": 3}},
+], ids=["parameters", "goal", "goal+type+stray", "parameters-first", "older-form", "input"])
 def test_action_execution_body_forms(gw: Gateway, profile: str, body: Any) -> None:
     resp = post(gw, FIB, body)
     assert resp.status == 202, resp
@@ -290,6 +293,7 @@ def test_action_execution_body_forms(gw: Gateway, profile: str, body: Any) -> No
     assert resp.headers["location"] == f"/api/v1{FIB}/{started['id']}"
     done = finished(gw, resp.headers["location"])
     assert done["status"] == "completed" and done["parameters"]["sequence"] == [0, 1, 1, 2]
+    assert done["result"] == {"sequence": [0, 1, 1, 2]}
 
 
 def test_execution_body_errors_name_each_field(gw: Gateway, profile: str) -> None:
@@ -391,7 +395,8 @@ def test_data_read_topic_the_entity_lacks(gw: Gateway, profile: str) -> None:
     ({"type": "std_msgs/msg/Bool", "data": {"data": True}}, {"data": True}),
     ({"data": True}, {"data": True}),
     ({"type": "std_msgs/msg/Bool", "data": {"data": False}, "extra": 1}, {"data": False}),
-], ids=["envelope", "bare", "envelope-extra-key"])
+    ({"value": {"type": "std_msgs/msg/Bool", "data": {"data": True}}}, {"data": True}),
+], ids=["envelope", "bare", "envelope-extra-key", "value-wrapped"])
 def test_data_put_body_forms(gw: Gateway, profile: str, body: dict[str, Any],
                              published: dict[str, Any]) -> None:
     resp = gw.request("PUT", f"/apps/controller/data/{enc(COMMAND)}", body)

@@ -131,7 +131,9 @@ FIB = ("order",)
     ({"request": {}, "type": "std_srvs/srv/Trigger"}, "service", {}, "std_srvs/srv/Trigger"),
     ({"goal": {"order": 3}}, "service", {}, None),  # a service ignores `goal`
     ({"parameters": None, "request": {"order": 1}}, "service", {"order": 1}, None),
-    ({"order": 4, "input": {"x": 1}, "timeout": 3}, "action", {"order": 4}, None),  # older form
+    ({"order": 4, "input": 7, "timeout": 3}, "action", {"order": 4}, None),  # older form
+    ({"input": {"order": 6}}, "action", {"order": 6}, None),  # a newer web client's form
+    ({"input": {"order": 6}, "goal": {"order": 2}}, "action", {"order": 2}, None),
 ])
 def test_execution_request_forms(body: dict[str, Any], kind: str, fields: dict[str, Any],
                                  override: str | None) -> None:
@@ -186,6 +188,9 @@ def test_data_message_envelope_and_bare() -> None:
     assert data_message({"type": "std_msgs/msg/Bool", "data": {"data": True}}) == (
         {"data": True}, "std_msgs/msg/Bool")
     assert data_message({"data": True}) == ({"data": True}, None)  # bare std_msgs/Bool
+    assert data_message({"value": {"type": "std_msgs/msg/Bool", "data": {"data": True}}}) == (
+        {"data": True}, "std_msgs/msg/Bool")
+    assert data_message({"value": 3}) == ({"value": 3}, None)  # bare, a field named value
     assert data_message({"type": 3, "data": 1}) == ({"type": 3, "data": 1}, None)
     err = error(data_message, {"type": "Bool", "data": {}})
     assert err.error_code == "invalid-parameter" and err.message == "Invalid message type format"
