@@ -113,7 +113,7 @@ def _partial(outcomes: list[tuple[Entity, Any]]) -> dict[str, Any]:
     return extra
 
 
-def _raise_worst(outcomes: list[tuple[Entity, Any]]) -> None:
+def _raise_worst(outcomes: list[tuple[Entity, Any]], entity_id: str) -> None:
     """When no member answered, the most severe failure (internal before unavailable)."""
     errors = [r for _, r in outcomes if isinstance(r, BaseException)]
     if not outcomes or len(errors) < len(outcomes):
@@ -123,8 +123,8 @@ def _raise_worst(outcomes: list[tuple[Entity, Any]]) -> None:
             raise exc
     for exc in errors:
         if isinstance(exc, NodeFailed):
-            raise parameter_error(exc) from None
-    raise parameter_error(errors[0]) from None  # type: ignore[arg-type]
+            raise parameter_error(exc, entity_id=entity_id) from None
+    raise parameter_error(errors[0], entity_id=entity_id) from None  # type: ignore[arg-type]
 
 
 async def local_items(state: GatewayState, entity: Entity
@@ -163,7 +163,7 @@ async def list_configurations(request: web.Request) -> web.Response:
         return json_response(fed.combine_list(entity, "configurations", items, partial,
                                               await answers))
     items, partial, outcomes = await local_items(state, entity)
-    _raise_worst(outcomes)
+    _raise_worst(outcomes, entity.id)
     return json_response({"items": items,
                           state.xv: state.wire.configurations.list_vendor(items, entity,
                                                                           **partial)})
@@ -256,7 +256,7 @@ async def reset_all_configurations(request: web.Request) -> web.Response:
     entity = resolve_entity(request)
     store = _store(state)
     outcomes = await _per_member(state, entity, lambda app: store.reset_all(app.node_fqn))
-    _raise_worst(outcomes)
+    _raise_worst(outcomes, entity.id)
     results = []
     for app, result in outcomes:
         entry: dict[str, Any] = {"id": app.id, "node": app.node_fqn, "gateway": "local"}

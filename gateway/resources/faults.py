@@ -107,7 +107,8 @@ async def list_entity(request: web.Request) -> web.Response:
     peers = fed.contributors(request, entity) if fed is not None else []
     if peers:
         return json_response(await fed.merge_list(request, entity, "faults", items, peers=peers))
-    return json_response({"items": items, state.xv: wire.list_vendor(len(items), entity)})
+    return json_response({"items": items, state.xv: wire.list_vendor(len(items), entity,
+                                                                   state.cache.entities)})
 
 
 def _scoped(request: web.Request) -> tuple[GatewayState, Entity, FaultService, Any]:

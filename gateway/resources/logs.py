@@ -14,6 +14,7 @@ from ..model.entities import Entity
 from ..ros.rosout import SEVERITIES, RosoutLog, entry, logger_to_node, select
 from ..state import GatewayState, state_of
 from ..wire.bodies import read_object
+from ..wire.entities import aggregation
 from .common import envelope, federation, local_member_apps, resolve_entity
 
 DEFAULT_CONFIG = {"severity_filter": "debug", "max_entries": 100}
@@ -79,7 +80,8 @@ async def list_logs(request: web.Request) -> web.Response:
     if peers:  # the newest max_entries of every gateway's entries, oldest first
         return json_response(await fed.merge_list(request, entity, "logs", items, peers=peers,
                                                   limit=config["max_entries"]))
-    return json_response(envelope(state, items, entity.id))
+    return json_response(envelope(state, items, entity.id,
+                                  **aggregation(entity, state.cache.entities)))
 
 
 async def get_log_configuration(request: web.Request) -> web.Response:

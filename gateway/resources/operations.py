@@ -232,9 +232,10 @@ def _execution(request: web.Request) -> tuple[GatewayState, Entity, OpRef, Execu
     if op.kind == "action":
         ex = _provider(state, "actions").get((entity.kind, entity.id), op.path, exec_id)
     if ex is None:
-        raise not_found(f"Execution '{exec_id}' not found on operation '{op.id}' of "
-                        f"{entity.type} '{entity.id}'", entity_id=entity.id,
-                        operation_id=op.id, execution_id=exec_id)
+        raise state.wire.errors.execution_not_found(
+            entity.id, op.id, exec_id,
+            f"Execution '{exec_id}' not found on operation '{op.id}' of {entity.type} "
+            f"'{entity.id}'")
     return state, entity, op, ex
 
 

@@ -8,6 +8,22 @@ from ..http.routes import API_PREFIX
 from ._base import WireBase
 
 
+def aggregation(entity: Any, es: Any) -> dict[str, Any]:
+    """How a component, function or area aggregates its member apps (empty for an app)."""
+    if entity.kind == "apps":
+        return {}
+    apps = [a.id for a in es.member_apps(entity)]
+    out: dict[str, Any] = {"aggregation_level": entity.type, "aggregated": True,
+                           "aggregation_sources": apps}
+    if entity.kind == "functions":
+        out["host_count"] = len(entity.hosts)
+    else:
+        out["app_count"] = len(apps)
+    if entity.kind == "areas":
+        out["component_count"] = sum(1 for c in es.components.values() if c.area == entity.id)
+    return out
+
+
 class SpecEntities(WireBase):
     """Apps carry `ros2.node`; details carry top-level collection URIs beside `capabilities`."""
 

@@ -36,6 +36,13 @@ class SpecErrors(WireBase):
         return not_found(message, entity_id=entity_id, operation_id=operation_id)
 
 
+    def execution_not_found(self, entity_id: str, operation_id: str, execution_id: str,
+                            message: str) -> ApiError:
+        """404 for an execution id the operation does not track."""
+        return not_found(message, entity_id=entity_id, operation_id=operation_id,
+                         execution_id=execution_id)
+
+
 class MedkitErrors(SpecErrors):
     """The reference's codes: entity-not-found, operation-not-found, 400 for a wrong type."""
 
@@ -61,6 +68,13 @@ class MedkitErrors(SpecErrors):
         """404 operation-not-found "Operation not found"."""
         return ApiError(404, "operation-not-found", "Operation not found",
                         parameters={"entity_id": entity_id, "operation_id": operation_id})
+
+
+    def execution_not_found(self, entity_id: str, operation_id: str, execution_id: str,
+                            message: str) -> ApiError:
+        """404 resource-not-found "Execution not found"."""
+        return super().execution_not_found(entity_id, operation_id, execution_id,
+                                           "Execution not found")
 
 
 ErrorWire = SpecErrors

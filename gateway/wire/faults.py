@@ -9,6 +9,7 @@ from ..faults.model import FaultRecord, iso, severity_label, status_flags
 from ..faults.snapshots import freeze_frame
 from ..http.errors import ApiError, invalid_parameter
 from ._base import WireBase
+from .entities import aggregation
 
 ALLOWED_STATUS = "pending, confirmed, cleared, healed, all"
 PLURAL = {"app": "apps", "component": "components", "area": "areas", "function": "functions"}
@@ -60,16 +61,16 @@ class SpecFaults(WireBase):
         out[self.xv] = vendor
         return out
 
-    def list_vendor(self, count: int, entity: Any = None, **extra: Any) -> dict[str, Any]:
+    def list_vendor(self, count: int, entity: Any = None, es: Any = None,
+                    **extra: Any) -> dict[str, Any]:
         """Vendor block of a fault list: total_count and count, and the entity's scope."""
         xv: dict[str, Any] = {"total_count": count, "count": count}
         if entity is not None:
             xv["entity_id"] = entity.id
             if entity.kind == "apps":
                 xv["source_id"] = entity.node_fqn or entity.id
-            else:
-                xv["aggregation_level"] = entity.type
-                xv["aggregated"] = True
+            elif es is not None:
+                xv.update(aggregation(entity, es))
         xv.update(extra)
         return xv
 

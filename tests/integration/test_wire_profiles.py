@@ -244,6 +244,7 @@ def test_configuration_reset_all_partial(gw: Gateway, profile: str) -> None:
 def test_vendor_error_remap(gw: Gateway, profile: str) -> None:
     body = assert_error(gw.get("/apps/unresponsive_param/configurations"), 503, "vendor-error")
     assert body["vendor_code"] == f"{XV[profile]}-ros2-node-unavailable"
+    assert body["parameters"]["entity_id"] == "unresponsive_param"
 
 
 # --- operations --------------------------------------------------------------------------------
@@ -346,6 +347,13 @@ def test_delete_execution_behaviour(gw: Gateway, profile: str) -> None:
     else:  # the spec: terminated and removed
         body = assert_error(gw.get(path), 404, "resource-not-found")
         assert body["parameters"]["execution_id"] == resp.json()["id"]
+
+
+def test_execution_not_found(gw: Gateway, profile: str) -> None:
+    body = assert_error(gw.get(f"{FIB}/no-such-goal"), 404, "resource-not-found")
+    assert body["parameters"]["execution_id"] == "no-such-goal"
+    if profile == "medkit":
+        assert body["message"] == "Execution not found"
 
 
 def test_execution_failure_status(gw: Gateway, profile: str) -> None:
@@ -524,6 +532,10 @@ def test_logs_list_and_configuration(gw: Gateway, profile: str) -> None:
     entry = body["items"][-1]
     assert {"id", "timestamp", "severity", "message", "context"} <= set(entry)
     assert entry["context"]["node"] == "/powertrain/engine/temp_sensor"
+    host = gw.get("/components").json()["items"][0]["id"]
+    vendor = xv(profile, gw.get(f"/components/{host}/logs").json())
+    assert vendor["aggregation_level"] == "component" and vendor["aggregated"] is True
+    assert vendor["app_count"] == len(vendor["aggregation_sources"]) == len(ROBOT_NODES)
     path = "/apps/temp_sensor/logs/configuration"
     assert gw.request("PUT", path, raw=b"").status == 204  # an empty body changes nothing
     assert gw.request("PUT", path, {"max_entries": 50, "other": 1}).status == 204

@@ -9,7 +9,7 @@ import pytest
 from gateway import config
 from gateway.faults.model import CONFIRMED, ERROR, FaultRecord
 from gateway.http.errors import ApiError
-from gateway.model.entities import Entity
+from gateway.model.entities import Entity, EntitySet
 from gateway.model.ids import invalid_id_reason
 from gateway.wire import make_wire
 from gateway.wire.bodies import (
@@ -80,8 +80,11 @@ def test_fault_list_vendor_scope() -> None:
     wire = make_wire("spec", "vendor").faults
     app = Entity("apps", "a", "a", node_fqn="/ns/a")
     assert wire.list_vendor(1, app)["source_id"] == "/ns/a"
-    comp = Entity("components", "host", "host")
-    assert wire.list_vendor(1, comp)["aggregation_level"] == "component"
+    comp = Entity("components", "host", "host", hosts=["a"])
+    es = EntitySet(apps={"a": app}, components={"host": comp})
+    assert wire.list_vendor(1, comp, es) == {
+        "total_count": 1, "count": 1, "entity_id": "host", "aggregation_level": "component",
+        "aggregated": True, "aggregation_sources": ["a"], "app_count": 1}
     bad = wire.bad_status_filter("nope")
     assert bad.status == 400 and bad.message == "Invalid status parameter value"
     assert "healed" in bad.parameters["allowed_values"]  # type: ignore[index]
