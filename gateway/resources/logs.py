@@ -11,7 +11,14 @@ from ..http.errors import ApiError, bad_request, invalid_parameter
 from ..http.jsonutil import json_response
 from ..http.routes import Registry
 from ..model.entities import Entity
-from ..ros.rosout import SEVERITIES, RosoutLog, entry, logger_to_node, select
+from ..ros.rosout import (
+    SEVERITIES,
+    RosoutLog,
+    entry,
+    logger_to_node,
+    select,
+    severity_rank,
+)
 from ..state import GatewayState, state_of
 from ..wire.bodies import read_object
 from ..wire.entities import aggregation
@@ -19,6 +26,7 @@ from .common import envelope, federation, local_member_apps, resolve_entity
 
 DEFAULT_CONFIG = {"severity_filter": "debug", "max_entries": 100}
 MAX_ENTRIES = 10000
+MAX_CONTEXT = 256  # longest ?context= filter
 
 
 def validate_config(body: Any, current: dict[str, Any]) -> dict[str, Any]:
@@ -68,12 +76,15 @@ async def list_logs(request: web.Request) -> web.Response:
     if rosout is None:
         raise ApiError(503, "service-unavailable", "The ROS connection is not running")
     config = config_of(state, entity)
+    floor, context = _query_filters(request, config["severity_filter"])
     loggers, records = rosout.snapshot()
     node_fqns = frozenset(n.fqn for n in state.cache.graph.nodes)
     nodes = {name: logger_to_node(name, node_fqns) for name in loggers}
+    if context:  # substring of the logger or node name
+        records = [r for r in records
+                   if context in r.logger or context in nodes.get(r.logger, "")]
     members, prefix = members_of(state, entity)
-    picked = select(records, nodes, members, prefix, config["severity_filter"],
-                    config["max_entries"])
+    picked = select(records, nodes, members, prefix, floor, config["max_entries"])
     items = [entry(r, nodes[r.logger]) for r in picked]
     fed = federation(state)
     peers = fed.contributors(request, entity) if fed is not None else []
@@ -82,6 +93,23 @@ async def list_logs(request: web.Request) -> web.Response:
                                                   limit=config["max_entries"]))
     return json_response(envelope(state, items, entity.id,
                                   **aggregation(entity, state.cache.entities)))
+
+
+def _query_filters(request: web.Request, configured: str) -> tuple[str, str]:
+    """(lowest severity, context substring) of ?severity= and ?context= over the configuration."""
+    severity = request.query.get("severity")
+    if severity is not None and severity not in SEVERITIES:
+        raise invalid_parameter(
+            f"Invalid severity value: must be one of {', '.join(SEVERITIES)}",
+            parameter="severity", value=severity)
+    context = request.query.get("context", "")
+    if len(context) > MAX_CONTEXT:
+        raise invalid_parameter(f"context filter exceeds maximum length of {MAX_CONTEXT}",
+                                parameter="context")
+    floor = configured
+    if severity is not None and severity_rank(severity) > severity_rank(configured):
+        floor = severity
+    return floor, context
 
 
 async def get_log_configuration(request: web.Request) -> web.Response:

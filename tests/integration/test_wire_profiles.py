@@ -536,6 +536,14 @@ def test_logs_list_and_configuration(gw: Gateway, profile: str) -> None:
     vendor = xv(profile, gw.get(f"/components/{host}/logs").json())
     assert vendor["aggregation_level"] == "component" and vendor["aggregated"] is True
     assert vendor["app_count"] == len(vendor["aggregation_sources"]) == len(ROBOT_NODES)
+    warn = gw.get("/apps/temp_sensor/logs?severity=warning").json()["items"]
+    assert all(e["severity"] in ("warning", "error", "fatal") for e in warn)
+    assert gw.get("/apps/temp_sensor/logs?context=engine/temp_sensor").json()["items"]
+    assert gw.get("/apps/temp_sensor/logs?context=no_such_node").json()["items"] == []
+    body = assert_error(gw.get("/apps/temp_sensor/logs?severity=loud"), 400,
+                        "invalid-parameter")
+    assert body["parameters"]["parameter"] == "severity"
+    assert_error(gw.get("/apps/temp_sensor/logs?context=" + "x" * 300), 400)
     path = "/apps/temp_sensor/logs/configuration"
     assert gw.request("PUT", path, raw=b"").status == 204  # an empty body changes nothing
     assert gw.request("PUT", path, {"max_entries": 50, "other": 1}).status == 204
