@@ -134,13 +134,17 @@ def find_topic(state: GatewayState, entity: Entity, data_id: str) -> TopicRef:
                     entity_id=entity.id, data_id=data_id)
 
 
-def unlisted_topic(state: GatewayState, entity: Entity, data_id: str) -> TopicRef | None:
-    """A topic the entity lacks, for profiles that sample any path; None when off the graph."""
-    if not state.wire.data.sample_unlisted_topics:
+def unlisted_topic(state: GatewayState, data_id: str, declared: str | None = None
+                   ) -> TopicRef | None:
+    """A topic the entity lacks, for profiles that address any path (its graph type, else the
+    declared one); None otherwise."""
+    if not state.wire.data.address_any_topic:
         return None
     topic = data_id if data_id.startswith("/") else "/" + data_id
     info = state.cache.graph.topics.get(topic)
-    return TopicRef(topic, info.type) if info is not None and info.type else None
+    if info is not None and info.type:
+        return TopicRef(topic, info.type)
+    return TopicRef(topic, declared) if declared else None
 
 
 async def read_data(request: web.Request) -> web.Response:
@@ -151,9 +155,9 @@ async def read_data(request: web.Request) -> web.Response:
     try:
         ref = find_topic(state, entity, data_id)
     except ApiError:
-        if not state.wire.data.sample_unlisted_topics:
+        if not state.wire.data.address_any_topic:
             raise
-        found = unlisted_topic(state, entity, data_id)
+        found = unlisted_topic(state, data_id)
         if found is None:  # nothing on the graph: metadata only (reference behaviour)
             topic = data_id if data_id.startswith("/") else "/" + data_id
             xv = state.wire.data.read_vendor(entity.id, topic, "", None, None)
@@ -200,7 +204,15 @@ async def write_data(request: web.Request) -> web.Response:
     """Publish one message built from the JSON body on a topic of the entity."""
     state = state_of(request)
     entity = resolve_entity(request)
-    ref = find_topic(state, entity, request.match_info["data_id"])
+    data_id = request.match_info["data_id"]
+    try:
+        ref = find_topic(state, entity, data_id)
+    except ApiError:
+        body = await read_object(request, empty_ok=False)
+        found = unlisted_topic(state, data_id, data_message(body)[1])
+        if found is None:
+            raise
+        ref = found
     body = await read_object(request, empty_ok=False)
     fields, declared = data_message(body)  # the `{type, data}` envelope or the bare message
     check_type_override(declared, ref.type)

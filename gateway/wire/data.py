@@ -10,9 +10,10 @@ from ._base import WireBase
 class SpecData(WireBase):
     """`name` is the full topic path (the value the reference's clients address reads by)."""
 
-    # A read of a topic the entity does not have: False answers 404 (spec); True samples the
-    # topic anyway and answers 200 `metadata_only` when nothing is there (reference).
-    sample_unlisted_topics = False
+    # A topic the entity does not have: False answers 404 (spec); True addresses it anyway, as
+    # the reference does: reads answer 200 `metadata_only` when nothing is there, writes
+    # publish with the graph's type or the envelope's.
+    address_any_topic = False
 
     def item(self, ref: Any, type_info: dict[str, Any] | None) -> dict[str, Any]:
         """One data list item."""
@@ -39,10 +40,10 @@ class SpecData(WireBase):
 
 
 class MedkitData(SpecData):
-    """Reads address any topic path, as the reference's do."""
+    """Reads and writes address any topic path, as the reference's do."""
 
     profile = "medkit"
-    sample_unlisted_topics = True
+    address_any_topic = True
 
 
 DataWire = SpecData

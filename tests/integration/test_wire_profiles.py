@@ -399,6 +399,20 @@ def test_data_read_topic_the_entity_lacks(gw: Gateway, profile: str) -> None:
                                                                            "metadata_only")
 
 
+def test_data_write_topic_the_entity_lacks(gw: Gateway, profile: str) -> None:
+    envelope = {"type": "std_msgs/msg/Float32", "data": {"data": 1.5}}
+    resp = gw.request("PUT", f"/apps/controller/data/{enc('/wire_test/probe')}", envelope)
+    if profile == "spec":
+        assert_error(resp, 404, "resource-not-found")
+        return
+    assert resp.status == 200, resp
+    assert xv(profile, resp.json())["ros2"] == {"topic": "/wire_test/probe",
+                                               "type": "std_msgs/msg/Float32"}
+    # a bare body needs the topic on the graph for its type
+    assert_error(gw.request("PUT", f"/apps/controller/data/{enc('/wire_test/other')}",
+                            {"data": 1.5}), 404)
+
+
 @pytest.mark.parametrize(("body", "published"), [
     ({"type": "std_msgs/msg/Bool", "data": {"data": True}}, {"data": True}),
     ({"data": True}, {"data": True}),
