@@ -41,6 +41,8 @@ class SpecEntities(WireBase):
         """Top-level URI strings for each capability, and the collection link."""
         for cap in out.get("capabilities", ()):
             out.setdefault(cap["name"], cap["href"])
+        if entity.kind == "apps" and entity.component:
+            out["is-located-on"] = self.is_located_on(entity)
         out.setdefault("_links", {})["collection"] = f"{API_PREFIX}/{entity.kind}"
 
 
