@@ -235,8 +235,10 @@ async def set_configuration(request: web.Request) -> web.Response:
                                    "entity_id": entity.id,
                                    "id": request.match_info["param_name"]}) from None
     except ParameterError as exc:
-        raise parameter_error(exc, entity_id=entity.id, param_name=name,
-                              id=request.match_info["param_name"]) from None
+        params = {"entity_id": entity.id, "param_name": name,
+                  "id": request.match_info["param_name"]}
+        raise (state.wire.configurations.refused(exc, **params)
+               or parameter_error(exc, **params)) from None
     return json_response(param_item(state, store, app, p, entity.kind != "apps", entity.id))
 
 

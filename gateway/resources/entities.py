@@ -182,7 +182,7 @@ async def subcomponents(request: web.Request) -> web.Response:
     """Child components."""
     comp = resolve_entity(request)
     return _refs(request, entities(request).subcomponents(comp.id), comp,
-                 component=href(comp.path))
+                 component=href(comp.path), parent=href(comp.path))
 
 
 async def subcomponent(request: web.Request) -> web.Response:
@@ -204,7 +204,8 @@ async def area_components(request: web.Request) -> web.Response:
 async def subareas(request: web.Request) -> web.Response:
     """Child areas."""
     area = resolve_entity(request)
-    return _refs(request, entities(request).subareas(area.id), area, area=href(area.path))
+    return _refs(request, entities(request).subareas(area.id), area, area=href(area.path),
+                 parent=href(area.path))
 
 
 async def subarea(request: web.Request) -> web.Response:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..http.errors import ApiError, vendor_error
 from ._base import WireBase
 
 # Our parameter type names -> the reference's (used in the coexisting `parameter` blocks).
@@ -77,10 +78,22 @@ class SpecConfigurations(WireBase):
                 self.xv: {"entity_id": entity_id, "partial": True, **vendor}}
 
 
+    def refused(self, exc: Exception, **parameters: Any) -> ApiError | None:
+        """A profile's own answer to a failed parameter write; None: the generic mapping."""
+        return None
+
+
 class MedkitConfigurations(SpecConfigurations):
-    """No CONFLICT row: the reference's shapes all coexist with the spec's."""
+    """The reference's 403 for a read-only parameter; its other shapes coexist."""
 
     profile = "medkit"
+
+    def refused(self, exc: Exception, **parameters: Any) -> ApiError | None:
+        """403 parameter-read-only when the node refused a read-only parameter."""
+        if "read-only" not in str(exc):  # rclpy: "Trying to set a read-only parameter: ..."
+            return None
+        return vendor_error(403, "x-vendor-ros2-parameter-read-only", "Parameter is read-only",
+                            details=str(exc), **parameters)
 
 
 ConfigurationWire = SpecConfigurations

@@ -228,6 +228,14 @@ def test_configuration_errors_name_entity_and_id(gw: Gateway, profile: str) -> N
     body = assert_error(gw.get("/apps/temp_sensor/configurations/nonexistent_param"), 404)
     assert body["parameters"]["id"] == "nonexistent_param"
     assert body["parameters"]["entity_id"] == "temp_sensor"
+    read_only = gw.request("PUT", "/apps/temp_sensor/configurations/"
+                                  "start_type_description_service", {"data": False})
+    if profile == "medkit":
+        body = assert_error(read_only, 403, "vendor-error",
+                            f"{XV[profile]}-ros2-parameter-read-only")
+    else:
+        body = assert_error(read_only, 400, "invalid-request")
+    assert body["parameters"]["entity_id"] == "temp_sensor"
 
 
 def test_configuration_reset_all_partial(gw: Gateway, profile: str) -> None:
@@ -466,6 +474,10 @@ def test_entity_detail_links_and_uris(gw: Gateway, profile: str) -> None:
     assert detail["data"] == "/api/v1/apps/temp_sensor/data"
     assert detail["configurations"] == "/api/v1/apps/temp_sensor/configurations"
     assert {"name": "faults", "href": "/api/v1/apps/temp_sensor/faults"} in detail["capabilities"]
+    links = gw.get(f"/components/{host}/subcomponents").json()["_links"]
+    assert links["parent"] == f"/api/v1/components/{host}"
+    assert gw.get(f"/components/{host}/hosts").json()["_links"]["component"] == \
+        f"/api/v1/components/{host}"
 
 
 @pytest.mark.parametrize("path", ["/apps/app;drop", "/apps/a.b/data", "/components/x%20y",
