@@ -373,6 +373,13 @@ def test_execution_failure_status(gw: Gateway, profile: str) -> None:
         assert body["message"] == "Service call failed"
     else:
         assert_error(resp, 504, "not-responding")
+    rejected = post(gw, FIB, {"goal": {"order": 60}})  # the demo server refuses order > 50
+    if profile == "medkit":
+        body = assert_error(rejected, 400, "vendor-error", f"{XV[profile]}-ros2-action-rejected")
+        assert body["message"] == "Goal rejected"
+    else:  # the spec: accepted as an execution that failed
+        assert rejected.status == 202, rejected
+        assert rejected.json()["status"] == "failed"
 
 
 # --- data --------------------------------------------------------------------------------------
