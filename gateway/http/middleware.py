@@ -62,7 +62,8 @@ def make_middleware(state: Any) -> Any:
     # the hot path (bounded; cleared when full).
     checked: set[str] = set()
     # Path parameters holding entity ids, per route: checked against the spec's charset.
-    id_params = {r: [p for p in r.params if p in _ID_PARAMS] for r in routes.values()}
+    # (Keyed by identity: a frozen dataclass hashes every field on each lookup.)
+    id_params = {id(r): [p for p in r.params if p in _ID_PARAMS] for r in routes.values()}
 
     @web.middleware
     async def middleware(request: web.Request, handler: Any) -> web.StreamResponse:
@@ -97,7 +98,7 @@ def make_middleware(state: Any) -> Any:
             if route is not None:
                 if guard.active:
                     await guard(request, route)
-                for param in id_params.get(route, ()):
+                for param in id_params.get(id(route), ()):
                     reason = invalid_id_reason(match_info[param])
                     if reason is not None:
                         raise state.wire.errors.invalid_entity_id(match_info[param], reason)
