@@ -265,7 +265,9 @@ async def control_execution(request: web.Request) -> web.Response:
     capability = body.get("capability")
     if not isinstance(capability, str) or not capability:
         raise invalid_parameter("'capability' is required; only 'stop' is supported",
-                                field="capability")
+                                field="capability",
+                                fields=[{"field": "capability",
+                                         "message": "missing required field"}])
     if capability != "stop":
         why = ("does not apply to a running execution" if capability in INAPPLICABLE
                else "is unknown")

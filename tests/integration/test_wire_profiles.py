@@ -339,6 +339,9 @@ def test_execution_stop_and_execute(gw: Gateway, profile: str) -> None:
         assert_error(execute, 409, "precondition-not-fulfilled")
     else:
         assert_error(execute, 400, "invalid-parameter")
+    body = assert_error(gw.request("PUT", path, raw=b""), 400)  # an empty body is {}
+    assert body["parameters"]["fields"] == [{"field": "capability",
+                                             "message": "missing required field"}]
     stop = gw.request("PUT", path, {"capability": "stop"})
     assert stop.status == 202, stop
     assert stop.json()["id"] and stop.json()["status"]
