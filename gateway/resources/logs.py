@@ -30,26 +30,31 @@ MAX_CONTEXT = 256  # longest ?context= filter
 
 
 def validate_config(body: Any, current: dict[str, Any]) -> dict[str, Any]:
-    """The configuration after applying a PUT body; ApiError 400 naming the bad field."""
+    """The configuration after applying a PUT body; ApiError 400 naming every bad field."""
     if not isinstance(body, dict):
         raise bad_request("Request body must be a JSON object with 'severity_filter' and/or "
                           "'max_entries'")
     out = dict(current)
+    bad: list[tuple[str, str]] = []
     if "severity_filter" in body:
         value = body["severity_filter"]
-        if value not in SEVERITIES:
-            raise invalid_parameter(
-                f"'severity_filter' must be one of {', '.join(SEVERITIES)}; got {value!r}",
-                field="severity_filter")
-        out["severity_filter"] = value
+        if value in SEVERITIES:
+            out["severity_filter"] = value
+        else:
+            bad.append(("severity_filter",
+                        f"'severity_filter' must be one of {', '.join(SEVERITIES)}; got {value!r}"))
     if "max_entries" in body:
         value = body["max_entries"]
         if isinstance(value, bool) or not isinstance(value, int) or not (
                 1 <= value <= MAX_ENTRIES):
-            raise invalid_parameter(
-                f"'max_entries' must be an integer from 1 to {MAX_ENTRIES}; got {value!r}",
-                field="max_entries")
-        out["max_entries"] = value
+            bad.append(("max_entries",
+                        f"'max_entries' must be an integer from 1 to {MAX_ENTRIES}; "
+                        f"got {value!r}"))
+        else:
+            out["max_entries"] = value
+    if bad:
+        raise invalid_parameter("; ".join(m for _, m in bad), field=bad[0][0],
+                                fields=[{"field": f, "message": m} for f, m in bad])
     return out
 
 

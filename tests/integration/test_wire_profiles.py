@@ -585,7 +585,10 @@ def test_logs_list_and_configuration(gw: Gateway, profile: str) -> None:
     assert gw.request("PUT", path, raw=b"").status == 204  # an empty body changes nothing
     assert gw.request("PUT", path, {"max_entries": 50, "other": 1}).status == 204
     assert gw.get(path).json() == {"severity_filter": "debug", "max_entries": 50}
-    assert_error(gw.request("PUT", path, {"max_entries": 0}), 400)
+    body = assert_error(gw.request("PUT", path, {"max_entries": 0, "severity_filter": "x"}),
+                        400)
+    assert {f["field"] for f in body["parameters"]["fields"]} == {"max_entries",
+                                                                  "severity_filter"}
 
 
 def test_auth_endpoints_with_auth_off(gw: Gateway, profile: str) -> None:
