@@ -43,6 +43,12 @@ class SpecErrors(WireBase):
                          execution_id=execution_id)
 
 
+    def unsupported_collection(self, kind: str, entity_id: str,
+                               collection: str) -> ApiError | None:
+        """A collection only other entity types serve: None (the router's 404)."""
+        return None
+
+
 class MedkitErrors(SpecErrors):
     """The reference's codes: entity-not-found, operation-not-found, 400 for a wrong type."""
 
@@ -75,6 +81,15 @@ class MedkitErrors(SpecErrors):
         """404 resource-not-found "Execution not found"."""
         return super().execution_not_found(entity_id, operation_id, execution_id,
                                            "Execution not found")
+
+
+    def unsupported_collection(self, kind: str, entity_id: str,
+                               collection: str) -> ApiError | None:
+        """400 collection-not-supported naming the type and the collection."""
+        return ApiError(400, "collection-not-supported",
+                        f"{SINGULAR[kind].capitalize()} entities do not support {collection} "
+                        "collection", parameters={"entity_id": entity_id,
+                                                  "collection": collection})
 
 
 ErrorWire = SpecErrors

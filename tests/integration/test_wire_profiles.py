@@ -484,6 +484,17 @@ def test_unknown_route(gw: Gateway, profile: str) -> None:
     assert body["parameters"]["status"] == 404
 
 
+def test_collection_of_another_entity_type(gw: Gateway, profile: str) -> None:
+    resp = gw.get("/functions/perception/locks")  # locks: components and apps only
+    if profile == "medkit":
+        body = assert_error(resp, 400, "collection-not-supported")
+        assert body["parameters"] == {"entity_id": "perception", "collection": "locks"}
+        assert body["message"] == "Function entities do not support locks collection"
+    else:
+        assert_error(resp, 404, "resource-not-found")
+    assert_error(gw.get("/functions/perception/no-such-collection"), 404, "resource-not-found")
+
+
 def test_collection_docs(gw: Gateway, profile: str) -> None:
     for kind in ("apps", "components", "areas", "functions"):
         resp = gw.get(f"/{kind}/docs")
