@@ -155,13 +155,32 @@ _FAULT_XV_STR = ("status", "first_occurrence", "last_occurrence", "cleared_at", 
                  "entity_id")
 
 
+def _severity(raw: dict[str, Any]) -> str | int:
+    # A label (spec profile) or the integer 0-3 (medkit profile: gateway/wire/faults.py).
+    value = raw.get("severity")
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 3:
+        return value
+    return _str(raw, "severity") or ""
+
+
+# Top-level fields every profile adds beside the spec's (gateway/wire/faults.py).
+_FAULT_REF_FIELDS: dict[str, type | tuple[type, ...]] = {"severity_label": str, "description": str, "first_occurred": (int, float),
+                     "last_occurred": (int, float), "last_passed": (int, float), "status": str,
+                     "occurrence_count": int}
+
+
 def fault_item(raw: dict[str, Any], xv: str) -> dict[str, Any]:
     """A fault list item."""
     out: dict[str, Any] = {"fault_code": _str(raw, "fault_code"),
-                           "severity": _str(raw, "severity"),
+                           "severity": _severity(raw),
                            "message": _str(raw, "message", False) or "",
                            "timestamp": _str(raw, "timestamp", False) or "",
                            "source": _str(raw, "source", False) or ""}
+    for key, typ in _FAULT_REF_FIELDS.items():
+        value = raw.get(key)
+        if isinstance(value, typ) and not isinstance(value, bool):
+            out[key] = value
+    _put(out, "reporting_sources", _ids(raw, "reporting_sources"))
     vin = _dict(raw, xv) or {}
     vout: dict[str, Any] = {}
     for key in _FAULT_XV_STR:

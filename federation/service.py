@@ -213,6 +213,8 @@ class FederationService:
         out["items"] = merged.items
         xv = dict(body.get(self.xv) or {})
         xv["total_count"] = len(merged.items)
+        if "count" in xv:  # the reference's name for total_count (gateway/wire/faults.py)
+            xv["count"] = len(merged.items)
         for key, value in merged.extra.items():
             xv[key] = value
         out[self.xv] = xv

@@ -55,6 +55,10 @@ SETTINGS: tuple[Setting, ...] = (
        "with a client CA: refuse clients without a certificate (required) or not (optional)",
        choices=("required", "optional")),
     _s("api.vendor", str, "vendor", "vendor word in x-<vendor> keys and X-<Vendor>-* headers"),
+    # Wire profile (docs/wire-profiles.md): medkit renders the CONFLICT rows as the reference
+    # implementation's clients expect, and makes `medkit` the vendor word unless api.vendor is set.
+    _s("api.profile", str, "spec", "response shapes: spec, or medkit for the reference's clients",
+       choices=("spec", "medkit")),
     _s("docs.enabled", bool, True, "serve the OpenAPI document at /docs"),
     _s("ros.domain_id", int, -1, "ROS_DOMAIN_ID for the gateway node (-1: from environment)",
        minimum=-1, maximum=232, clamp=False),
@@ -509,6 +513,8 @@ def resolve(raw: Mapping[str, Any]) -> Settings:
     if values["discovery.mode"] == "runtime_only" and values["discovery.inventory.csv_path"]:
         warnings.append("setting 'discovery.inventory.csv_path' is read only in the "
                         "manifest-backed modes (hybrid, manifest_only); ignored")
+    if values["api.profile"] == "medkit" and "api.vendor" not in raw:
+        values["api.vendor"] = "medkit"  # wire profile: the reference's vendor word
     vendor = values["api.vendor"]
     if not vendor or not vendor.replace("-", "").isalnum() or not vendor.islower():
         raise ConfigError(

@@ -38,6 +38,16 @@ class GatewayState:
         return self.settings.vendor
 
     @property
+    def wire(self) -> Any:
+        """The serializers of the configured wire profile (gateway/wire)."""
+        wire = self.extras.get("wire")
+        if wire is None:
+            from .wire import make_wire
+
+            wire = self.extras["wire"] = make_wire(self.settings["api.profile"], self.vendor)
+        return wire
+
+    @property
     def xv(self) -> str:
         """The vendor extension key, e.g. x-vendor."""
         return f"x-{self.settings.vendor}"

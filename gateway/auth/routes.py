@@ -97,6 +97,11 @@ Action = Callable[[web.Request, Grants, Body], Awaitable[dict[str, Any]]]
 
 def _endpoint(action: Action) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def handler(request: web.Request) -> web.Response:
+        state = state_of(request)
+        if not state.settings["auth.enabled"]:  # the wire profile may refuse (gateway/wire)
+            refused = state.wire.auth.disabled()
+            if refused is not None:
+                return refused  # type: ignore[no-any-return]
         try:
             if (request.content_length or 0) > MAX_BODY_BYTES:
                 raise _invalid(f"The request body is larger than {MAX_BODY_BYTES} bytes")
@@ -144,7 +149,7 @@ async def _revoke(request: web.Request, grants: Grants, params: Body) -> dict[st
     """Revoke a refresh token (or access token) and its whole family; 200 even when unknown."""
     token = _require(params, "token")
     await asyncio.to_thread(grants.revoke, token, time.time())
-    return {}
+    return {"status": "revoked"}
 
 
 authorize = _endpoint(_authorize)

@@ -124,6 +124,7 @@ def temp_sensor() -> Node:
         msg.header.stamp = node.get_clock().now().to_msg()
         msg.header.frame_id = "engine"
         pub.publish(msg)
+        node.get_logger().info(f"Engine temperature: {value:.1f} C")
 
     _periodic(node, "publish_rate", tick)
     return node

@@ -78,7 +78,7 @@ def build(nodes: list[NodeRef], host: HostInfo, generation: int) -> EntitySet:
     identity: dict[str, Any] = {camel: value for camel, _, value in fields if value}
     if identity:
         identity["_provenance"] = {snake: "system" for _, snake, value in fields if value}
-    component = Entity("components", host_id, host.hostname, source="heuristic",
+    component = Entity("components", host_id, host.hostname, source="runtime",
                        description="Host running the ROS 2 nodes", identity=identity)
     out.components[host_id] = component
     ids = app_ids(nodes)
@@ -92,7 +92,7 @@ def build(nodes: list[NodeRef], host: HostInfo, generation: int) -> EntitySet:
         func = out.functions.get(fid)
         if func is None:
             func = out.functions[fid] = Entity(
-                "functions", fid, fid, source="heuristic",
+                "functions", fid, fid, source="runtime",
                 description=f"Nodes in namespace /{fid}" if fid != "root" else
                 "Nodes in the root namespace")
         func.hosts.append(aid)

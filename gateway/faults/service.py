@@ -59,6 +59,7 @@ class FaultService:
         s = state.settings
         self.state = state
         self.xv: str = state.xv
+        self.wire = state.wire  # gateway/wire: the profile's fault shapes
         self.cfg = _settings_debounce(s)
         self.snapshots_enabled: bool = s["snapshots.enabled"]
         self.retain_on_clear: bool = s["snapshots.retain_on_clear"]
@@ -371,7 +372,7 @@ class FaultService:
         assert self.stream is not None
         for event_type, code, auto in batch.events:
             fault = self.faults[code]
-            data = views.event(self.xv, event_type, fault, now, self._entity_of(fault), auto)
+            data = views.event(self.wire, event_type, fault, now, self._entity_of(fault), auto)
             self.stream.publish(event_type, data)
             self.stats["events_published"] += 1
             if self.state.events.has_listeners(FAULTS):  # triggers (gateway/push)

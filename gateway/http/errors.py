@@ -12,6 +12,7 @@ NOT_RESPONDING = "not-responding"
 VENDOR_ERROR = "vendor-error"
 INTERNAL_ERROR = "internal-error"
 SERVICE_UNAVAILABLE = "service-unavailable"
+NOT_IMPLEMENTED = "not-implemented"  # 501 (the spec gives only the status)
 
 
 class ApiError(Exception):
@@ -63,14 +64,8 @@ def invalid_parameter(message: str, **parameters: Any) -> ApiError:
 
 
 def not_implemented(feature: str, message: str) -> ApiError:
-    """501 for a feature-gated route whose feature is absent."""
-    return ApiError(
-        501,
-        VENDOR_ERROR,
-        message,
-        vendor_code="x-vendor-collection-not-available",
-        parameters={"feature": feature},
-    )
+    """501 not-implemented for a feature-gated route whose feature is absent."""
+    return ApiError(501, NOT_IMPLEMENTED, message, parameters={"feature": feature})
 
 
 def not_responding(message: str, **parameters: Any) -> ApiError:

@@ -10,14 +10,17 @@ from urllib.parse import unquote_to_bytes
 from aiohttp import web
 from aiohttp.web_urldispatcher import MatchInfoError
 
+from ..model.ids import invalid_id_reason
 from .errors import ApiError, bad_request, http_layer_error
 from .jsonutil import JSON_TYPE, dumps
 from .ranges import RangeError, parse_range
+from .routes import API_PREFIX, ENTITY_PARAM
 
 log = logging.getLogger(__name__)
 
 _BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _NON_ASCII = re.compile(r"%[89A-Fa-f]")
+_ID_PARAMS = frozenset({*ENTITY_PARAM.values(), "sub_id"})
 
 
 def error_response(err: ApiError, vendor: str) -> web.Response:
@@ -48,6 +51,16 @@ def check_uri(raw_path: str, max_len: int) -> None:
                                   path=path) from None
 
 
+def _collection_of(path: str, collections: dict[str, set[str]]
+                   ) -> tuple[str, str, str] | None:
+    """(entity type, id, collection) of a path naming a collection its type does not serve."""
+    parts = path[len(API_PREFIX):].strip("/").split("/")
+    if len(parts) < 3 or parts[0] not in ENTITY_PARAM:
+        return None
+    served = collections.get(parts[2])
+    return (parts[0], parts[1], parts[2]) if served and parts[0] not in served else None
+
+
 def make_middleware(state: Any) -> Any:
     """The gateway's single middleware; state gives vendor, max URI length, routes and guard."""
     vendor = state.settings.vendor
@@ -58,6 +71,15 @@ def make_middleware(state: Any) -> Any:
     # Raw paths that passed check_uri recently: a set lookup instead of two regex scans on
     # the hot path (bounded; cleared when full).
     checked: set[str] = set()
+    # Path parameters holding entity ids, per route: checked against the spec's charset.
+    # (Keyed by identity: a frozen dataclass hashes every field on each lookup.)
+    id_params = {id(r): [p for p in r.params if p in _ID_PARAMS] for r in routes.values()}
+    # Entity collections and the entity types serving each (for collection-not-supported).
+    collections: dict[str, set[str]] = {}
+    for r in routes.values():
+        parts = r.path.strip("/").split("/")
+        if len(parts) >= 3 and parts[0] in ENTITY_PARAM and "{" not in parts[2]:
+            collections.setdefault(parts[2], set()).add(parts[0])
 
     @web.middleware
     async def middleware(request: web.Request, handler: Any) -> web.StreamResponse:
@@ -81,6 +103,11 @@ def make_middleware(state: Any) -> Any:
                     raise http_layer_error(
                         405, f"Method {request.method} is not allowed on {request.path}"
                     )
+                unsupported = _collection_of(request.path, collections)
+                if unsupported is not None:  # served for other entity types only
+                    refused = state.wire.errors.unsupported_collection(*unsupported)
+                    if refused is not None:
+                        raise refused
                 raise http_layer_error(status, f"No resource at {request.path}")
             route = routes.get(match_info.route)
             if route is not None and route.multi_segment and request.method == "GET" \
@@ -92,6 +119,10 @@ def make_middleware(state: Any) -> Any:
             if route is not None:
                 if guard.active:
                     await guard(request, route)
+                for param in id_params.get(id(route), ()):
+                    reason = invalid_id_reason(match_info[param])
+                    if reason is not None:
+                        raise state.wire.errors.invalid_entity_id(match_info[param], reason)
                 # Aggregation: requests for peer-owned entities and items go to the peer.
                 forward = state.extras.get("forwarder")
                 if forward is not None:

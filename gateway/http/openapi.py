@@ -51,6 +51,15 @@ _SCHEMAS: dict[str, Any] = {
         "properties": {"id": {"type": "string"}, "data": {}},
     },
     "Message": {"type": "object", "description": "Fields of the topic's message type"},
+    "LogConfiguration": {
+        "type": "object",
+        "properties": {
+            "severity_filter": {"enum": ["debug", "info", "warning", "error", "fatal"],
+                                "description": "lowest severity kept"},
+            "max_entries": {"type": "integer", "minimum": 1, "maximum": 10000,
+                            "description": "newest entries returned"},
+        },
+    },
     "Object": {"type": "object"},
 }
 

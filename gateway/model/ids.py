@@ -24,3 +24,21 @@ def split_qualified(item_id: str) -> tuple[str | None, str]:
     if not sep:
         return None, item_id
     return member, rest
+
+
+MAX_ID_LENGTH = 256
+
+
+def invalid_id_reason(entity_id: str) -> str | None:
+    """Why an entity id breaks the spec's charset rule (alphanumerics, `_`, `-`); None if fine."""
+    if not entity_id:
+        return "Entity ID cannot be empty"
+    if len(entity_id) > MAX_ID_LENGTH:
+        return f"Entity ID too long (max {MAX_ID_LENGTH} characters)"
+    bad = _BAD.search(entity_id)
+    if bad is None:
+        return None
+    ch = bad.group(0)[0]
+    shown = ch if ch.isprintable() and ord(ch) < 128 else f"0x{ord(ch):02X}"
+    return (f"Entity ID contains invalid character: '{shown}'. Only alphanumeric, underscore "
+            "and hyphen are allowed")

@@ -24,19 +24,26 @@ def local_member_apps(state: GatewayState, entity: Entity) -> list[Entity]:
     return [a for a in state.cache.entities.member_apps(entity) if a.id in local]
 
 
-def entity_not_found(kind: str, entity_id: str) -> Exception:
-    """404 for an unknown entity, naming it the way the spec's parameters do."""
+def entity_not_found(kind: str, entity_id: str, request: web.Request | None = None) -> Exception:
+    """404 for an unknown entity in the wire profile's words (the spec's without a request)."""
+    if request is not None:
+        return state_of(request).wire.errors.unknown_entity(kind, entity_id)  # type: ignore[no-any-return]
     word = SINGULAR[kind]
     return not_found(f"{word.capitalize()} not found: '{entity_id}'",
                      entity_id=entity_id, **{ENTITY_PARAM[kind]: entity_id})
 
 
 def resolve_entity(request: web.Request) -> Entity:
-    """The entity addressed by the request path; 404 when unknown."""
+    """The entity addressed by the request path; 404 when unknown (or of another type)."""
     kind, entity_id = entity_type_of(request)
-    entity = entities(request).get(kind, entity_id)
+    es = entities(request)
+    entity = es.get(kind, entity_id)
     if entity is None:
-        raise entity_not_found(kind, entity_id)
+        errors = state_of(request).wire.errors
+        for other in ENTITY_PARAM:
+            if other != kind and es.get(other, entity_id) is not None:
+                raise errors.wrong_entity_type(kind, entity_id, other)
+        raise errors.unknown_entity(kind, entity_id)
     return entity
 
 
@@ -55,6 +62,9 @@ def entity_ref(state: GatewayState, entity: Entity) -> dict[str, Any]:
     xv: dict[str, Any] = {"source": entity.source}
     if entity.kind == "apps":
         xv["is_online"] = entity.is_online
+        if entity.component:
+            xv["component_id"] = entity.component
+    state.wire.entities.ref_vendor(entity, xv)
     fed = federation(state)
     if fed is not None:  # aggregation: who contributes it, and whether its owner answers
         xv["contributors"] = fed.view.contributors(entity.kind, entity.id) or ["local"]

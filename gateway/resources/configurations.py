@@ -15,8 +15,8 @@ from aiohttp import web
 from federation.local import provide
 
 from ..auth.roles import Role
-from ..http.errors import ApiError, bad_request, not_found, vendor_error
-from ..http.jsonutil import json_response, read_json_body
+from ..http.errors import ApiError, not_found, vendor_error
+from ..http.jsonutil import json_response
 from ..http.routes import Registry
 from ..model.entities import Entity
 from ..ros.parameters import (
@@ -30,7 +30,8 @@ from ..ros.parameters import (
     ValueNotConvertible,
 )
 from ..state import GatewayState, state_of
-from .common import envelope, federation, local_member_apps, resolve_entity
+from ..wire.bodies import configuration_value, read_object
+from .common import federation, local_member_apps, resolve_entity
 
 
 def _store(state: GatewayState) -> ParameterStore:
@@ -62,23 +63,11 @@ def parameter_error(exc: ParameterError, **parameters: Any) -> ApiError:
 
 
 def param_item(state: GatewayState, store: ParameterStore, app: Entity, p: Param,
-               qualified: bool) -> dict[str, Any]:
-    """One configuration item."""
-    item: dict[str, Any] = {"id": f"{app.id}:{p.name}" if qualified else p.name,
-                            "name": p.name, "type": "parameter", "value": p.value}
-    if p.description:
-        item["description"] = p.description
-    xv: dict[str, Any] = {"ros2": {"node": p.node, "parameter": p.name, "type": p.type_name},
-                          "read_only": p.read_only}
+               qualified: bool, entity_id: str | None = None) -> dict[str, Any]:
+    """One configuration item in the wire profile (gateway/wire/configurations.py)."""
     default = store.default_of(p.node, p.name)
-    if default is not None:
-        xv["default_value"] = default[1]
-    if p.range is not None:
-        xv["range"] = p.range
-    if qualified:
-        xv["member_ids"] = [app.id]
-    item[state.xv] = xv
-    return item
+    return state.wire.configurations.item(  # type: ignore[no-any-return]
+        p, app, entity_id or app.id, qualified, default[1] if default is not None else None)
 
 
 async def _per_member(state: GatewayState, entity: Entity, work: Any
@@ -124,7 +113,7 @@ def _partial(outcomes: list[tuple[Entity, Any]]) -> dict[str, Any]:
     return extra
 
 
-def _raise_worst(outcomes: list[tuple[Entity, Any]]) -> None:
+def _raise_worst(outcomes: list[tuple[Entity, Any]], entity_id: str) -> None:
     """When no member answered, the most severe failure (internal before unavailable)."""
     errors = [r for _, r in outcomes if isinstance(r, BaseException)]
     if not outcomes or len(errors) < len(outcomes):
@@ -134,8 +123,8 @@ def _raise_worst(outcomes: list[tuple[Entity, Any]]) -> None:
             raise exc
     for exc in errors:
         if isinstance(exc, NodeFailed):
-            raise parameter_error(exc) from None
-    raise parameter_error(errors[0]) from None  # type: ignore[arg-type]
+            raise parameter_error(exc, entity_id=entity_id) from None
+    raise parameter_error(errors[0], entity_id=entity_id) from None  # type: ignore[arg-type]
 
 
 async def local_items(state: GatewayState, entity: Entity
@@ -144,7 +133,7 @@ async def local_items(state: GatewayState, entity: Entity
     store = _store(state)
     outcomes = await _per_member(state, entity, lambda app: store.params(app.node_fqn))
     qualified = entity.kind != "apps"
-    items = [param_item(state, store, app, p, qualified)
+    items = [param_item(state, store, app, p, qualified, entity.id)
              for app, result in outcomes if not isinstance(result, BaseException)
              for p in result]
     return items, _partial(outcomes), outcomes
@@ -174,8 +163,10 @@ async def list_configurations(request: web.Request) -> web.Response:
         return json_response(fed.combine_list(entity, "configurations", items, partial,
                                               await answers))
     items, partial, outcomes = await local_items(state, entity)
-    _raise_worst(outcomes)
-    return json_response(envelope(state, items, entity.id, **partial))
+    _raise_worst(outcomes, entity.id)
+    return json_response({"items": items,
+                          state.xv: state.wire.configurations.list_vendor(items, entity,
+                                                                          **partial)})
 
 
 async def find_parameter(state: GatewayState, entity: Entity, param_id: str
@@ -194,7 +185,7 @@ async def find_parameter(state: GatewayState, entity: Entity, param_id: str
               and any(p.name == param_id for p in result)]
     if len(owners) == 1:
         return owners[0], param_id
-    params: dict[str, Any] = {"entity_id": entity.id, "param_name": param_id}
+    params: dict[str, Any] = {"entity_id": entity.id, "param_name": param_id, "id": param_id}
     if owners:
         params["candidates"] = [f"{a.id}:{param_id}" for a in owners]
         raise not_found(f"Configuration id '{param_id}' is ambiguous on {entity.type} "
@@ -226,25 +217,29 @@ async def get_configuration(request: web.Request) -> web.Response:
     try:
         p = await store.get(app.node_fqn, name)  # type: ignore[arg-type]
     except ParameterError as exc:
-        raise parameter_error(exc, entity_id=entity.id, param_name=name) from None
-    return json_response(param_item(state, store, app, p, entity.kind != "apps"))
+        raise parameter_error(exc, entity_id=entity.id, param_name=name,
+                              id=request.match_info["param_name"]) from None
+    return json_response(param_item(state, store, app, p, entity.kind != "apps", entity.id))
 
 
 async def set_configuration(request: web.Request) -> web.Response:
-    """Set a parameter: `value` converted to the parameter's type."""
+    """Set a parameter: `data` (or `value`) converted to the parameter's type."""
     state, store, entity, app, name = await _target(request)
-    body = await read_json_body(request)
-    if not isinstance(body, dict) or "value" not in body:
-        raise bad_request("Request body must be a JSON object with a 'value'", field="value")
+    value = configuration_value(await read_object(request))
     try:
-        p = await store.set(app.node_fqn, name, body["value"])  # type: ignore[arg-type]
+        p = await store.set(app.node_fqn, name, value)  # type: ignore[arg-type]
     except ValueNotConvertible as exc:
         raise ApiError(400, "invalid-request", f"Invalid value for parameter '{name}': {exc}",
-                       parameters={"field": "value", "param_name": name,
-                                   "reason": str(exc)}) from None
+                       parameters={"field": "value", "param_name": name, "reason": str(exc),
+                                   "fields": [{"field": "data", "message": str(exc)}],
+                                   "entity_id": entity.id,
+                                   "id": request.match_info["param_name"]}) from None
     except ParameterError as exc:
-        raise parameter_error(exc, entity_id=entity.id, param_name=name) from None
-    return json_response(param_item(state, store, app, p, entity.kind != "apps"))
+        params = {"entity_id": entity.id, "param_name": name,
+                  "id": request.match_info["param_name"]}
+        raise (state.wire.configurations.refused(exc, **params)
+               or parameter_error(exc, **params)) from None
+    return json_response(param_item(state, store, app, p, entity.kind != "apps", entity.id))
 
 
 async def reset_configuration(request: web.Request) -> web.Response:
@@ -263,7 +258,7 @@ async def reset_all_configurations(request: web.Request) -> web.Response:
     entity = resolve_entity(request)
     store = _store(state)
     outcomes = await _per_member(state, entity, lambda app: store.reset_all(app.node_fqn))
-    _raise_worst(outcomes)
+    _raise_worst(outcomes, entity.id)
     results = []
     for app, result in outcomes:
         entry: dict[str, Any] = {"id": app.id, "node": app.node_fqn, "gateway": "local"}
@@ -289,8 +284,7 @@ async def reset_all_configurations(request: web.Request) -> web.Response:
                                            f"reset it through /apps/{app.id}/configurations"})
     if all(r["status"] == 204 for r in results):
         return web.Response(status=204)
-    body = {"items": results, state.xv: {"entity_id": entity.id, "partial": True,
-                                         **_partial(outcomes)}}
+    body = state.wire.configurations.reset_report(entity.id, results, _partial(outcomes))
     return json_response(body, status=207)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,22 +14,16 @@ from aiohttp import web
 from federation.local import provide
 
 from ..auth.roles import Role
-from ..http.errors import ApiError, bad_request, not_found, vendor_error
-from ..http.jsonutil import dumps, json_response, read_json_body
+from ..http.errors import ApiError, not_found, vendor_error
+from ..http.jsonutil import dumps, json_response
 from ..http.routes import Registry
 from ..model.entities import Entity
 from ..model.ids import split_qualified
 from ..ros.graph import INFRA_TOPICS, is_hidden_topic
-from ..ros.message import (
-    MessageFieldError,
-    UnknownTypeError,
-    default_value,
-    dict_to_message,
-    import_type,
-    type_schema,
-)
+from ..ros.message import UnknownTypeError, default_value, import_type, type_schema
 from ..ros.samples import sample_to_json
 from ..state import GatewayState, state_of
+from ..wire.bodies import build_message, check_type_override, data_message, read_object
 from .common import list_collection, resolve_entity
 
 # Samples above this size are converted off the event loop.
@@ -81,6 +76,7 @@ def entity_topics(state: GatewayState, entity: Entity) -> dict[str, TopicRef]:
     return state.cache.body(("topics", entity.kind, entity.id), build)  # type: ignore[no-any-return]
 
 
+@functools.lru_cache(maxsize=512)
 def type_info(type_name: str) -> dict[str, Any] | None:
     """JSON Schema and default value of a message type; None when the type is not installed."""
     try:
@@ -90,17 +86,16 @@ def type_info(type_name: str) -> dict[str, Any] | None:
     return {"schema": type_schema(cls), "default_value": default_value(cls)}
 
 
+@functools.lru_cache(maxsize=512)
+def type_info_json(type_name: str) -> orjson.Fragment | None:
+    """type_info pre-serialized (reads embed it in every answer)."""
+    info = type_info(type_name)
+    return None if info is None else orjson.Fragment(dumps(info))
+
+
 def data_item(state: GatewayState, ref: TopicRef) -> dict[str, Any]:
-    """One data list item."""
-    xv: dict[str, Any] = {
-        "ros2": {"direction": ref.direction, "topic": ref.topic, "type": ref.type},
-        "member_ids": ref.member_ids,
-    }
-    info = type_info(ref.type)
-    if info is not None:
-        xv["type_info"] = info
-    return {"id": ref.topic, "name": ref.topic.rsplit("/", 1)[-1], "category": "currentData",
-            state.xv: xv}
+    """One data list item in the wire profile (gateway/wire/data.py)."""
+    return state.wire.data.item(ref, type_info(ref.type))  # type: ignore[no-any-return]
 
 
 def local_items(state: GatewayState, entity: Entity) -> list[dict[str, Any]]:
@@ -139,11 +134,36 @@ def find_topic(state: GatewayState, entity: Entity, data_id: str) -> TopicRef:
                     entity_id=entity.id, data_id=data_id)
 
 
+def unlisted_topic(state: GatewayState, data_id: str, declared: str | None = None
+                   ) -> TopicRef | None:
+    """A topic the entity lacks, for profiles that address any path (its graph type, else the
+    declared one); None otherwise."""
+    if not state.wire.data.address_any_topic:
+        return None
+    topic = data_id if data_id.startswith("/") else "/" + data_id
+    info = state.cache.graph.topics.get(topic)
+    if info is not None and info.type:
+        return TopicRef(topic, info.type)
+    return TopicRef(topic, declared) if declared else None
+
+
 async def read_data(request: web.Request) -> web.Response:
     """Newest sample of one topic."""
     state = state_of(request)
     entity = resolve_entity(request)
-    ref = find_topic(state, entity, request.match_info["data_id"])
+    data_id = request.match_info["data_id"]
+    try:
+        ref = find_topic(state, entity, data_id)
+    except ApiError:
+        if not state.wire.data.address_any_topic:
+            raise
+        found = unlisted_topic(state, data_id)
+        if found is None:  # nothing on the graph: metadata only (reference behaviour)
+            topic = data_id if data_id.startswith("/") else "/" + data_id
+            xv = state.wire.data.read_vendor(entity.id, topic, "", None, None)
+            xv["status"] = "metadata_only"
+            return json_response({"id": topic, "data": {}, state.xv: xv})
+        ref = found
     entry = state.pool.peek(ref.topic, ref.type)
     if entry is not None:
         sample = entry.sample
@@ -160,12 +180,8 @@ async def read_data(request: web.Request) -> web.Response:
                                f"Cannot subscribe to {ref.topic}: {exc}",
                                topic=ref.topic) from None
     info = state.cache.graph.topics.get(ref.topic)
-    xv: dict[str, Any] = {
-        "entity_id": entity.id,
-        "ros2": {"topic": ref.topic, "type": ref.type},
-        "publisher_count": info.publisher_count if info else 0,
-        "subscriber_count": info.subscriber_count if info else 0,
-    }
+    xv = state.wire.data.read_vendor(entity.id, ref.topic, ref.type, info,
+                                     type_info_json(ref.type))
     if sample is None:
         xv["status"] = "metadata_only"
         return json_response({"id": ref.topic, "data": {}, state.xv: xv})
@@ -188,26 +204,27 @@ async def write_data(request: web.Request) -> web.Response:
     """Publish one message built from the JSON body on a topic of the entity."""
     state = state_of(request)
     entity = resolve_entity(request)
-    ref = find_topic(state, entity, request.match_info["data_id"])
-    body = await read_json_body(request)
-    if not isinstance(body, dict):
-        raise bad_request(
-            f"Request body must be a JSON object of {ref.type} fields, got "
-            f"{type(body).__name__}", topic=ref.topic)
+    data_id = request.match_info["data_id"]
+    try:
+        ref = find_topic(state, entity, data_id)
+    except ApiError:
+        body = await read_object(request, empty_ok=False)
+        found = unlisted_topic(state, data_id, data_message(body)[1])
+        if found is None:
+            raise
+        ref = found
+    body = await read_object(request, empty_ok=False)
+    fields, declared = data_message(body)  # the `{type, data}` envelope or the bare message
+    check_type_override(declared, ref.type)
     try:
         cls = import_type(ref.type)
-        msg = dict_to_message(cls, body)
     except UnknownTypeError as exc:
         raise vendor_error(500, "x-vendor-ros2-topic-type-unavailable", str(exc)) from None
-    except MessageFieldError as exc:
-        raise ApiError(400, "invalid-request",
-                       f"Invalid {ref.type} message: {exc}",
-                       parameters={"field": exc.field, "reason": exc.reason,
-                                   "topic": ref.topic}) from None
+    msg = build_message(cls, fields, "data" if declared else "", topic=ref.topic)
     await state.pool.publish(ref.topic, ref.type, msg)
     xv = {"entity_id": entity.id, "ros2": {"topic": ref.topic, "type": ref.type},
           "timestamp": time.time_ns(), "status": "published"}
-    return json_response({"id": ref.topic, "data": body, state.xv: xv})
+    return json_response({"id": ref.topic, "data": fields, state.xv: xv})
 
 
 def register(reg: Registry) -> None:

@@ -6,7 +6,6 @@ from typing import Any
 
 from aiohttp import web
 
-from ..http.errors import not_found
 from ..http.jsonutil import json_response
 from ..http.routes import ENTITY_PARAM, ENTITY_TYPES, Registry
 from ..model import relations
@@ -61,7 +60,7 @@ def detail(state: GatewayState, entity: Entity) -> dict[str, Any]:
             xv["ros2"] = {"node": node, "namespace": entity.namespace}
         if entity.component:
             xv["component_id"] = entity.component
-            links["is-located-on"] = href(f"{entity.path}/is-located-on")
+            links["is-located-on"] = state.wire.entities.is_located_on(entity)
             links["belongs-to"] = href(f"{entity.path}/belongs-to")
     elif entity.kind == "components":
         if entity.identity:
@@ -73,6 +72,7 @@ def detail(state: GatewayState, entity: Entity) -> dict[str, Any]:
     elif entity.kind == "areas" and entity.parent:
         links["parent"] = href(f"/areas/{entity.parent}")
     out["_links"] = links
+    state.wire.entities.detail_extras(entity, out)
     return out
 
 
@@ -122,7 +122,7 @@ def _app(request: web.Request) -> Entity:
     app_id = request.match_info["app_id"]
     app = entities(request).apps.get(app_id)
     if app is None:
-        raise not_found("App not found", app_id=app_id)
+        raise state_of(request).wire.errors.unknown_entity("apps", app_id, relation=True)
     return app
 
 
@@ -180,7 +180,7 @@ async def subcomponents(request: web.Request) -> web.Response:
     """Child components."""
     comp = resolve_entity(request)
     return _refs(request, entities(request).subcomponents(comp.id), comp,
-                 component=href(comp.path))
+                 component=href(comp.path), parent=href(comp.path))
 
 
 async def subcomponent(request: web.Request) -> web.Response:
@@ -188,7 +188,7 @@ async def subcomponent(request: web.Request) -> web.Response:
     comp = resolve_entity(request)
     sub = entities(request).components.get(request.match_info["sub_id"])
     if sub is None or sub.parent != comp.id:
-        raise entity_not_found("components", request.match_info["sub_id"])
+        raise entity_not_found("components", request.match_info["sub_id"], request)
     return json_response(detail(state_of(request), sub))
 
 
@@ -202,7 +202,8 @@ async def area_components(request: web.Request) -> web.Response:
 async def subareas(request: web.Request) -> web.Response:
     """Child areas."""
     area = resolve_entity(request)
-    return _refs(request, entities(request).subareas(area.id), area, area=href(area.path))
+    return _refs(request, entities(request).subareas(area.id), area, area=href(area.path),
+                 parent=href(area.path))
 
 
 async def subarea(request: web.Request) -> web.Response:
@@ -210,7 +211,7 @@ async def subarea(request: web.Request) -> web.Response:
     area = resolve_entity(request)
     sub = entities(request).areas.get(request.match_info["sub_id"])
     if sub is None or sub.parent != area.id:
-        raise entity_not_found("areas", request.match_info["sub_id"])
+        raise entity_not_found("areas", request.match_info["sub_id"], request)
     return json_response(detail(state_of(request), sub))
 
 

@@ -8,16 +8,15 @@ from typing import Any
 from aiohttp import web
 
 from ..auth.roles import Role
-from ..faults import views
 from ..faults.model import CLEARED, iso, parse_status_filter
 from ..faults.scope import in_scope
 from ..faults.service import FaultService
-from ..http.errors import SERVICE_UNAVAILABLE, ApiError, invalid_parameter, not_found
+from ..http.errors import SERVICE_UNAVAILABLE, ApiError, not_found
 from ..http.jsonutil import json_response
 from ..http.routes import Registry
 from ..model.entities import Entity
 from ..state import GatewayState, state_of
-from .common import envelope, federation, resolve_entity
+from .common import federation, resolve_entity
 
 # state.extras key of the global-clear hook: predicates (request, fault_code, sources) -> True
 # when the fault must be skipped (e.g. its entity is locked by another client).
@@ -37,9 +36,7 @@ def _statuses(request: web.Request) -> frozenset[str]:
     value = request.query.get("status")
     statuses = parse_status_filter(value)
     if statuses is None:
-        raise invalid_parameter(
-            f"Invalid status filter '{value}': use pending, confirmed, cleared, healed or all",
-            parameter="status", value=value)
+        raise state_of(request).wire.faults.bad_status_filter(value)
     return statuses
 
 
@@ -58,9 +55,11 @@ async def list_all(request: web.Request) -> web.Response:
     svc = service(state)
     faults = svc.visible(svc.select(_statuses(request)))
     engine = svc.engine
-    body: dict[str, Any] = envelope(state, [views.list_item(state.xv, f) for f in faults])
-    body["muted_count"] = len(engine.muted)
-    body["cluster_count"] = engine.cluster_count()
+    wire = state.wire.faults
+    items = [wire.list_item(f) for f in faults]
+    counts = {"muted_count": len(engine.muted), "cluster_count": engine.cluster_count()}
+    body: dict[str, Any] = {"items": items, state.xv: wire.list_vendor(len(items), **counts),
+                            **counts}
     if _flag(request, "include_muted"):
         body["muted_faults"] = engine.muted_faults()
     if _flag(request, "include_clusters"):
@@ -102,12 +101,14 @@ async def list_entity(request: web.Request) -> web.Response:
     entity = resolve_entity(request)
     svc = service(state)
     faults = svc.select(_statuses(request), owners(state, entity))
-    items = [views.list_item(state.xv, f) for f in faults]
+    wire = state.wire.faults
+    items = [wire.list_item(f) for f in faults]
     fed = federation(state)  # aggregation: the faults peers hold for this entity
     peers = fed.contributors(request, entity) if fed is not None else []
     if peers:
         return json_response(await fed.merge_list(request, entity, "faults", items, peers=peers))
-    return json_response(envelope(state, items, entity.id))
+    return json_response({"items": items, state.xv: wire.list_vendor(len(items), entity,
+                                                                   state.cache.entities)})
 
 
 def _scoped(request: web.Request) -> tuple[GatewayState, Entity, FaultService, Any]:
@@ -125,7 +126,8 @@ def _scoped(request: web.Request) -> tuple[GatewayState, Entity, FaultService, A
 async def get_fault(request: web.Request) -> web.Response:
     """Fault detail with status flags, extended data and freeze frames."""
     state, _entity, svc, fault = _scoped(request)
-    body = views.detail(state.xv, fault, svc.frames(fault.code), svc.correlation_of(fault.code))
+    body = state.wire.faults.detail(fault, svc.frames(fault.code),
+                                    svc.correlation_of(fault.code))
     # Rosbag entries (docs/recorder.md): provider(state, entity, fault) -> snapshot entries.
     for provide in state.extras.get("fault_snapshot_providers", ()):
         body["environment_data"]["snapshots"].extend(provide(state, _entity, fault))

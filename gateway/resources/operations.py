@@ -12,32 +12,30 @@ from aiohttp import web
 from federation.local import provide
 
 from ..auth.roles import Role
-from ..http.errors import (
-    ApiError,
-    bad_request,
-    invalid_parameter,
-    not_found,
-    not_responding,
-    vendor_error,
-)
-from ..http.jsonutil import json_response, read_json_body
+from ..http.errors import ApiError, invalid_parameter, not_found, vendor_error
+from ..http.jsonutil import json_response
 from ..http.routes import Registry
 from ..model.entities import Entity
 from ..model.items import ItemLookupError, MemberItem, assign_ids, resolve
 from ..push.publishers import service_completed, watch_execution
-from ..ros.actions import ActionManager, Execution, ros_status_name
+from ..ros.actions import ActionManager, Execution
 from ..ros.message import (
-    MessageFieldError,
     UnknownTypeError,
     action_schemas,
-    dict_to_message,
     field_type_map,
     import_type,
     message_to_dict,
     service_schemas,
 )
-from ..ros.services import CallError, CallTimeout, NotAvailable, ServiceCaller
+from ..ros.services import CallError, ServiceCaller
 from ..state import GatewayState, state_of
+from ..wire.bodies import (
+    build_message,
+    check_type_override,
+    envelope_key,
+    execution_request,
+    read_object,
+)
 from .common import envelope, href, list_collection, resolve_entity
 
 # Longest budget a request's own `timeout` may ask for.
@@ -101,8 +99,9 @@ def find_operation(state: GatewayState, entity: Entity, op_id: str) -> OpRef:
             raise not_found(f"Operation id '{op_id}' is ambiguous on {entity.type} "
                             f"'{entity.id}'; use one of: {', '.join(exc.candidates)}",
                             **params) from None
-        raise not_found(f"Operation '{op_id}' not found on {entity.type} '{entity.id}'",
-                        **params) from None
+        raise state.wire.errors.operation_not_found(
+            entity.id, op_id, f"Operation '{op_id}' not found on {entity.type} '{entity.id}'"
+        ) from None
 
 
 def _type_info(op: OpRef) -> tuple[dict[str, Any], dict[str, Any]] | None:
@@ -119,27 +118,16 @@ def _type_info(op: OpRef) -> tuple[dict[str, Any], dict[str, Any]] | None:
     return schemas, {k: field_type_map(v) for k, v in parts.items()}
 
 
-def operation_item(state: GatewayState, op: OpRef) -> dict[str, Any]:
+def operation_item(state: GatewayState, op: OpRef, entity_id: str) -> dict[str, Any]:
     """One operation description (list item; the detail wraps it in `item`)."""
-    xv: dict[str, Any] = {"ros2_kind": op.kind, f"ros2_{op.kind}": op.path,
-                          "ros2_type": op.type, "member_ids": op.member_ids}
-    item: dict[str, Any] = {
-        "id": op.id, "name": op.name, "proximity_proof_required": False,
-        "asynchronous_execution": op.kind == "action", "type": op.kind,
-        f"{op.kind}_type": op.type,
-    }
     info = _type_info(op)
-    if info is not None:
-        xv["type_info"] = info[0]
-        item["schema"] = info[1]
-    item[state.xv] = xv
-    return item
+    return state.wire.operations.item(op, entity_id, *(info or ()))  # type: ignore[no-any-return]
 
 
 def local_items(state: GatewayState, entity: Entity) -> list[dict[str, Any]]:
     """This gateway's operation items of an entity (fresh top-level dicts)."""
     cached = state.cache.body(("operation-items", entity.kind, entity.id), lambda: [
-        operation_item(state, op) for op in entity_operations(state, entity)])
+        operation_item(state, op, entity.id) for op in entity_operations(state, entity)])
     return [dict(item) for item in cached]
 
 
@@ -160,16 +148,7 @@ async def get_operation(request: web.Request) -> web.Response:
     state = state_of(request)
     entity = resolve_entity(request)
     op = find_operation(state, entity, request.match_info["op_id"])
-    return json_response({"item": operation_item(state, op)})
-
-
-def call_error(exc: CallError, **parameters: Any) -> ApiError:
-    """The HTTP error of a call that produced no answer (504, 503 or 500)."""
-    if isinstance(exc, CallTimeout):
-        return not_responding(str(exc), timeout_sec=exc.budget_s, **parameters)
-    if isinstance(exc, NotAvailable):
-        return vendor_error(503, "x-vendor-ros2-node-unavailable", str(exc), **parameters)
-    return vendor_error(500, "x-vendor-ros2-service-unavailable", str(exc), **parameters)
+    return json_response({"item": operation_item(state, op, entity.id)})
 
 
 def _provider(state: GatewayState, key: str) -> Any:
@@ -177,15 +156,6 @@ def _provider(state: GatewayState, key: str) -> Any:
     if provider is None:
         raise ApiError(503, "service-unavailable", "The ROS connection is not running")
     return provider
-
-
-async def _optional_body(request: web.Request) -> dict[str, Any]:
-    if not (await request.read()).strip():
-        return {}
-    raw = await read_json_body(request)
-    if not isinstance(raw, dict):
-        raise bad_request(f"Request body must be a JSON object, got {type(raw).__name__}")
-    return raw
 
 
 def request_timeout(body: dict[str, Any], default: float) -> float:
@@ -200,27 +170,8 @@ def request_timeout(body: dict[str, Any], default: float) -> float:
     return float(value)
 
 
-def request_fields(body: dict[str, Any]) -> dict[str, Any]:
-    """The request or goal fields: `parameters`, or (older form) the body's top-level fields."""
-    if "parameters" in body:
-        fields = body["parameters"]
-        if fields is None:
-            return {}
-        if not isinstance(fields, dict):
-            raise bad_request(f"'parameters' must be a JSON object, got {type(fields).__name__}",
-                              field="parameters")
-        return fields
-    return {k: v for k, v in body.items() if k != "timeout"}
-
-
-def _build(cls: Any, fields: dict[str, Any], op: OpRef) -> Any:
-    try:
-        return dict_to_message(cls, fields)
-    except MessageFieldError as exc:
-        where = f"parameters.{exc.field}" if exc.field else "parameters"
-        raise ApiError(400, "invalid-request", f"Invalid {op.kind} input for {op.type}: {exc}",
-                       parameters={"field": exc.field, "path": where, "reason": exc.reason,
-                                   "operation_id": op.id}) from None
+def _build(cls: Any, fields: dict[str, Any], op: OpRef, where: str) -> Any:
+    return build_message(cls, fields, where, operation_id=op.id)
 
 
 def _location(entity: Entity, op: OpRef, exec_id: str) -> str:
@@ -228,21 +179,8 @@ def _location(entity: Entity, op: OpRef, exec_id: str) -> str:
 
 
 def execution_body(state: GatewayState, ex: Execution) -> dict[str, Any]:
-    """An execution's status: feedback while running, the result once finished."""
-    xv: dict[str, Any] = {"goal_id": ex.id, "ros2_status": ros_status_name(ex.ros_status,
-                                                                            ex.rejected),
-                          "ros2_action": ex.action, "ros2_type": ex.type_name,
-                          "feedback_count": ex.feedback_count}
-    if ex.reason:
-        xv["reason"] = ex.reason
-    if ex.cancel_response:
-        xv["cancel_response"] = ex.cancel_response
-    body: dict[str, Any] = {"id": ex.id, "status": ex.status, "capability": ex.capability}
-    params = ex.result if ex.finished and ex.result is not None else ex.feedback
-    if params is not None:
-        body["parameters"] = params
-    body[state.xv] = xv
-    return body
+    """An execution's status in the wire profile (gateway/wire/operations.py)."""
+    return state.wire.operations.execution(ex)  # type: ignore[no-any-return]
 
 
 async def start_execution(request: web.Request) -> web.Response:
@@ -250,34 +188,41 @@ async def start_execution(request: web.Request) -> web.Response:
     state = state_of(request)
     entity = resolve_entity(request)
     op = find_operation(state, entity, request.match_info["op_id"])
-    body = await _optional_body(request)
+    body = await read_object(request)
     timeout = request_timeout(body, state.settings["service_call_timeout_sec"])
-    fields = request_fields(body)
     try:
         cls = import_type(op.type)
     except UnknownTypeError as exc:
         raise vendor_error(500, "x-vendor-ros2-service-unavailable",
                            f"Cannot call {op.path}: {exc}", operation_id=op.id) from None
+    part = cls.Request if op.kind == "service" else cls.Goal
+    fields, override = execution_request(body, op.kind, part.get_fields_and_field_types())
+    check_type_override(override, op.type)
     where = {f"ros2_{op.kind}": op.path}
+    wire = state.wire.operations
     if op.kind == "service":
-        msg = _build(cls.Request, fields, op)
+        msg = _build(cls.Request, fields, op, envelope_key(body, op.kind))
         caller: ServiceCaller = _provider(state, "service_caller")
         try:
             response = await caller.call(op.path, op.type, msg, timeout)
         except CallError as exc:
             service_completed(state, op.member_ids[0] if op.member_ids else None, op.path,
                               False)
-            raise call_error(exc, **where) from None
+            raise wire.start_error(op.kind, exc, operation_id=op.id, **where) from None
         service_completed(state, op.member_ids[0] if op.member_ids else None, op.path, True)
         xv = {"ros2_service": op.path, "ros2_type": op.type}
         return json_response({"parameters": message_to_dict(response), state.xv: xv})
-    goal = _build(cls.Goal, fields, op)
+    goal = _build(cls.Goal, fields, op, envelope_key(body, op.kind))
     actions: ActionManager = _provider(state, "actions")
     try:
         ex = await actions.send_goal((entity.kind, entity.id), op.path, op.path, op.type, goal,
                                      timeout)
     except CallError as exc:
-        raise call_error(exc, **where) from None
+        raise wire.start_error(op.kind, exc, operation_id=op.id, **where) from None
+    if ex.rejected:
+        refused = wire.goal_rejected(ex, operation_id=op.id, **where)
+        if refused is not None:
+            raise refused
     watch_execution(state, op.member_ids[0] if op.member_ids else None, ex)  # triggers
     return json_response(execution_body(state, ex), status=202,
                          headers={"Location": _location(entity, op, ex.id)})
@@ -292,9 +237,10 @@ def _execution(request: web.Request) -> tuple[GatewayState, Entity, OpRef, Execu
     if op.kind == "action":
         ex = _provider(state, "actions").get((entity.kind, entity.id), op.path, exec_id)
     if ex is None:
-        raise not_found(f"Execution '{exec_id}' not found on operation '{op.id}' of "
-                        f"{entity.type} '{entity.id}'", entity_id=entity.id,
-                        operation_id=op.id, execution_id=exec_id)
+        raise state.wire.errors.execution_not_found(
+            entity.id, op.id, exec_id,
+            f"Execution '{exec_id}' not found on operation '{op.id}' of {entity.type} "
+            f"'{entity.id}'")
     return state, entity, op, ex
 
 
@@ -320,32 +266,38 @@ async def get_execution(request: web.Request) -> web.Response:
 async def control_execution(request: web.Request) -> web.Response:
     """`capability: stop` cancels the goal; execute, freeze and reset do not apply (400)."""
     state, entity, op, ex = _execution(request)
-    body = await _optional_body(request)
+    body = await read_object(request)
     capability = body.get("capability")
     if not isinstance(capability, str) or not capability:
         raise invalid_parameter("'capability' is required; only 'stop' is supported",
-                                field="capability")
+                                field="capability",
+                                fields=[{"field": "capability",
+                                         "message": "missing required field"}])
     if capability != "stop":
         why = ("does not apply to a running execution" if capability in INAPPLICABLE
                else "is unknown")
-        raise invalid_parameter(f"Capability '{capability}' {why}; only 'stop' is supported",
-                                field="capability", capability=capability)
+        raise state.wire.operations.capability_refused(capability, why)
     timeout = request_timeout(body, state.settings["service_call_timeout_sec"])
     try:
         await _provider(state, "actions").cancel(ex, timeout)
     except CallError as exc:
-        raise call_error(exc, ros2_action=op.path) from None
+        raise state.wire.operations.call_error(exc, ros2_action=op.path) from None
     return json_response(execution_body(state, ex), status=202,
                          headers={"Location": _location(entity, op, ex.id)})
 
 
 async def delete_execution(request: web.Request) -> web.Response:
-    """Cancel the goal when it runs and remove the execution."""
+    """Cancel the goal when it runs; the execution is removed (spec) or kept readable."""
     state, _, op, ex = _execution(request)
+    actions = _provider(state, "actions")
+    timeout = state.settings["service_call_timeout_sec"]
     try:
-        await _provider(state, "actions").remove(ex, state.settings["service_call_timeout_sec"])
+        if state.wire.operations.keep_after_delete:
+            await actions.cancel(ex, timeout)
+        else:
+            await actions.remove(ex, timeout)
     except CallError as exc:
-        raise call_error(exc, ros2_action=op.path) from None
+        raise state.wire.operations.call_error(exc, ros2_action=op.path) from None
     return web.Response(status=204)
 
 

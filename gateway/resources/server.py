@@ -157,7 +157,7 @@ async def scoped_docs(request: web.Request) -> web.Response:
     if last in DOCS_REFUSED:
         raise not_found(f"No scoped document for '{last}'", path=prefix)
     if segs[0] not in ENTITY_TYPES or len(segs) < 2:
-        if not (segs[0] in ("updates",) and len(segs) == 1):
+        if not (segs[0] in ("updates", *ENTITY_TYPES) and len(segs) == 1):
             raise not_found(f"No API paths below '/{prefix}'", path=prefix)
     expand: dict[str, list[str]] = {}
     if segs[0] in ENTITY_TYPES and len(segs) >= 2:
@@ -184,5 +184,8 @@ def register(reg: Registry) -> None:
 
 def register_docs(reg: Registry) -> None:
     """The scoped docs route (the middleware also sends `<item route>/docs` here)."""
+    for kind in ENTITY_TYPES:  # a collection's own document, not an entity named `docs`
+        reg.add("GET", f"/{kind}/docs", scoped_docs, tag="docs",
+                summary=f"OpenAPI document of the {kind} collection")
     reg.add("GET", "/{entity_path}/docs", scoped_docs, multi_segment=("entity_path",),
             summary="Scoped OpenAPI document", tag="docs")

@@ -55,10 +55,22 @@ SERVER_ROWS: tuple[tuple[str, str, str, Role], ...] = (
 )
 # Features answered 501 always (spec: data-categories and data-groups).
 ALWAYS_501 = frozenset({"data-categories", "data-groups"})
+# The reference implementation's wording where the spec shows none (medkit-wire.md section 13).
+MESSAGES = {
+    "data-categories": "Data categories are not implemented for ROS 2",
+    "data-groups": "Data groups are not implemented for ROS 2",
+    "updates": "Software updates not available",
+    "scripts": "Scripts backend not configured",
+    "locks": "Locking is not enabled on this gateway",
+    "lifecycle": "Lifecycle control not available for this entity",
+    "triggers": "Triggers not available",
+}
 
 
 def _stub(feature: str) -> Any:
     async def unbuilt(request: web.Request) -> web.Response:
+        if feature in MESSAGES:
+            raise not_implemented(feature, MESSAGES[feature])
         if feature in ALWAYS_501:
             raise not_implemented(feature, f"'{feature}' is not supported by this gateway")
         raise not_implemented(

@@ -114,7 +114,8 @@ def test_scope_rule_own_child_and_mixed_sources(gw: Gateway, ros: RosSide) -> No
     host = gw.get("/components").json()["items"][0]["id"]
     assert "SCOPE_MIXED" in faults_by_code(gw, f"/components/{host}/faults")
     body = gw.get("/apps/child/faults").json()
-    assert body["x-vendor"] == {"total_count": 1, "entity_id": "child"}
+    assert body["x-vendor"] == {"total_count": 1, "count": 1, "entity_id": "child",
+                                "source_id": "/perception/lidar/lidar_sensor/child"}
     assert "muted_count" not in body  # correlation metadata only on the global list
 
     assert_error(gw.get("/apps/lidar_sensor/faults/SCOPE_MIXED"), 404, "resource-not-found")

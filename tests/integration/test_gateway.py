@@ -37,9 +37,13 @@ def test_apps_are_the_twelve_demo_nodes(gw: Gateway) -> None:
     assert ids(body) == set(NODES)
     assert body["x-vendor"]["total_count"] == 14
     item = next(i for i in body["items"] if i["id"] == "temp_sensor")
+    host = gw.get("/components").json()["items"][0]["id"]
     assert item == {"id": "temp_sensor", "name": "temp_sensor", "type": "app",
                     "href": "/api/v1/apps/temp_sensor",
-                    "x-vendor": {"source": "heuristic", "is_online": True}}
+                    "x-vendor": {"source": "heuristic", "is_online": True,
+                                 "component_id": host,
+                                 "ros2": {"node": "/powertrain/engine/temp_sensor",
+                                          "namespace": "/powertrain/engine"}}}
 
 
 def test_runtime_only_entities(gw: Gateway) -> None:
@@ -213,8 +217,8 @@ def test_manifest_status_is_inactive_in_runtime_only(gw: Gateway) -> None:
 
 
 def test_unbuilt_and_unsupported_collections_answer_501(gw: Gateway) -> None:
-    assert_error(gw.get("/apps/temp_sensor/data-categories"), 501, "vendor-error")
-    assert_error(gw.get("/functions/chassis/data-groups"), 501, "vendor-error")
+    assert_error(gw.get("/apps/temp_sensor/data-categories"), 501, "not-implemented")
+    assert_error(gw.get("/functions/chassis/data-groups"), 501, "not-implemented")
     body = assert_error(gw.get("/apps/temp_sensor/scripts"), 501)  # no scripts.scripts_dir
     assert body["parameters"]["feature"] == "scripts"
 
@@ -290,8 +294,9 @@ def test_node_started_later_appears_and_leaves(gw: Gateway, domain: int, tmp_pat
 
 def test_vendor_word_is_a_setting(robot: Robot, domain: int) -> None:
     with Gateway(free_port(), domain, ["api.vendor=medkit", "plugins=[graph_provider]"]) as g:
-        g.wait_for("/apps", lambda b: "x-medkit" in b and len(b["items"]) > 0)
-        body = assert_error(g.get("/apps/temp_sensor/scripts"), 501)
-        assert body["vendor_code"] == "x-medkit-collection-not-available"
+        g.wait_for("/apps", lambda b: "x-medkit" in b and "unresponsive_param" in ids(b))
+        body = assert_error(g.get("/apps/unresponsive_param/configurations"), 503,
+                            "vendor-error")
+        assert body["vendor_code"] == "x-medkit-ros2-node-unavailable"
         assert "x-medkit-data-provider" in g.get("/health").json()
         assert "/functions/{function_id}/x-medkit-graph" in g.get("/docs").json()["paths"]

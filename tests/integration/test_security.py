@@ -142,7 +142,7 @@ def test_refresh_rotates_and_a_reused_token_revokes_its_family(hs: SecureGateway
 def test_revoke(hs: SecureGateway) -> None:
     pair = hs.token("configurator-client", "configurator-secret")
     resp = hs.request("POST", "/auth/revoke", body={"token": pair["refresh_token"]})
-    assert resp.status == 200 and resp.json() == {}
+    assert resp.status == 200 and resp.json() == {"status": "revoked"}
     status, body = refresh(hs, pair["refresh_token"])
     assert status == 400 and body["error"] == "invalid_grant"
     assert write_status(hs, pair["access_token"]) == 401

@@ -98,7 +98,7 @@ def test_peer_items_are_rebuilt_field_by_field() -> None:
               "context": {"node": "/n"}}, "severity"),
     ("logs", {"id": "1", "timestamp": "t", "severity": "info", "message": "m",
               "context": {"node": "/n", "line": "7"}}, "line"),
-    ("faults", {"fault_code": "F", "severity": 2}, "'severity'"),
+    ("faults", {"fault_code": "F", "severity": 7}, "'severity'"),
     ("version-info", {"version": "1"}, "vendor_info"),
     ("data", "not an object", "not an object"),
 ])

@@ -9,7 +9,7 @@ import pytest
 
 from gateway.http.errors import ApiError
 from gateway.resources.logs import DEFAULT_CONFIG, validate_config
-from gateway.resources.operations import request_fields, request_timeout
+from gateway.resources.operations import request_timeout
 from gateway.resources.status import readiness
 from gateway.ros.actions import execution_status, ros_status_name
 from gateway.ros.parameters import (
@@ -50,16 +50,6 @@ def test_rejected_goal_is_failed() -> None:
 
 
 # --- execution request bodies ---------------------------------------------------------------
-
-
-def test_request_fields_new_and_older_forms() -> None:
-    assert request_fields({"parameters": {"order": 5}, "timeout": 3}) == {"order": 5}
-    assert request_fields({"order": 5, "timeout": 3}) == {"order": 5}  # older form
-    assert request_fields({}) == {}
-    assert request_fields({"parameters": None}) == {}
-    with pytest.raises(ApiError) as err:
-        request_fields({"parameters": [1]})
-    assert err.value.status == 400 and err.value.parameters == {"field": "parameters"}
 
 
 def test_request_timeout() -> None:

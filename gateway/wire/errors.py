@@ -1,0 +1,96 @@
+"""Entity resolution errors: invalid id, unknown entity, wrong entity type for the route."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..http.errors import ApiError, invalid_parameter, not_found
+from ..http.routes import ENTITY_PARAM, SINGULAR
+from ._base import WireBase
+
+ENTITY_NOT_FOUND = "entity-not-found"
+
+
+class SpecErrors(WireBase):
+    """The spec's answers: 404 resource-not-found for unknown entities and wrong types."""
+
+    def invalid_entity_id(self, entity_id: str, details: str) -> ApiError:
+        """400 invalid-parameter for an id outside the spec's charset (both profiles)."""
+        return invalid_parameter(f"Invalid entity ID '{entity_id}': {details}",
+                                 details=details, entity_id=entity_id)
+
+    def unknown_entity(self, kind: str, entity_id: str, relation: bool = False) -> ApiError:
+        """404 for an entity id no entity of the route's type has."""
+        word = SINGULAR[kind]
+        if relation:  # spec rule 5: relationship routes name the app
+            return not_found(f"{word.capitalize()} not found", **{ENTITY_PARAM[kind]: entity_id})
+        return not_found(f"{word.capitalize()} not found: '{entity_id}'",
+                         entity_id=entity_id, **{ENTITY_PARAM[kind]: entity_id})
+
+    def wrong_entity_type(self, kind: str, entity_id: str, actual: str) -> ApiError:
+        """The id names an entity of another type: the spec has no such case, so 404."""
+        return self.unknown_entity(kind, entity_id)
+
+    def operation_not_found(self, entity_id: str, operation_id: str, message: str) -> ApiError:
+        """404 for an operation id the entity does not have."""
+        return not_found(message, entity_id=entity_id, operation_id=operation_id)
+
+
+    def execution_not_found(self, entity_id: str, operation_id: str, execution_id: str,
+                            message: str) -> ApiError:
+        """404 for an execution id the operation does not track."""
+        return not_found(message, entity_id=entity_id, operation_id=operation_id,
+                         execution_id=execution_id)
+
+
+    def unsupported_collection(self, kind: str, entity_id: str,
+                               collection: str) -> ApiError | None:
+        """A collection only other entity types serve: None (the router's 404)."""
+        return None
+
+
+class MedkitErrors(SpecErrors):
+    """The reference's codes: entity-not-found, operation-not-found, 400 for a wrong type."""
+
+    profile = "medkit"
+
+    def invalid_entity_id(self, entity_id: str, details: str) -> ApiError:
+        """400 invalid-parameter "Invalid entity ID" with details and the id."""
+        return invalid_parameter("Invalid entity ID", details=details, entity_id=entity_id)
+
+    def unknown_entity(self, kind: str, entity_id: str, relation: bool = False) -> ApiError:
+        """404 entity-not-found "Entity not found" naming the id."""
+        params: dict[str, Any] = {"entity_id": entity_id, ENTITY_PARAM[kind]: entity_id}
+        return ApiError(404, ENTITY_NOT_FOUND, "Entity not found", parameters=params)
+
+    def wrong_entity_type(self, kind: str, entity_id: str, actual: str) -> ApiError:
+        """400 invalid-parameter naming the expected and the actual type."""
+        expected, got = SINGULAR[kind].capitalize(), SINGULAR[actual].capitalize()
+        return invalid_parameter(
+            f"Invalid entity type for route: expected {expected}, got {got}",
+            entity_id=entity_id, expected_type=expected, actual_type=got)
+
+    def operation_not_found(self, entity_id: str, operation_id: str, message: str) -> ApiError:
+        """404 operation-not-found "Operation not found"."""
+        return ApiError(404, "operation-not-found", "Operation not found",
+                        parameters={"entity_id": entity_id, "operation_id": operation_id})
+
+
+    def execution_not_found(self, entity_id: str, operation_id: str, execution_id: str,
+                            message: str) -> ApiError:
+        """404 resource-not-found "Execution not found"."""
+        return super().execution_not_found(entity_id, operation_id, execution_id,
+                                           "Execution not found")
+
+
+    def unsupported_collection(self, kind: str, entity_id: str,
+                               collection: str) -> ApiError | None:
+        """400 collection-not-supported naming the type and the collection."""
+        return ApiError(400, "collection-not-supported",
+                        f"{SINGULAR[kind].capitalize()} entities do not support {collection} "
+                        "collection", parameters={"entity_id": entity_id,
+                                                  "collection": collection})
+
+
+ErrorWire = SpecErrors
+ERRORS: dict[str, type[SpecErrors]] = {"spec": SpecErrors, "medkit": MedkitErrors}

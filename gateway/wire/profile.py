@@ -1,0 +1,48 @@
+"""The Wire bundle: the configured profile's serializer for every resource."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .auth import AUTH, AuthWire
+from .configurations import CONFIGURATIONS, ConfigurationWire
+from .data import DATA, DataWire
+from .entities import ENTITIES, EntityWire
+from .errors import ERRORS, ErrorWire
+from .faults import FAULTS, FaultWire
+from .operations import OPERATIONS, OperationWire
+
+PROFILES = ("spec", "medkit")
+
+
+@dataclass(frozen=True)
+class Wire:
+    """Serializers of one profile, all writing `x-<vendor>` keys with one vendor word."""
+
+    profile: str
+    vendor: str
+    errors: ErrorWire
+    entities: EntityWire
+    faults: FaultWire
+    operations: OperationWire
+    configurations: ConfigurationWire
+    data: DataWire
+    auth: AuthWire
+
+    @property
+    def xv(self) -> str:
+        """The vendor extension key, e.g. x-vendor."""
+        return f"x-{self.vendor}"
+
+
+def make_wire(profile: str, vendor: str) -> Wire:
+    """The serializers of `profile` (spec or medkit) for the vendor word."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown wire profile {profile!r}; use one of {', '.join(PROFILES)}")
+    xv = f"x-{vendor}"
+    return Wire(
+        profile=profile, vendor=vendor,
+        errors=ERRORS[profile](xv), entities=ENTITIES[profile](xv), faults=FAULTS[profile](xv),
+        operations=OPERATIONS[profile](xv), configurations=CONFIGURATIONS[profile](xv),
+        data=DATA[profile](xv), auth=AUTH[profile](xv),
+    )
