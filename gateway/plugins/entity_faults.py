@@ -13,19 +13,12 @@ from ..http.errors import invalid_parameter, not_found
 from ..http.jsonutil import json_response
 from ..resources.common import envelope
 from .api import FAULTS
-from .context import plugin_source
 from .served import Served, items_of
 
 
 def sources(s: Served) -> list[str]:
-    """Fault sources the entity owns: its own and those of its member apps of the plugin."""
-    es = s.state.cache.entities
-    out = [plugin_source(s.owner.name, s.entity.kind, s.eid)]
-    for app in es.member_apps(s.entity):
-        name = s.manager.owners.get(("apps", app.id))
-        if name is not None and app.id != s.eid:
-            out.append(plugin_source(name, "apps", app.id))
-    return out
+    """Fault sources the entity owns: its own and those of its member apps of plugins."""
+    return s.manager.fault_sources(s.entity, s.state.cache.entities)
 
 
 async def serve(s: Served) -> web.StreamResponse:

@@ -71,6 +71,23 @@ def test_plugin_raised_faults_reach_the_fault_manager(gw: Gateway) -> None:
     # the entity's own fault routes serve the faults it raised (no fault provider)
     own = gw.get("/apps/sensor_1/faults").json()["items"]
     assert [f["fault_code"] for f in own] == ["SENSOR_DRIFT"]
+    # ... and so does the component hosting it, and a cyclic subscription on its faults
+    hosts = [c["id"] for c in gw.get("/components").json()["items"]
+             if "sensor_1" in {h["id"] for h in gw.get(f"/components/{c['id']}/hosts").json()[
+                 "items"]}]
+    assert hosts, "the plugin app is hosted on a component"
+    assert "SENSOR_DRIFT" in {f["fault_code"] for f in gw.get(
+        f"/components/{hosts[0]}/faults").json()["items"]}
+    sub = gw.request("POST", "/apps/sensor_1/cyclic-subscriptions",
+                     {"resource": "/api/v1/apps/sensor_1/faults", "interval": "fast",
+                      "duration": 30})
+    assert sub.status == 201, sub
+    cyclic = Stream(gw.port, sub.json()["event_source"])
+    try:
+        frame = cyclic.next(20)
+        assert [f["fault_code"] for f in frame["data"]["payload"]["data"]] == ["SENSOR_DRIFT"]
+    finally:
+        cyclic.close()
     detail = gw.get("/apps/sensor_1/faults/SENSOR_DRIFT").json()
     assert detail["item"]["code"] == "SENSOR_DRIFT"
     assert detail["x-vendor"]["reporting_sources"] == [source]
