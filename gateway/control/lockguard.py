@@ -212,11 +212,15 @@ class LockService:
         es = self.state.cache.entities
         client = request.headers.get(CLIENT_HEADER)
         now = time.time()
+        from ..plugins.context import parse_plugin_source
+
         for source in sources:
-            for app in es.apps.values():
-                if app.node_fqn != source:
-                    continue
-                target = Target("apps", app.id, "faults", ancestors(es, "apps", app.id))
+            ids = [app.id for app in es.apps.values() if app.node_fqn == source]
+            ref = parse_plugin_source(source)  # a fault a plugin raised for its app
+            if ref is not None and ref[1] == "apps" and ref[2] in es.apps:
+                ids.append(ref[2])
+            for app_id in ids:
+                target = Target("apps", app_id, "faults", ancestors(es, "apps", app_id))
                 try:
                     self.manager.check(target, client, now)
                 except LockError:

@@ -14,6 +14,14 @@ def plugin_source(plugin: str, kind: str, entity_id: str) -> str:
     return f"/x-plugin/{plugin}/{kind}/{entity_id}"
 
 
+def parse_plugin_source(source: str) -> tuple[str, str, str] | None:
+    """(plugin, kind, entity id) of a plugin entity's fault source, else None."""
+    parts = source.split("/")
+    if len(parts) == 5 and parts[0] == "" and parts[1] == "x-plugin" and all(parts[2:]):
+        return parts[2], parts[3], parts[4]
+    return None
+
+
 class PluginContext:
     """One per plugin; valid from set_context() until shutdown()."""
 

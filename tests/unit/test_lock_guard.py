@@ -135,6 +135,11 @@ def test_global_clear_filter_skips_faults_of_locked_entities(state: GatewayState
     assert svc.clear_filter(req, "F", ["/elsewhere"]) is False
     own = make_mocked_request("DELETE", "/api/v1/faults", headers={"X-Client-Id": HOLDER})
     assert svc.clear_filter(own, "F", ["/ns/a1"]) is False
+    # a fault a plugin raised for its app (docs/plugins.md) is that app's
+    plugin_fault = "/x-plugin/test_plc/apps/a1"
+    assert svc.clear_filter(req, "F", [plugin_fault]) is True
+    assert svc.clear_filter(own, "F", [plugin_fault]) is False
+    assert svc.clear_filter(req, "F", ["/x-plugin/test_plc/apps/gone"]) is False
 
 
 def test_sweep_publishes_expiry_on_the_bus(state: GatewayState) -> None:

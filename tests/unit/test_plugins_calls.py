@@ -146,8 +146,6 @@ def test_log_entries_follow_the_entity_configuration() -> None:
 
 
 def test_lifecycle_status_links_the_advertised_transitions() -> None:
-    import pytest
-
     from gateway.plugins.entity_lifecycle import status_body
 
     body = status_body("/apps/plc_1", {"status": "notReady", "start": True, "restart": False,
@@ -156,3 +154,41 @@ def test_lifecycle_status_links_the_advertised_transitions() -> None:
     for bad in ({"status": "running"}, None, ["ready"]):
         with pytest.raises(ValueError):
             status_body("/apps/plc_1", bad)
+
+
+def test_samplers_serve_x_collections_through_the_plugin_caller() -> None:
+    from types import SimpleNamespace
+
+    from gateway.model.entities import Entity
+    from gateway.plugins.context import PluginContext, parse_plugin_source, plugin_source
+
+    caller = Caller("p", 0.3)
+    state = SimpleNamespace(vendor="acme", extras={"plugins": SimpleNamespace(
+        caller=lambda name: caller)})
+    ctx = PluginContext(state, "p")
+    with pytest.raises(ValueError):
+        ctx.register_sampler("graph", lambda t, i: {})
+
+    def sample(entity_type: str, entity_id: str) -> Any:
+        if entity_id == "hang":
+            time.sleep(5)
+        if entity_type != "functions":
+            raise NotFound("functions only")
+        return {"id": entity_id}
+
+    ctx.register_sampler("x-vendor-graph", sample)
+    provide = state.extras["push_collections"]["x-acme-graph"]
+
+    async def run(kind: str, eid: str) -> Any:
+        return await provide(state, Entity(kind, eid, eid))
+
+    assert asyncio.run(run("functions", "f1")) == {"id": "f1"}
+    with pytest.raises(ApiError) as raised:
+        asyncio.run(run("apps", "a1"))
+    assert raised.value.status == 404 and raised.value.vendor_code == "x-vendor-plugin-error"
+    with pytest.raises(ApiError) as raised:
+        asyncio.run(run("functions", "hang"))
+    assert raised.value.status == 504
+    assert plugin_source("p", "apps", "a1") == "/x-plugin/p/apps/a1"
+    assert parse_plugin_source("/x-plugin/p/apps/a1") == ("p", "apps", "a1")
+    assert parse_plugin_source("/ns/node") is None
