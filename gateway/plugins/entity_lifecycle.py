@@ -12,7 +12,8 @@ from ..resources.common import href
 from .api import LIFECYCLE
 from .served import Served
 
-TRANSITIONS = ("start", "restart", "force-restart", "shutdown", "force-shutdown")
+# The transitions the route table serves (a provider advertising others gets no link).
+TRANSITIONS = ("start", "restart", "shutdown", "force-shutdown")
 STATUSES = ("ready", "notReady")
 
 
