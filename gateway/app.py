@@ -113,6 +113,8 @@ def make_app(settings: Settings) -> web.Application:
     from .resources import lifecycle, locks, scripts  # after ROS: they stop before it
     for module in (locks, scripts, lifecycle):
         module.install(app, state)
+    if plugins.provider("scripts") is not None:  # a plugin backend serves its entities' scripts
+        state.features.add("scripts")
     if settings["aggregation.enabled"] or settings["aggregation.announce"]:
         from federation.service import install as install_federation  # docs/federation.md
         install_federation(app, state)

@@ -52,6 +52,7 @@ class WriteTarget:
     kind: str
     id_param: str
     collection: str
+    entity_id: str | None = None  # a route naming one entity literally (plugin routes may)
 
 
 def write_target(route: Route) -> WriteTarget | None:
@@ -64,15 +65,19 @@ def write_target(route: Route) -> WriteTarget | None:
     segs = [s for s in route.path.strip("/").split("/") if s]
     if len(segs) < 3 or segs[0] not in ENTITY_TYPES or segs[0] not in ("components", "apps"):
         return None
-    id_param = ENTITY_PARAM[segs[0]]
+    id_param, literal = ENTITY_PARAM[segs[0]], None
+    if segs[1].startswith("{"):  # plugin routes may name the id parameter their own way
+        id_param = segs[1][1:-1]
+    else:
+        literal = segs[1]
     rest = segs[2:]
     if len(rest) >= 3 and rest[0] in NESTED and rest[1].startswith("{"):
-        id_param = rest[1][1:-1]
+        id_param, literal = rest[1][1:-1], None
         rest = rest[2:]
     word = rest[0]
     if word == "locks" or word.startswith("{"):
         return None
-    return WriteTarget(segs[0], id_param, COLLECTION_ALIASES.get(word, word))
+    return WriteTarget(segs[0], id_param, COLLECTION_ALIASES.get(word, word), literal)
 
 
 def ancestors(entities: Any, kind: str, entity_id: str) -> list[tuple[str, str]]:
@@ -175,7 +180,7 @@ class LockService:
         spec = self._targets[route]
         if spec is None:
             return None
-        entity_id = request.match_info.get(spec.id_param)
+        entity_id = spec.entity_id or request.match_info.get(spec.id_param)
         if entity_id is None:
             return None
         cache = self.state.cache
@@ -207,11 +212,15 @@ class LockService:
         es = self.state.cache.entities
         client = request.headers.get(CLIENT_HEADER)
         now = time.time()
+        from ..plugins.context import parse_plugin_source
+
         for source in sources:
-            for app in es.apps.values():
-                if app.node_fqn != source:
-                    continue
-                target = Target("apps", app.id, "faults", ancestors(es, "apps", app.id))
+            ids = [app.id for app in es.apps.values() if app.node_fqn == source]
+            ref = parse_plugin_source(source)  # a fault a plugin raised for its app
+            if ref is not None and ref[1] == "apps" and ref[2] in es.apps:
+                ids.append(ref[2])
+            for app_id in ids:
+                target = Target("apps", app_id, "faults", ancestors(es, "apps", app_id))
                 try:
                     self.manager.check(target, client, now)
                 except LockError:

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from ..http.errors import not_found
-from ..plugins.api import Plugin, PluginRoute
+from ..plugins.api import NotFound, Plugin, PluginRoute
 from ..plugins.context import PluginContext
 from . import model
 from .model import AppView, GraphConfig, TopicMetrics
@@ -47,8 +47,9 @@ class GraphPlugin(Plugin):
             raise ValueError("plugins.<name>.tick_interval_ms must be > 0")
 
     def set_context(self, ctx: PluginContext) -> None:
-        """Keep the gateway context."""
+        """Keep the gateway context; serve the graph to cyclic subscriptions too."""
         self.ctx = ctx
+        ctx.register_sampler("x-vendor-graph", self.sample)
 
     def routes(self) -> list[PluginRoute]:
         """The graph snapshot route."""
@@ -144,8 +145,17 @@ class GraphPlugin(Plugin):
     # route ----------------------------------------------------------------------------------
     async def graph(self, request: Any) -> dict[str, Any]:
         """The graph snapshot of one function."""
+        return await self.snapshot_of(request.match_info["function_id"])
+
+    async def sample(self, entity_type: str, entity_id: str) -> dict[str, Any]:
+        """The graph snapshot a cyclic subscription on a function delivers each interval."""
+        if entity_type != "functions":
+            raise NotFound(f"x-vendor-graph is served on functions, not {entity_type}")
+        return await self.snapshot_of(entity_id)
+
+    async def snapshot_of(self, fid: str) -> dict[str, Any]:
+        """The graph snapshot of one function (404 when it does not exist)."""
         assert self.ctx is not None
-        fid = request.match_info["function_id"]
         func = self.ctx.entity("functions", fid)
         if func is None:
             raise not_found(f"Function not found: '{fid}'", entity_id=fid, function_id=fid)

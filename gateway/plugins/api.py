@@ -31,6 +31,8 @@ class PluginError(Exception):
 
     status = 500
     vendor_code = "x-vendor-plugin-error"
+    #: A spec error code answered instead of the plugin error body (subclasses below).
+    error_code: str | None = None
 
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
@@ -55,6 +57,27 @@ class InvalidInput(PluginError):
     """The request cannot be served as given (400)."""
 
     status = 400
+
+
+class AccessDenied(PluginError):
+    """The device refuses the caller (403 insufficient-access-rights)."""
+
+    status = 403
+    error_code = "insufficient-access-rights"
+
+
+class PreconditionFailed(PluginError):
+    """The item is not in a state that allows the request (409 precondition-not-fulfilled)."""
+
+    status = 409
+    error_code = "precondition-not-fulfilled"
+
+
+class Unsupported(PluginError):
+    """The provider does not offer this for the entity (501, the gateway's feature-absent body)."""
+
+    status = 501
+    vendor_code = "x-vendor-collection-not-available"
 
 
 @dataclass(frozen=True)
@@ -133,7 +156,11 @@ class OperationProvider(Protocol):
 
 @runtime_checkable
 class FaultProvider(Protocol):
-    """Faults of the entities the plugin owns (interface declared; not routed yet)."""
+    """Faults of the entities the plugin owns (`/{type}/{id}/faults[...]` of its entities).
+
+    Items are fault list items (`fault_code`, `severity`, `message`, ...); `get_fault` answers
+    the detail body; `clear_fault` clears one code (raise NotFound for an unknown one).
+    """
 
     def list_faults(self, entity_id: str) -> Any: ...
 
@@ -144,9 +171,13 @@ class FaultProvider(Protocol):
 
 @runtime_checkable
 class LogProvider(Protocol):
-    """Observer of log entries (interface declared; not routed yet)."""
+    """Log entries of the entities the plugin owns (`GET /{type}/{id}/logs`).
 
-    def on_log(self, entry: dict[str, Any]) -> Any: ...
+    Entries: `{timestamp, severity, message, context?}`, oldest first; the gateway applies
+    the entity's log configuration (severity_filter, max_entries).
+    """
+
+    def list_logs(self, entity_id: str) -> Any: ...
 
 
 class ProgressReporter(Protocol):
@@ -178,16 +209,31 @@ class UpdateProvider(Protocol):
 
 @runtime_checkable
 class ScriptProvider(Protocol):
-    """Script backend (interface declared; consumed by the scripts feature)."""
+    """Scripts of the entities the plugin owns (`/{type}/{id}/scripts[...]`).
+
+    Optional methods: `get_script`, `list_executions`, `upload_script(entity, filename,
+    content, metadata)`, `delete_script`, `delete_execution` (absent: answered 400 or from
+    `list_scripts`). Executions are `{id, status, progress?, started_at?, completed_at?,
+    parameters?, error?}`.
+    """
 
     def list_scripts(self, entity_id: str) -> Any: ...
 
     def execute_script(self, entity_id: str, script_id: str, request: dict[str, Any]) -> Any: ...
 
+    def get_execution(self, entity_id: str, script_id: str, execution_id: str) -> Any: ...
+
+    def control_execution(self, entity_id: str, script_id: str, execution_id: str,
+                          action: str) -> Any: ...
+
 
 @runtime_checkable
 class LifecycleProvider(Protocol):
-    """Lifecycle control (interface declared; consumed by the lifecycle feature)."""
+    """Lifecycle control of the entities the plugin owns (`/{type}/{id}/status[...]`).
+
+    `status` answers `{status: ready|notReady, <transition>: true, ...}`; the advertised
+    transitions become links to the gateway's transition routes.
+    """
 
     def request_transition(self, entity_id: str, transition: str) -> Any: ...
 

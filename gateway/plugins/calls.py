@@ -32,6 +32,12 @@ def map_error(exc: BaseException, plugin: str, entity_id: str | None) -> ApiErro
     if isinstance(exc, ApiError):
         return exc
     if isinstance(exc, PluginError):
+        if exc.error_code is not None:  # a spec error code (AccessDenied, Unsupported, ...)
+            message = exc.message if len(exc.message) <= MESSAGE_LIMIT else \
+                exc.message[:MESSAGE_LIMIT] + "..."
+            params = {"entity_id": entity_id} if entity_id is not None else None
+            return ApiError(min(max(int(exc.status), 400), 599), exc.error_code, message,
+                            parameters=params)
         if exc.vendor_code != PLUGIN_ERROR:  # a provider-specific vendor code
             err = plugin_error(exc.status, exc.message, entity_id)
             err.vendor_code = exc.vendor_code

@@ -9,6 +9,19 @@ from ..events import Event
 from ..model.entities import Entity, EntitySet
 
 
+def plugin_source(plugin: str, kind: str, entity_id: str) -> str:
+    """Fault source of a plugin entity: `/x-plugin/<plugin>/<kind>/<id>`."""
+    return f"/x-plugin/{plugin}/{kind}/{entity_id}"
+
+
+def parse_plugin_source(source: str) -> tuple[str, str, str] | None:
+    """(plugin, kind, entity id) of a plugin entity's fault source, else None."""
+    parts = source.split("/")
+    if len(parts) == 5 and parts[0] == "" and parts[1] == "x-plugin" and all(parts[2:]):
+        return parts[2], parts[3], parts[4]
+    return None
+
+
 class PluginContext:
     """One per plugin; valid from set_context() until shutdown()."""
 
@@ -57,6 +70,25 @@ class PluginContext:
         svc.submit(list(reports))
         return True
 
+    def fault_source(self, entity_id: str, kind: str = "apps") -> str:
+        """The reporting source naming one of this plugin's entities in the fault manager."""
+        return plugin_source(self.name, kind, entity_id)
+
+    def raise_fault(self, entity_id: str, code: str, severity: int = 2, description: str = "",
+                    kind: str = "apps") -> bool:
+        """Report a FAILED fault of an entity (shows in /faults, the stream, its faults)."""
+        from ..faults.model import FAILED, Report
+
+        return self.report_faults([Report(code, FAILED, severity, description,
+                                          self.fault_source(entity_id, kind))])
+
+    def pass_fault(self, entity_id: str, code: str, kind: str = "apps") -> bool:
+        """Report PASSED for a fault of an entity (the manager heals it per its settings)."""
+        from ..faults.model import PASSED, Report
+
+        return self.report_faults([Report(code, PASSED, source=self.fault_source(entity_id,
+                                                                                 kind))])
+
     def faults(self) -> list[Any]:
         """Every fault record the fault manager holds."""
         svc = self._state.extras.get("faults")
@@ -101,6 +133,24 @@ class PluginContext:
     def publish(self, event: Event) -> None:
         """Publish on the gateway's event bus."""
         self._state.events.publish(event)
+
+    def register_sampler(self, collection: str, sampler: Callable[[str, str], Any]) -> None:
+        """Serve an `x-` collection to cyclic subscriptions: sampler(entity_type, entity_id).
+
+        The sampler's JSON value is each frame's `data`; it runs through this plugin's call
+        wrapper (timeout, plugin error), and the subscription engine reads it at most once a
+        second per entity.
+        """
+        if not collection.startswith("x-"):
+            raise ValueError(f"sampled collection {collection!r} must carry the 'x-' prefix")
+        name = collection.replace("x-vendor", f"x-{self.vendor}")
+        caller = self._state.extras["plugins"].caller(self.name)
+
+        async def provide(state: Any, entity: Entity) -> Any:
+            return await caller(sampler, entity.kind, entity.id, entity_id=entity.id,
+                                what=f"sampler {name}")
+
+        self._state.extras.setdefault("push_collections", {})[name] = provide
 
     def add_health(self, key: str, provider: Callable[[], Any]) -> None:
         """Add a block to /health (`x-vendor` in key becomes the vendor word)."""

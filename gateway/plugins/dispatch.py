@@ -1,21 +1,26 @@
-"""Data and operation routes for plugin-owned entities: answered by the owning plugin."""
+"""Entity routes of plugin-owned entities: answered by the owning plugin's providers."""
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
 from ..http.errors import bad_request, not_found
 from ..http.jsonutil import json_response, read_json_body
 from ..http.routes import Handler, Registry, entity_type_of
+from ..model.entities import KINDS
 from ..resources.common import envelope, resolve_entity
 from ..state import state_of
-from .api import DATA, INTROSPECTION, OPERATIONS
+from . import entity_faults, entity_lifecycle, entity_logs, entity_scripts
+from .api import DATA, FAULTS, INTROSPECTION, LIFECYCLE, LOGS, OPERATIONS, SCRIPTS
 from .manager import PluginManager
+from .served import Served, items_of
 
+_S = "/scripts/{script_id}"
+_X = _S + "/executions/{execution_id}"
 # (method, path suffix after the entity) -> (provider kind, action)
 ACTIONS: dict[tuple[str, str], tuple[str, str]] = {
     ("GET", "/data"): (DATA, "list"),
@@ -24,16 +29,32 @@ ACTIONS: dict[tuple[str, str], tuple[str, str]] = {
     ("GET", "/operations"): (OPERATIONS, "list"),
     ("GET", "/operations/{op_id}"): (OPERATIONS, "detail"),
     ("POST", "/operations/{op_id}/executions"): (OPERATIONS, "execute"),
+    ("GET", "/faults"): (FAULTS, "list"),
+    ("DELETE", "/faults"): (FAULTS, "clear_all"),
+    ("GET", "/faults/{fault_code}"): (FAULTS, "detail"),
+    ("DELETE", "/faults/{fault_code}"): (FAULTS, "clear"),
+    ("GET", "/logs"): (LOGS, "list"),
+    ("GET", "/scripts"): (SCRIPTS, "list"),
+    ("POST", "/scripts"): (SCRIPTS, "upload"),
+    ("GET", _S): (SCRIPTS, "detail"),
+    ("DELETE", _S): (SCRIPTS, "delete"),
+    ("POST", _S + "/executions"): (SCRIPTS, "execute"),
+    ("GET", _S + "/executions"): (SCRIPTS, "executions"),
+    ("GET", _X): (SCRIPTS, "execution"),
+    ("PUT", _X): (SCRIPTS, "control"),
+    ("DELETE", _X): (SCRIPTS, "delete_execution"),
+    ("GET", "/status"): (LIFECYCLE, "status"),
+    **{("PUT", f"/status/{t}"): (LIFECYCLE, t) for t in entity_lifecycle.TRANSITIONS},
 }
 
 
 def install(reg: Registry, manager: PluginManager) -> None:
-    """Wrap the data and operation routes so plugin entities reach their plugin's provider."""
+    """Wrap the entity routes so plugin entities reach their plugin's providers."""
     if not any(INTROSPECTION in p.providers for p in manager.loaded):
         return  # only introspected entities have an owning plugin
     for i, route in enumerate(reg.routes):
         parts = route.path.split("/", 3)  # "", type, {id}, rest
-        if len(parts) < 4 or route.extra.get("stub"):
+        if len(parts) < 4 or parts[1] not in KINDS or route.extra.get("stub"):
             continue
         action = ACTIONS.get((route.method, "/" + parts[3]))
         if action is not None:
@@ -42,12 +63,18 @@ def install(reg: Registry, manager: PluginManager) -> None:
 
 
 def _wrap(original: Handler, manager: PluginManager, kind: str, action: str) -> Handler:
+    serve = SERVERS[kind]
+
     async def handler(request: web.Request) -> web.StreamResponse:
         if manager.owners and entity_type_of(request) in manager.owners:
             entity = resolve_entity(request)
             owner = manager.owner_of(entity)
             if owner is not None:
-                return await _serve(request, manager, owner, kind, action, entity.id)
+                served = Served(request, state_of(request), manager, owner, entity, kind,
+                                action)
+                answer = await serve(served)
+                if answer is not None:
+                    return answer
         return await original(request)
 
     handler.__doc__ = original.__doc__
@@ -55,12 +82,13 @@ def _wrap(original: Handler, manager: PluginManager, kind: str, action: str) -> 
     return handler
 
 
-async def _serve(request: web.Request, manager: PluginManager, owner: Any, kind: str,
-                 action: str, entity_id: str) -> web.StreamResponse:
-    state = state_of(request)
+async def _serve(s: Served) -> web.StreamResponse:
+    """Data and operations of a plugin entity."""
+    request, state, owner, kind, action, entity_id = (s.request, s.state, s.owner, s.kind,
+                                                      s.action, s.eid)
     xv = state.xv
     provider = owner.providers.get(kind)
-    call = manager.caller(owner.name)
+    call = s.call
     if provider is None:
         if action == "list":
             return json_response(envelope(state, [], entity_id))
@@ -102,7 +130,9 @@ async def _serve(request: web.Request, manager: PluginManager, owner: Any, kind:
     return json_response({"id": op_id, "status": "completed", "parameters": result})
 
 
-def _items(value: Any) -> list[dict[str, Any]]:
-    if not isinstance(value, list):
-        return []
-    return [dict(i) for i in value if isinstance(i, dict) and isinstance(i.get("id"), str)]
+_items = items_of
+
+SERVERS: dict[str, Callable[[Served], Awaitable[web.StreamResponse | None]]] = {
+    DATA: _serve, OPERATIONS: _serve, FAULTS: entity_faults.serve, LOGS: entity_logs.serve,
+    SCRIPTS: entity_scripts.serve, LIFECYCLE: entity_lifecycle.serve,
+}

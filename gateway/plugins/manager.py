@@ -55,6 +55,18 @@ class PluginManager:
         name = self.owners.get((entity.kind, entity.id))
         return next((p for p in self.loaded if p.name == name), None)
 
+    def fault_sources(self, entity: Entity, entities: EntitySet) -> list[str]:
+        """Fault sources of the plugin entities in an entity's scope (itself, its apps)."""
+        from .context import plugin_source
+
+        out = []
+        for kind, eid in [(entity.kind, entity.id)] + [("apps", a.id) for a in
+                                                        entities.member_apps(entity)]:
+            name = self.owners.get((kind, eid))
+            if name is not None:
+                out.append(plugin_source(name, kind, eid))
+        return list(dict.fromkeys(out))
+
     def caller(self, name: str) -> Caller:
         """The call wrapper of one plugin."""
         return self.callers[name]

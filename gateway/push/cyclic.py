@@ -156,7 +156,8 @@ class CyclicSampler:
                 provider = self.state.extras.get("push_collections", {}).get(col)
                 if provider is None:
                     return
-                items = list(await provider(self.state, entity))
+                value = await provider(self.state, entity)  # a plugin sampler: any JSON
+                items = list(value) if isinstance(value, (list, tuple)) else value
         except Exception:
             log.debug("refreshing %s of %s failed", col, entity.id, exc_info=True)
             return

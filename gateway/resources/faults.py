@@ -45,8 +45,12 @@ def _flag(request: web.Request, name: str) -> bool:
 
 
 def owners(state: GatewayState, entity: Entity) -> list[str]:
-    """Node names an entity owns (its member apps)."""
-    return [a.node_fqn for a in state.cache.entities.member_apps(entity) if a.node_fqn]
+    """Node names an entity owns (its member apps), and sources of its plugin entities."""
+    out = [a.node_fqn for a in state.cache.entities.member_apps(entity) if a.node_fqn]
+    plugins = state.extras.get("plugins")  # docs/plugins.md: faults plugins raise
+    if plugins is not None and plugins.owners:
+        out += plugins.fault_sources(entity, state.cache.entities)
+    return out
 
 
 async def list_all(request: web.Request) -> web.Response:

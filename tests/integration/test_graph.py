@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -92,6 +93,42 @@ def test_powertrain_graph_shape(gw: Gateway) -> None:
     assert temp["source"] == "/powertrain/engine/temp_sensor"
     assert doc["pipeline_status"] == "healthy" and doc["bottleneck_edge"] is None
     assert {n["node_status"] for n in doc["nodes"]} == {"reachable"}
+
+
+def test_cyclic_subscription_streams_the_graph(gw: Gateway) -> None:
+    from tests.integration.test_push_support import Stream
+
+    gw.wait_for("/functions/powertrain/x-vendor-graph",
+                lambda b: b["x-vendor-graph"]["edges"], timeout=30)
+    resource = "/api/v1/functions/powertrain/x-vendor-graph"
+    resp = gw.request("POST", "/functions/powertrain/cyclic-subscriptions",
+                      {"resource": resource, "interval": "normal", "duration": 60})
+    assert resp.status == 201, resp
+    sub = resp.json()
+    stream = Stream(gw.port, sub["event_source"])
+    try:
+        assert stream.status == 200, stream.body
+        frames = stream.collect(3, timeout=30)
+    finally:
+        stream.close()
+    for frame in frames:
+        payload = frame["data"]["payload"]
+        assert payload["id"] == "x-vendor-graph"
+        doc = payload["data"]["x-vendor-graph"]
+        assert doc["graph_id"] == "powertrain-graph" and doc["pipeline_status"]
+        assert {e["source"] for e in doc["edges"]} == {"rpm_sensor", "temp_sensor"}
+    # the client went away: the subscription ended with it
+    path = f"/functions/powertrain/cyclic-subscriptions/{sub['id']}"
+    deadline = time.monotonic() + 15
+    while gw.get(path).status != 404:
+        assert time.monotonic() < deadline, "the subscription outlived its client"
+        time.sleep(0.1)
+    # the sampler serves functions only; other entity types get no frames, and a collection
+    # no plugin samples is refused at create
+    bad = gw.request("POST", "/functions/powertrain/cyclic-subscriptions",
+                     {"resource": "/api/v1/functions/powertrain/x-vendor-nothing",
+                      "interval": "normal", "duration": 60})
+    assert_error(bad, 400, "vendor-error", "x-vendor-collection-not-available")
 
 
 def test_unknown_function_is_404(gw: Gateway) -> None:

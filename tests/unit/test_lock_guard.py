@@ -35,12 +35,13 @@ def entities() -> EntitySet:
 
 
 IDS = {"component_id": "host", "app_id": "a1", "sub_id": "sub", "area_id": "ar",
-       "function_id": "fn"}
+       "function_id": "fn", "plc_id": "a1"}  # plc_id: a test plugin route's own id name
 
 
 @pytest.fixture()
 def state(tmp_path: Path) -> GatewayState:
-    app = make_app(load(None, [f"state_dir={tmp_path}", "scripts.scripts_dir=" + str(tmp_path)]))
+    app = make_app(load(None, [f"state_dir={tmp_path}", "scripts.scripts_dir=" + str(tmp_path),
+                               "plugins=[test_plc,test_sensor]"]))  # their write routes too
     st = app[STATE]
     st.cache = SimpleNamespace(entities=entities())
     return st
@@ -78,6 +79,9 @@ def test_every_write_route_is_guarded(state: GatewayState) -> None:
     lock, _ = svc.manager.acquire("components", "host", HOLDER, None, 60, False, time.time())
     writes = [r for r in state.registry if r.is_write]
     assert len(writes) > 40
+    plugin_writes = {r.path for r in writes if r.extra.get("plugin")}
+    assert plugin_writes == {"/apps/{plc_id}/x-vendor-plc-command",
+                             "/apps/{app_id}/x-vendor-sensor-fault"}
     covered = 0
     for route in writes:
         why = exempt(route)
@@ -111,6 +115,11 @@ def test_write_targets_name_the_collection() -> None:
         "components", "component_id", "modes")
     assert target("/components/{component_id}/subcomponents/{sub_id}/bulk-data/{category}",
                   "POST") == ("components", "sub_id", "bulk-data")
+    assert target("/apps/{plc_id}/x-vendor-plc-command", "POST") == (
+        "apps", "plc_id", "x-vendor-plc-command")
+    literal = write_target(Route("POST", "/apps/plc_1/x-vendor-reset", lambda r: None,  # type: ignore[arg-type]
+                                 role=None, summary=""))
+    assert literal is not None and literal.entity_id == "plc_1"
     assert target("/apps/{app_id}/locks/{lock_id}") is None
     assert target("/faults", "DELETE") is None
     assert target("/areas/{area_id}/faults", "DELETE") is None
@@ -126,6 +135,11 @@ def test_global_clear_filter_skips_faults_of_locked_entities(state: GatewayState
     assert svc.clear_filter(req, "F", ["/elsewhere"]) is False
     own = make_mocked_request("DELETE", "/api/v1/faults", headers={"X-Client-Id": HOLDER})
     assert svc.clear_filter(own, "F", ["/ns/a1"]) is False
+    # a fault a plugin raised for its app (docs/plugins.md) is that app's
+    plugin_fault = "/x-plugin/test_plc/apps/a1"
+    assert svc.clear_filter(req, "F", [plugin_fault]) is True
+    assert svc.clear_filter(own, "F", [plugin_fault]) is False
+    assert svc.clear_filter(req, "F", ["/x-plugin/test_plc/apps/gone"]) is False
 
 
 def test_sweep_publishes_expiry_on_the_bus(state: GatewayState) -> None:

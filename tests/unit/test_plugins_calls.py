@@ -108,9 +108,87 @@ def test_plugin_routes_are_admin_only_rows_of_the_registry() -> None:
     assert [f.name for f in manager.failures] == ["test_old_api"]
     reg = build_registry("acme", set(), manager)
     rows = [r for r in reg if r.extra.get("plugin") == "test_plc"]
-    assert [(r.method, r.path) for r in rows] == [("GET", "/apps/{app_id}/x-acme-plc-status")]
-    assert rows[0].role == Role.ADMIN and required_role(rows[0]) == Role.ADMIN
+    assert [(r.method, r.path) for r in rows] == [("GET", "/apps/{app_id}/x-acme-plc-status"),
+                                                  ("POST", "/apps/{plc_id}/x-acme-plc-command")]
+    assert all(r.role == Role.ADMIN and required_role(r) == Role.ADMIN for r in rows)
     # before the scoped docs catch-all, so the router reaches it
     paths = [r.path for r in reg]
     assert paths.index(rows[0].path) < paths.index("/{entity_path}/docs")
     assert manager.warnings()[0]["code"] == "plugin_load_failed"
+
+
+def test_spec_error_codes_of_provider_errors() -> None:
+    from gateway.plugins import AccessDenied, PreconditionFailed, Unsupported
+    from gateway.plugins.calls import map_error
+
+    for exc, status, code in ((AccessDenied("key switch"), 403, "insufficient-access-rights"),
+                              (PreconditionFailed("stopped"), 409, "precondition-not-fulfilled")):
+        err = map_error(exc, "p", "plc_1")
+        assert (err.status, err.error_code, err.vendor_code) == (status, code, None)
+        assert err.parameters == {"entity_id": "plc_1"}
+    err = map_error(Unsupported("no"), "p", "plc_1")  # the gateway's feature-absent 501
+    assert (err.status, err.error_code, err.vendor_code) == (
+        501, "vendor-error", "x-vendor-collection-not-available")
+    err = map_error(PreconditionFailed("y" * 600), "p", None)
+    assert len(err.message) == 515 and err.parameters is None
+
+
+def test_log_entries_follow_the_entity_configuration() -> None:
+    from gateway.plugins.entity_logs import pick
+
+    entries = [{"severity": "debug", "message": "a"}, {"severity": "bogus", "message": "b"},
+               {"severity": "error", "message": "c", "id": "x"}, {"message": 3}, "junk"]
+    assert [e["message"] for e in pick(entries, "debug", 100)] == ["a", "b", "c"]
+    assert [(e["severity"], e["id"]) for e in pick(entries, "info", 100)] == [
+        ("info", "1"), ("error", "x")]
+    assert [e["message"] for e in pick(entries, "debug", 1)] == ["c"]
+    assert pick({"not": "a list"}, "debug", 5) == []
+
+
+def test_lifecycle_status_links_the_advertised_transitions() -> None:
+    from gateway.plugins.entity_lifecycle import status_body
+
+    body = status_body("/apps/plc_1", {"status": "notReady", "start": True, "restart": False,
+                                       "other": True, "force-restart": True})  # not routed
+    assert body == {"status": "notReady", "start": "/api/v1/apps/plc_1/status/start"}
+    for bad in ({"status": "running"}, None, ["ready"]):
+        with pytest.raises(ValueError):
+            status_body("/apps/plc_1", bad)
+
+
+def test_samplers_serve_x_collections_through_the_plugin_caller() -> None:
+    from types import SimpleNamespace
+
+    from gateway.model.entities import Entity
+    from gateway.plugins.context import PluginContext, parse_plugin_source, plugin_source
+
+    caller = Caller("p", 0.3)
+    state = SimpleNamespace(vendor="acme", extras={"plugins": SimpleNamespace(
+        caller=lambda name: caller)})
+    ctx = PluginContext(state, "p")
+    with pytest.raises(ValueError):
+        ctx.register_sampler("graph", lambda t, i: {})
+
+    def sample(entity_type: str, entity_id: str) -> Any:
+        if entity_id == "hang":
+            time.sleep(5)
+        if entity_type != "functions":
+            raise NotFound("functions only")
+        return {"id": entity_id}
+
+    ctx.register_sampler("x-vendor-graph", sample)
+    provide = state.extras["push_collections"]["x-acme-graph"]
+
+    async def run(kind: str, eid: str) -> Any:
+        return await provide(state, Entity(kind, eid, eid))
+
+    assert asyncio.run(run("functions", "f1")) == {"id": "f1"}
+    with pytest.raises(ApiError) as raised:
+        asyncio.run(run("apps", "a1"))
+    assert raised.value.status == 404 and raised.value.vendor_code == "x-vendor-plugin-error"
+    with pytest.raises(ApiError) as raised:
+        asyncio.run(run("functions", "hang"))
+    assert raised.value.status == 504
+    assert plugin_source("p", "apps", "a1") == "/x-plugin/p/apps/a1"
+    assert parse_plugin_source("/x-plugin/p/apps/a1") == ("p", "apps", "a1")
+    assert parse_plugin_source("/ns/node") is None
