@@ -229,6 +229,8 @@ SETTINGS: tuple[Setting, ...] = (
     _s("aggregation.require_tls", bool, False, "refuse http:// peers"),
     _s("aggregation.peer_scheme", str, "http", "scheme of mDNS-found peers",
        choices=("http", "https")),
+    # Dashboard (docs/dashboard.md): the web page served at /.
+    _s("dashboard.enabled", bool, True, "serve the built-in web dashboard at / (API unchanged)"),
 )
 
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
