@@ -48,7 +48,21 @@ export function describe(err) {
 }
 
 export function json(value) {
-  return h('pre', {}, JSON.stringify(value, null, 2));
+  return h('pre', {}, pretty(value, ''));
+}
+
+// JSON with two-space indents; arrays of scalars stay on one (wrapping) line.
+export function pretty(v, ind) {
+  if (Array.isArray(v)) {
+    if (v.every((x) => x === null || typeof x !== 'object')) return JSON.stringify(v).replace(/,/g, ', ');
+    return '[\n' + v.map((x) => ind + '  ' + pretty(x, ind + '  ')).join(',\n') + '\n' + ind + ']';
+  }
+  if (v && typeof v === 'object') {
+    const keys = Object.keys(v);
+    if (!keys.length) return '{}';
+    return '{\n' + keys.map((k) => `${ind}  ${JSON.stringify(k)}: ${pretty(v[k], ind + '  ')}`).join(',\n') + '\n' + ind + '}';
+  }
+  return JSON.stringify(v);
 }
 
 export function bytes(n) {

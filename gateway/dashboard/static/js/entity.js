@@ -1,5 +1,5 @@
 // One entity: its header and a tab per collection it serves.
-import {get, vx} from './api.js';
+import {ctx, get, vx} from './api.js';
 import {clear, errorBox, h} from './dom.js';
 import {renderData} from './data.js';
 import {renderOperations} from './ops.js';
@@ -34,11 +34,11 @@ export function renderEntity(main, type, id, tab, item) {
     if (gone) return;
     const caps = new Set((detail.capabilities || []).map((c) => c.name));
     const tabs = TABS.filter(([k]) => caps.has(k));
-    if (type === 'functions') {
+    if (type === 'functions' && hasGraphRoute()) {
       try {
         await get(graphPath(id));  // shown only where the graph route answers 200
         tabs.push(['graph', 'Graph', renderGraph]);
-      } catch (e) { /* 501 or 404: no graph in this gateway */ }
+      } catch (e) { /* 501 or 404: no graph for this function */ }
     }
     if (gone) return;
     const current = tabs.find(([k]) => k === tab) || tabs[0];
@@ -57,4 +57,10 @@ export function renderEntity(main, type, id, tab, item) {
     stop = current[2](body, {type, id, path, detail}, item);
   })();
   return () => { gone = true; if (stop) stop(); };
+}
+
+// The root lists built routes only (features answering 501 are left out).
+function hasGraphRoute() {
+  const want = `GET /api/v1/functions/{function_id}/${ctx.xv}-graph`;
+  return (ctx.root && ctx.root.endpoints || []).includes(want);
 }
