@@ -4,6 +4,7 @@ parameters, data, logs and bulk data. Tests run in file order on one gateway and
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -117,8 +118,8 @@ def test_action_shows_feedback_then_result(browser: Browser, demo: Gateway) -> N
     card.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
     browser.text_in('.op[data-op="long_calibration"] .feedback', "feedback #")
     result = browser.text_in('.op[data-op="long_calibration"] .exec-result', "completed")
-    numbers = [int(t.strip(" ,")) for t in result.text.split() if t.strip(" ,").isdigit()]
-    assert numbers[-7:] == [0, 1, 1, 2, 3, 5, 8]
+    sequence = result.find_element(By.CSS_SELECTOR, "pre").text
+    assert [int(n) for n in re.findall(r"-?\d+", sequence)] == [0, 1, 1, 2, 3, 5, 8]
     status = card.find_element(By.CSS_SELECTOR, ".exec-status").text
     assert status.startswith("completed") and "SUCCEEDED" in status
     shot(browser, "operations")

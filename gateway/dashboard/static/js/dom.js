@@ -1,4 +1,4 @@
-// Element helpers: every text goes through textContent, never innerHTML (API data is untrusted).
+// Element helpers: every text goes in as a text node, never parsed as markup (API data is untrusted).
 const SVG_NS = 'http://www.w3.org/2000/svg';
 
 export function h(tag, attrs, ...children) {
