@@ -1,4 +1,7 @@
 // The API client: same origin, token in memory only, errors carry the gateway's message.
+// Every fetch omits credentials: the API uses bearer tokens only, and a 401 with a Basic
+// challenge (a wrong client secret) must come back to the page instead of opening the
+// browser's own login prompt.
 export const BASE = '/api/v1';
 export const ctx = {vendor: 'vendor', xv: 'x-vendor', root: null, auth: null, peers: null};
 
@@ -72,7 +75,7 @@ export async function api(method, path, opts = {}) {
       body = JSON.stringify(opts.body);
       headers['Content-Type'] = 'application/json';
     }
-    const resp = await fetch(url, {method, headers, body, signal: opts.signal, cache: 'no-store'});
+    const resp = await fetch(url, {method, headers, body, signal: opts.signal, cache: 'no-store', credentials: 'omit'});
     if (resp.status === 401 && attempt === 0 && !opts.noAuthRetry) {
       await ensureSignedIn();
       continue;
@@ -88,7 +91,7 @@ export const get = (path, opts) => api('GET', path, opts);
 
 export async function authorize(clientId, secret) {
   const resp = await fetch(BASE + '/auth/authorize', {
-    method: 'POST', headers: {'Content-Type': 'application/json'}, cache: 'no-store',
+    method: 'POST', headers: {'Content-Type': 'application/json'}, cache: 'no-store', credentials: 'omit',
     body: JSON.stringify({grant_type: 'client_credentials', client_id: clientId, client_secret: secret}),
   });
   const data = await parse(resp);
@@ -112,7 +115,7 @@ function accept(data, who) {
 async function renew() {
   try {
     const resp = await fetch(BASE + '/auth/token', {
-      method: 'POST', headers: {'Content-Type': 'application/json'}, cache: 'no-store',
+      method: 'POST', headers: {'Content-Type': 'application/json'}, cache: 'no-store', credentials: 'omit',
       body: JSON.stringify({grant_type: 'refresh_token', refresh_token: refresh}),
     });
     if (!resp.ok) throw new Error('refresh refused');
@@ -133,7 +136,7 @@ export async function signOut() {
   const r = refresh;
   signOutLocal();
   if (r) {
-    await fetch(BASE + '/auth/revoke', {method: 'POST', headers: {'Content-Type': 'application/json'},
+    await fetch(BASE + '/auth/revoke', {method: 'POST', headers: {'Content-Type': 'application/json'}, credentials: 'omit',
       body: JSON.stringify({token: r})}).catch(() => {});
   }
 }
@@ -153,10 +156,10 @@ export async function boot() {
 // Download a file with progress (token attached); returns {blob, name}.
 export async function download(path, onProgress) {
   const url = path.startsWith('/api/') ? path : BASE + path;
-  let resp = await fetch(url, {headers: authHeaders(), cache: 'no-store'});
+  let resp = await fetch(url, {headers: authHeaders(), cache: 'no-store', credentials: 'omit'});
   if (resp.status === 401) {
     await ensureSignedIn();
-    resp = await fetch(url, {headers: authHeaders(), cache: 'no-store'});
+    resp = await fetch(url, {headers: authHeaders(), cache: 'no-store', credentials: 'omit'});
   }
   if (!resp.ok) throw new ApiError(resp.status, await parse(resp), 'GET', path);
   const total = Number(resp.headers.get('Content-Length')) || 0;

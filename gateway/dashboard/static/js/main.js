@@ -42,7 +42,11 @@ function signInDialog() {
   });
 }
 
+let authInfo = null;
+
 function showAuth(info) {
+  if (info !== undefined) authInfo = info;
+  info = authInfo;
   const who = document.getElementById('who');
   const inBtn = document.getElementById('signin-btn');
   const outBtn = document.getElementById('signout-btn');
@@ -69,7 +73,7 @@ async function start() {
   setSignInPrompt(signInDialog);
   onAuthChange(showAuth);
   document.getElementById('signin-btn').addEventListener('click', () => signInDialog().catch(() => {}));
-  document.getElementById('signout-btn').addEventListener('click', async () => { await signOut(); showAuth(null); });
+  document.getElementById('signout-btn').addEventListener('click', async () => { await signOut(); showAuth(null); location.reload(); });
   try {
     const root = await boot();
     document.getElementById('gw-name').textContent = `${root.name} ${root.version}`;
@@ -77,7 +81,7 @@ async function start() {
     clear(main, h('h2', {}, 'Gateway not reachable'), errorBox(e));
     return;
   }
-  showAuth(null);
+  showAuth();
   loadTree(document.getElementById('tree'), document.getElementById('tree-filter'));
   window.addEventListener('hashchange', route);
   route();

@@ -34,7 +34,7 @@ export function follow(path, onEvent, onState, fromId = null) {
       try {
         const headers = {Accept: 'text/event-stream', ...authHeaders()};
         if (lastId !== null) headers['Last-Event-ID'] = lastId;
-        const resp = await fetch(BASE + path, {headers, signal: ctrl.signal, cache: 'no-store'});
+        const resp = await fetch(BASE + path, {headers, signal: ctrl.signal, cache: 'no-store', credentials: 'omit'});
         if (!resp.ok) {
           let body = null;
           try { body = await resp.json(); } catch (e) { /* not JSON */ }
