@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -14,6 +15,7 @@ CHROMIUM_FLAGS = (
     "--disable-dev-shm-usage", "--window-size=1400,1000",
 )
 WAIT_S = 60.0  # generous: two shared cores, eight engineers
+SHOTS = os.environ.get("DASH_SCREENSHOTS")  # a directory: the tests save their views there
 
 
 def chromium_paths() -> tuple[str, str] | None:
@@ -95,6 +97,11 @@ class Browser:
         """A PNG of the viewport."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self.driver.save_screenshot(str(path))
+
+    def shot(self, name: str) -> None:
+        """Save the view as dashboard-<name>.png when DASH_SCREENSHOTS names a directory."""
+        if SHOTS:
+            self.screenshot(Path(SHOTS) / f"dashboard-{name}.png")
 
     def close(self) -> None:
         """Quit the browser and remove its profile."""

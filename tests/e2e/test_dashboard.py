@@ -3,7 +3,6 @@ parameters, data, logs and bulk data. Tests run in file order on one gateway and
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -16,15 +15,6 @@ from tests.e2e.conftest import DEMO_NODES
 from tests.harness import Gateway
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
-
-SHOTS = os.environ.get("DASH_SCREENSHOTS")  # a directory: save the views as PNGs there
-
-
-def shot(browser: Browser, name: str) -> None:
-    """Save a screenshot of the current view when DASH_SCREENSHOTS names a directory."""
-    if SHOTS:
-        browser.screenshot(Path(SHOTS) / f"dashboard-{name}.png")
-
 
 def url(demo: Gateway, fragment: str = "") -> str:
     return f"http://127.0.0.1:{demo.port}/{fragment}"
@@ -64,9 +54,8 @@ def test_fleet_view_lists_lidar_fault_with_severity_and_message(
     row = browser.css('#fleet-faults tr[data-fault="LIDAR_RANGE_INVALID"]', "the lidar fault")
     assert "ERROR" in row.text
     assert "min_range (10.0) must be less than max_range (5.0)" in row.text
-    card = browser.css(".card.robot")
-    browser.wait(lambda d: "ERROR" in card.text, "the ERROR count on the robot card")
-    shot(browser, "fleet")
+    browser.text_in(".card.robot", "ERROR")
+    browser.shot("fleet")
 
 
 def test_fault_opens_with_freeze_frames_and_recording(browser: Browser, demo: Gateway) -> None:
@@ -85,7 +74,7 @@ def test_fault_opens_with_freeze_frames_and_recording(browser: Browser, demo: Ga
     pull = rec.find_element(By.CSS_SELECTOR, "code.pull").text
     assert pull == f"diag-gateway bag pull http://127.0.0.1:{demo.port}/api/v1" + \
         bag["bulk_data_uri"]
-    shot(browser, "fault")
+    browser.shot("fault")
 
 
 def test_recording_downloads(browser: Browser, demo: Gateway) -> None:
@@ -122,7 +111,7 @@ def test_action_shows_feedback_then_result(browser: Browser, demo: Gateway) -> N
     assert [int(n) for n in re.findall(r"-?\d+", sequence)] == [0, 1, 1, 2, 3, 5, 8]
     status = card.find_element(By.CSS_SELECTOR, ".exec-status").text
     assert status.startswith("completed") and "SUCCEEDED" in status
-    shot(browser, "operations")
+    browser.shot("operations")
 
 
 def test_action_cancel(browser: Browser, demo: Gateway) -> None:
@@ -169,7 +158,7 @@ def test_data_values_live_with_sparklines_and_publish(browser: Browser, demo: Ga
     value = browser.css(f'{topic} [data-field="temperature"]', "the temperature value")
     assert float(value.text) > 0
     browser.css(f"{topic} svg.spark polyline", "a sparkline")
-    shot(browser, "data")
+    browser.shot("data")
     browser.css(f"{topic} button").click()
     form = browser.css(f"{topic} form.publish", "the publish form")
     temp = form.find_element(By.CSS_SELECTOR, 'input[name="temperature"]')
@@ -212,7 +201,7 @@ def test_bulk_data_upload_and_list(browser: Browser, demo: Gateway, tmp_path: Pa
     assert "mount check" in row.text and "19.5 KiB" in row.text
     items = demo.get("/apps/lidar_sensor/bulk-data/uploads").json()["items"]
     assert [(i["name"], i["size"]) for i in items] == [("notes.txt", 20000)]
-    shot(browser, "bulk-data")
+    browser.shot("bulk-data")
 
 
 def test_no_console_errors_while_browsing(browser: Browser, demo: Gateway) -> None:
@@ -230,3 +219,18 @@ def test_api_errors_show_their_message(browser: Browser, demo: Gateway) -> None:
     go(browser, demo, "#/e/apps/no_such_app")
     err = browser.css("#main .error", "the error box")
     assert "404" in err.text and "no_such_app" in err.text
+
+
+def test_event_stream_parser_in_the_page(browser: Browser, demo: Gateway) -> None:
+    # Chunks split anywhere, CRLF line ends, comments and multi-line data (the SSE format).
+    browser.driver.set_script_timeout(30)
+    got = browser.driver.execute_async_script("""
+      const done = arguments[arguments.length - 1];
+      import('/dashboard/js/sse.js').then(({parseEvents}) => {
+        const text = ':connected\\r\\n\\r\\nid: 7\\nevent: fault_confirmed\\ndata: {"a":\\ndata: 1}\\n\\nid: 8\\nda';
+        const first = parseEvents(text);
+        const second = parseEvents(first.rest + 'ta: {}\\n\\n');
+        done([first.events, second.events, second.rest]);
+      }, (e) => done(String(e)));""")
+    assert got == [[{"id": "7", "event": "fault_confirmed", "data": '{"a":\n1}'}],
+                   [{"id": "8", "event": "message", "data": "{}"}], ""]
