@@ -88,7 +88,7 @@ function robotsOf(health) {
   return robots;
 }
 
-function drawRobots(el, health, faults) {
+export function drawRobots(el, health, faults) {
   const robots = robotsOf(health);
   const counts = new Map(robots.map((r) => [r.key, Object.fromEntries(SEVERITIES.map((s) => [s, 0]))]));
   for (const f of faults) {
@@ -115,11 +115,22 @@ function faultLink(f) {
   return ent ? `#/e/${ent[0]}/${encodeURIComponent(ent[1])}/faults/${encodeURIComponent(f.fault_code)}` : null;
 }
 
-function drawFaults(el, faults) {
-  const open = faults.filter((f) => String(vx(f).status || '').toUpperCase() !== 'CLEARED');
-  if (!open.length) { clear(el, h('p', {class: 'ok'}, 'No faults.')); return; }
+const MAX_LISTED = 200;  // a fleet of 32 robots can hold thousands; the worst come first
+
+function rank(f) {
+  const s = String(f.severity).toUpperCase();
+  const i = SEVERITIES.indexOf(s === 'WARNING' ? 'WARN' : s);
+  return i < 0 ? SEVERITIES.length : i;
+}
+
+export function drawFaults(el, faults) {
+  const all = faults.filter((f) => String(vx(f).status || '').toUpperCase() !== 'CLEARED');
+  if (!all.length) { clear(el, h('p', {class: 'ok'}, 'No faults.')); return; }
+  all.sort((a, b) => rank(a) - rank(b) || String(b.timestamp).localeCompare(String(a.timestamp)));
+  const open = all.slice(0, MAX_LISTED);
   const peered = open.some((f) => vx(f).peer);
-  clear(el, h('table', {class: 'faults'},
+  clear(el, all.length > open.length ? h('p', {class: 'muted'}, `The ${open.length} most severe and recent of ${all.length} faults; each entity's Faults tab lists all of its own.`) : null,
+    h('table', {class: 'faults'},
     h('tr', {}, h('th', {}, 'Severity'), h('th', {}, 'Code'), peered ? h('th', {}, 'Robot') : null, h('th', {}, 'Message'), h('th', {}, 'Status'), h('th', {}, 'Source'), h('th', {}, 'Last')),
     open.map((f) => {
       const href = faultLink(f);
@@ -154,7 +165,7 @@ function drawTimeline(el) {
     const f = e.data.fault || {};
     const sev = String(f.severity || '').toUpperCase();
     const cleared = /clear|heal/i.test(e.data.event_type || '');
-    const c = svg('circle', {cx: (1000 - (age * 1000) / TIMELINE_S).toFixed(1), cy: cleared ? 34 : 12, r: 4,
+    const c = svg('circle', {cx: (994 - (age * 988) / TIMELINE_S).toFixed(1), cy: cleared ? 34 : 12, r: 4,
       fill: cleared ? '#1a7f37' : (SEV_COLOR[sev] || '#8c959f')});
     c.append(svg('title', {}, `${time(e.data.timestamp)} ${e.data.event_type} ${f.fault_code}`));
     el.append(c);
