@@ -234,3 +234,32 @@ def test_event_stream_parser_in_the_page(browser: Browser, demo: Gateway) -> Non
       }, (e) => done(String(e)));""")
     assert got == [[{"id": "7", "event": "fault_confirmed", "data": '{"a":\n1}'}],
                    [{"id": "8", "event": "message", "data": "{}"}], ""]
+
+
+def test_function_graph_drawing_in_the_page(browser: Browser, demo: Gateway) -> None:
+    # The graph route is not built in this gateway; the drawing is checked on a snapshot of
+    # the spec's shape: a chain scan -> filter -> planner and a stale edge.
+    browser.driver.set_script_timeout(30)
+    got = browser.driver.execute_async_script("""
+      const done = arguments[arguments.length - 1];
+      import('/dashboard/js/graph.js').then(({drawGraph, layers}) => {
+        const g = {schema_version: '1.0.0', pipeline_status: 'degraded', bottleneck_edge: 'edge-1',
+          topics: [{topic_id: 'topic-0', name: '/scan'}, {topic_id: 'topic-1', name: '/points'}],
+          nodes: [{entity_id: 'planner', node_status: 'reachable'},
+                  {entity_id: 'lidar', node_status: 'reachable'},
+                  {entity_id: 'filter', node_status: 'unreachable'}],
+          edges: [{edge_id: 'edge-0', source: 'lidar', target: 'filter', topic_id: 'topic-0',
+                   metrics: {frequency_hz: 10, metrics_status: 'active'}},
+                  {edge_id: 'edge-1', source: 'filter', target: 'planner', topic_id: 'topic-1',
+                   metrics: {frequency_hz: null, metrics_status: 'error'}}]};
+        const el = document.createElement('div');
+        drawGraph(el, g);
+        const col = layers(g.nodes.map((n) => n.entity_id), g.edges);
+        done({cols: Object.fromEntries(col), rects: el.querySelectorAll('rect').length,
+              errors: el.querySelectorAll('path.e.error').length,
+              down: [...el.querySelectorAll('g.n.unreachable text')].map((t) => t.textContent)[0],
+              text: el.textContent});
+      }, (e) => done(String(e)));""")
+    assert got["cols"] == {"lidar": 0, "filter": 1, "planner": 2}
+    assert got["rects"] == 3 and got["errors"] == 1 and got["down"] == "filter"
+    assert "degraded" in got["text"] and "/scan 10.0 Hz" in got["text"]

@@ -65,10 +65,10 @@ function renderDetail(el, ent, code) {
           row('First', ext.first_occurrence), row('Last', ext.last_occurrence),
           x.confirmed_at ? row('Confirmed', x.confirmed_at) : null, x.cleared_at ? row('Cleared', x.cleared_at) : null),
         msg),
-      h('h3', {}, `Freeze frames (${frames.length})`),
-      frames.length ? frames.map(frame) : h('p', {class: 'muted'}, 'No freeze frames were captured.'),
       h('h3', {}, `Recordings (${bags.length})`),
-      bags.length ? bags.map(recording) : h('p', {class: 'muted'}, 'No recording (the black-box recorder is off or kept none for this fault).'));
+      bags.length ? bags.map(recording) : h('p', {class: 'muted'}, 'No recording (the black-box recorder is off or kept none for this fault).'),
+      h('h3', {}, `Freeze frames (${frames.length})`),
+      frames.length ? frames.map(frame) : h('p', {class: 'muted'}, 'No freeze frames were captured.'));
   })();
   return () => { gone = true; };
 }

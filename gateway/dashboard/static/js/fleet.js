@@ -70,6 +70,7 @@ export function renderFleet(main) {
       el.className = 'pill ' + (state === 'live' ? 'live' : state === 'retrying' ? 'down' : '');
       el.title = detail ? `fault stream: ${detail.message || detail}` : 'fault stream (fleet view)';
     }
+    live.hidden = state === 'closed';
   }, lastSeen);
   return () => { stopPoll(); tick(); stream.close(); clearTimeout(refreshTimer); };
 }

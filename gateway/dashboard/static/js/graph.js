@@ -8,7 +8,7 @@ export function graphPath(id) {
 
 export function renderGraph(el, ent) {
   return every(2000, async () => {
-    try { draw(el, await get(graphPath(ent.id))); } catch (e) { clear(el, errorBox(e)); }
+    try { drawGraph(el, await get(graphPath(ent.id))); } catch (e) { clear(el, errorBox(e)); }
   });
 }
 
@@ -29,7 +29,7 @@ export function layers(nodes, edges) {
   return col;
 }
 
-function draw(el, g) {
+export function drawGraph(el, g) {
   const nodes = (g.nodes || []).map((n) => n.entity_id);
   const edges = g.edges || [];
   const topics = new Map((g.topics || []).map((t) => [t.topic_id, t.name]));
