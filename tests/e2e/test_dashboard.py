@@ -263,3 +263,24 @@ def test_function_graph_drawing_in_the_page(browser: Browser, demo: Gateway) -> 
     assert got["cols"] == {"lidar": 0, "filter": 1, "planner": 2}
     assert got["rects"] == 3 and got["errors"] == 1 and got["down"] == "filter"
     assert "degraded" in got["text"] and "/scan 10.0 Hz" in got["text"]
+
+
+def test_event_stream_resumes_with_last_event_id(browser: Browser, demo: Gateway) -> None:
+    # A stream that ends is opened again with the last id seen, so nothing is missed.
+    browser.driver.set_script_timeout(60)
+    got = browser.driver.execute_async_script("""
+      const done = arguments[arguments.length - 1];
+      import('/dashboard/js/sse.js').then(({follow}) => {
+        const real = window.fetch, calls = [], seen = [];
+        window.fetch = async (url, opts) => {
+          calls.push(opts.headers['Last-Event-ID'] || null);
+          const id = calls.length * 10;
+          const body = new Blob([`id: ${id}\\nevent: fault_confirmed\\ndata: {"n":${id}}\\n\\n`]).stream();
+          return new Response(body, {status: 200, headers: {'Content-Type': 'text/event-stream'}});
+        };
+        const s = follow('/faults/stream', (ev) => {
+          seen.push(ev.id);
+          if (seen.length === 3) { s.close(); window.fetch = real; done({calls, seen}); }
+        }, () => {}, '4');
+      }, (e) => done(String(e)));""")
+    assert got == {"calls": ["4", "10", "20"], "seen": ["10", "20", "30"]}

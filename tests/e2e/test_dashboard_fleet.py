@@ -133,3 +133,7 @@ def test_a_robot_going_offline_shows_on_its_card(browser: Browser, fleet: Fleet)
     fleet.robot1.stop()
     card_shows(browser, "robot1", "offline for", extra=".offline")
     card_shows(browser, "robot2", "online for")
+    # its apps stay in the tree, greyed (x-vendor.available: false)
+    browser.css('#tree li.unavailable > a[data-entity="apps/temp_sensor"]', "temp_sensor greyed")
+    assert not browser.driver.find_elements(
+        By.CSS_SELECTOR, '#tree li.unavailable > a[data-entity="apps/lidar_sensor"]')

@@ -1,7 +1,9 @@
 // The entity tree: areas > components > apps when a manifest gives areas; components > apps;
 // functions > apps; apps on no component. Unavailable entities are greyed.
 import {get, vx} from './api.js';
-import {clear, errorBox, h} from './dom.js';
+import {clear, errorBox, every, h} from './dom.js';
+
+const TREE_REFRESH_MS = 5000;
 
 export const entityIndex = {apps: [], components: [], areas: [], functions: []};
 let treeEl = null;
@@ -19,56 +21,71 @@ async function children(path) {
   try { return (await get(path)).items || []; } catch (e) { return null; }
 }
 
-export async function loadTree(el, filter) {
+// Build the tree now and again every few seconds; redrawn only when the answer changed.
+export function loadTree(el, filter) {
   treeEl = el;
-  try {
-    const [areas, components, apps, functions] = await Promise.all(
-      ['/areas', '/components', '/apps', '/functions'].map((p) => get(p).then((b) => b.items || [])));
-    Object.assign(entityIndex, {areas, components, apps, functions});
-    const hosts = new Map(await Promise.all(components.map(async (c) =>
-      [c.id, await children(`/components/${encodeURIComponent(c.id)}/hosts`)])));
-    const placed = new Set();
-    const compNode = (c) => {
-      const li = link('components', c);
-      const kids = hosts.get(c.id) || [];
-      kids.forEach((a) => placed.add(a.id));
-      if (kids.length) li.append(h('ul', {}, kids.map((a) => link('apps', apps.find((x) => x.id === a.id) || a))));
+  filter.addEventListener('input', () => applyFilter(filter.value));
+  let last = null;
+  every(TREE_REFRESH_MS, async () => {
+    try {
+      const model = await fetchTree();
+      const sig = JSON.stringify(model);
+      if (sig === last) return;
+      last = sig;
+      draw(el, model);
+      applyFilter(filter.value);
+      if (selected) selectInTree(...selected);
+    } catch (e) {
+      if (last === null) clear(el, errorBox(e));
+    }
+  });
+}
+
+async function fetchTree() {
+  const [areas, components, apps, functions] = await Promise.all(
+    ['/areas', '/components', '/apps', '/functions'].map((p) => get(p).then((b) => b.items || [])));
+  const kids = async (list, sub) => Object.fromEntries(await Promise.all(list.map(async (e) =>
+    [e.id, ((await children(`/${sub[0]}/${encodeURIComponent(e.id)}/${sub[1]}`)) || []).map((x) => x.id)])));
+  const [hosts, areaComps, fnHosts] = await Promise.all([
+    kids(components, ['components', 'hosts']), kids(areas, ['areas', 'components']),
+    kids(functions, ['functions', 'hosts'])]);
+  Object.assign(entityIndex, {areas, components, apps, functions});
+  return {areas, components, apps, functions, hosts, areaComps, fnHosts};
+}
+
+function draw(el, m) {
+  const byId = (list, id) => list.find((x) => x.id === id) || {id, name: id};
+  const placed = new Set();
+  const compNode = (c) => {
+    const li = link('components', c);
+    const ids = m.hosts[c.id] || [];
+    ids.forEach((id) => placed.add(id));
+    if (ids.length) li.append(h('ul', {}, ids.map((id) => link('apps', byId(m.apps, id)))));
+    return li;
+  };
+  const sections = [];
+  const inArea = new Set(Object.values(m.areaComps).flat());
+  if (m.areas.length) {
+    sections.push(h('li', {class: 'sec'}, 'Areas'), ...m.areas.map((a) => {
+      const li = link('areas', a);
+      const ids = m.areaComps[a.id] || [];
+      if (ids.length) li.append(h('ul', {}, ids.map((id) => compNode(byId(m.components, id)))));
       return li;
-    };
-    const sections = [];
-    const inArea = new Set();
-    if (areas.length) {
-      const areaNodes = await Promise.all(areas.map(async (a) => {
-        const comps = (await children(`/areas/${encodeURIComponent(a.id)}/components`)) || [];
-        comps.forEach((c) => inArea.add(c.id));
-        const li = link('areas', a);
-        if (comps.length) li.append(h('ul', {}, comps.map((c) => compNode(components.find((x) => x.id === c.id) || c))));
-        return li;
-      }));
-      sections.push(h('li', {class: 'sec'}, 'Areas'), ...areaNodes);
-    }
-    const loose = components.filter((c) => !inArea.has(c.id));
-    if (loose.length) sections.push(h('li', {class: 'sec'}, 'Components'), ...loose.map(compNode));
-    components.filter((c) => inArea.has(c.id)).forEach((c) => (hosts.get(c.id) || []).forEach((a) => placed.add(a.id)));
-    const unplaced = apps.filter((a) => !placed.has(a.id));
-    if (unplaced.length) sections.push(h('li', {class: 'sec'}, 'Apps'), ...unplaced.map((a) => link('apps', a)));
-    if (functions.length) {
-      const fnNodes = await Promise.all(functions.map(async (f) => {
-        const li = link('functions', f);
-        const kids = (await children(`/functions/${encodeURIComponent(f.id)}/hosts`)) || [];
-        if (kids.length) li.append(h('ul', {}, kids.map((a) => link('apps', apps.find((x) => x.id === a.id) || a))));
-        return li;
-      }));
-      sections.push(h('li', {class: 'sec'}, 'Functions'), ...fnNodes);
-    }
-    clear(el, h('div', {class: 'tree'}, h('ul', {}, sections)));
-    if (!sections.length) el.append(h('p', {class: 'muted'}, 'No entities discovered yet.'));
-    filter.addEventListener('input', () => applyFilter(filter.value));
-    applyFilter(filter.value);
-    if (selected) selectInTree(...selected);
-  } catch (e) {
-    clear(el, errorBox(e));
+    }));
   }
+  const loose = m.components.filter((c) => !inArea.has(c.id));
+  if (loose.length) sections.push(h('li', {class: 'sec'}, 'Components'), ...loose.map(compNode));
+  const unplaced = m.apps.filter((a) => !placed.has(a.id));
+  if (unplaced.length) sections.push(h('li', {class: 'sec'}, 'Apps'), ...unplaced.map((a) => link('apps', a)));
+  if (m.functions.length) {
+    sections.push(h('li', {class: 'sec'}, 'Functions'), ...m.functions.map((f) => {
+      const li = link('functions', f);
+      const ids = m.fnHosts[f.id] || [];
+      if (ids.length) li.append(h('ul', {}, ids.map((id) => link('apps', byId(m.apps, id)))));
+      return li;
+    }));
+  }
+  clear(el, sections.length ? h('div', {class: 'tree'}, h('ul', {}, sections)) : h('p', {class: 'muted'}, 'No entities discovered yet.'));
 }
 
 function applyFilter(text) {
