@@ -4,6 +4,7 @@ stays in the page's memory and carries the client's role."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from selenium.webdriver.common.by import By
@@ -20,17 +21,38 @@ SECRET = "dashboard-test-secret-0123456789abcdef"
 
 
 @pytest.fixture(scope="module")
-def secured(domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    logs = tmp_path_factory.mktemp("dash-auth")
-    with Robot.start(domain, nodes=("calibration",), log_dir=logs / "robot"):
-        gw = SecureGateway(free_port(), domain, [
-            "auth.enabled=true", "auth.require_auth_for=all", f"auth.jwt_secret={SECRET}",
-            "auth.clients=[dash:dash-pass:operator]", f"state_dir={logs / 'state'}"],
-            logs / "gw.log").start(timeout=60)
-        try:
-            yield gw
-        finally:
-            gw.stop()
+def robot(domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Robot]:
+    with Robot.start(domain, nodes=("calibration",),
+                     log_dir=tmp_path_factory.mktemp("dash-auth-robot")) as r:
+        yield r
+
+
+def secure_gateway(domain: int, logs: Path, mode: str) -> SecureGateway:
+    return SecureGateway(free_port(), domain, [
+        "auth.enabled=true", f"auth.require_auth_for={mode}", f"auth.jwt_secret={SECRET}",
+        "auth.clients=[dash:dash-pass:operator]", f"state_dir={logs / 'state'}"],
+        logs / "gw.log").start(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def secured(domain: int, robot: Robot, tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[Gateway]:
+    gw = secure_gateway(domain, tmp_path_factory.mktemp("dash-auth-all"), "all")
+    try:
+        yield gw
+    finally:
+        gw.stop()
+
+
+@pytest.fixture(scope="module")
+def write_secured(domain: int, robot: Robot, tmp_path_factory: pytest.TempPathFactory
+                  ) -> Iterator[Gateway]:
+    gw = secure_gateway(domain, tmp_path_factory.mktemp("dash-auth-write"), "write")
+    try:
+        gw.wait_for("/apps", lambda b: [a["id"] for a in b["items"]] == ["calibration"], 60)
+        yield gw
+    finally:
+        gw.stop()
 
 
 def page(gw: Gateway, path: str) -> int:
@@ -91,3 +113,16 @@ def test_token_lives_in_memory_only(browser: Browser, secured: Gateway) -> None:
     browser.driver.refresh()
     browser.css("dialog#signin", "the sign-in form after a reload")
     assert browser.driver.find_element(By.ID, "who").text == ""
+
+
+def test_write_mode_reads_freely_and_asks_for_sign_in_at_the_first_write(
+        browser: Browser, write_secured: Gateway) -> None:
+    browser.open(f"http://127.0.0.1:{write_secured.port}/#/e/apps/calibration/operations")
+    browser.css('#tree a[data-entity="apps/calibration"]', "the tree without a token")
+    assert browser.css("#signin-btn").is_displayed()
+    browser.css('.op[data-op="calibrate"] button[type=submit]', "the service").click()
+    sign_in(browser, "dash", "dash-pass")
+    # the refused call is sent again with the token once signed in
+    browser.text_in('.op[data-op="calibrate"] .result', "engine calibrated")
+    browser.text_in("#who", "signed in as dash (operator)")
+    assert not browser.css("#signout-btn").get_attribute("hidden")

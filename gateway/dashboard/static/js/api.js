@@ -103,13 +103,16 @@ export async function authorize(clientId, secret) {
   return data;
 }
 
+let client = null;
+
 function accept(data, who) {
+  if (who) client = who;
   token = data.access_token;
   refresh = data.refresh_token || null;
   clearTimeout(refreshTimer);
   const life = Number(data.expires_in) || 0;
   if (refresh && life > 20) refreshTimer = setTimeout(renew, (life - 15) * 1000);
-  notify({signedIn: true, who, scope: data.scope});
+  notify({signedIn: true, who: client, scope: data.scope});
 }
 
 async function renew() {
@@ -127,6 +130,7 @@ async function renew() {
 
 function signOutLocal() {
   token = null;
+  client = null;
   refresh = null;
   clearTimeout(refreshTimer);
   notify({signedIn: false});

@@ -78,7 +78,9 @@ async function start() {
     const root = await boot();
     document.getElementById('gw-name').textContent = `${root.name} ${root.version}`;
   } catch (e) {
-    clear(main, h('h2', {}, 'Gateway not reachable'), errorBox(e));
+    const needsToken = e.status === 401 || /sign-in required/.test(e.message);
+    clear(main, h('h2', {}, needsToken ? 'Sign-in required' : 'Gateway not reachable'), errorBox(e),
+      h('button', {type: 'button', onclick: () => location.reload()}, needsToken ? 'Sign in' : 'Retry'));
     return;
   }
   showAuth();
