@@ -2,7 +2,7 @@
 import {api, enc, get, vx} from './api.js';
 import {clear, errorBox, every, h, json} from './dom.js';
 import {buildForm} from './form.js';
-import {History, numericLeaves, sparkline} from './spark.js';
+import {History, numericArrays, numericLeaves, sparkline} from './spark.js';
 
 const POLL_MS = 1000;
 const MAX_POLLED = 24;
@@ -43,15 +43,19 @@ function dataRow(ent, item) {
     try {
       const r = await get(`${ent.path}/data/${enc(item.id)}`);
       const rx = vx(r);
-      if (rx.status && rx.status !== 'data' && r.data === undefined) {
-        clear(valueCell, h('span', {class: 'muted'}, 'no sample yet'));
+      if (rx.status && rx.status !== 'data') {
+        clear(valueCell, h('span', {class: 'muted'}, rx.publisher_count === 0 ? 'no publisher' : 'no sample yet'));
         return;
       }
       const leaves = numericLeaves(r.data);
+      const texts = textLeaves(r.data).slice(0, 4);
+      const arrays = numericArrays(r.data).slice(0, 2);
       clear(valueCell,
         leaves.slice(0, 8).map(([k, v]) => h('div', {class: 'leaf'}, h('span', {class: 'muted'}, k + ' '),
           h('span', {class: 'num', 'data-field': k}, fmt(v)), ' ', sparkline(history.push(item.id + '|' + k, v)))),
-        leaves.length > 8 ? h('div', {class: 'muted'}, `+${leaves.length - 8} more fields`) : null,
+        leaves.length > 8 ? h('div', {class: 'muted'}, `+${leaves.length - 8} more numeric fields`) : null,
+        texts.map(([k, v]) => h('div', {class: 'leaf'}, h('span', {class: 'muted'}, k + ' '), h('span', {class: 'mono', 'data-field': k}, v))),
+        arrays.map(([k, v]) => h('div', {class: 'leaf'}, h('span', {class: 'muted'}, `${k} (${v.length}) `), sparkline(v.map(Number), 240, 28))),
         h('details', {}, h('summary', {}, 'message'), json(r.data)));
     } catch (e) {
       clear(valueCell, errorBox(e));
@@ -81,4 +85,13 @@ function togglePublish(ent, item, cell) {
     }
   };
   cell.append(h('form', {class: 'box publish', onsubmit: send}, form.el, h('button', {type: 'submit', class: 'primary'}, 'Publish'), out));
+}
+
+// String leaves as [path, text] (short ones: enums, states, frame ids are left to the JSON).
+function textLeaves(value, prefix = '', out = []) {
+  if (typeof value === 'string') { if (value.length <= 80) out.push([prefix || 'value', JSON.stringify(value)]); }
+  else if (value && typeof value === 'object' && !Array.isArray(value)) {
+    for (const [k, v] of Object.entries(value)) if (k !== 'header') textLeaves(v, prefix ? `${prefix}.${k}` : k, out);
+  }
+  return out;
 }
