@@ -51,8 +51,8 @@ function dataRow(ent, item) {
       const texts = textLeaves(r.data).slice(0, 4);
       const arrays = numericArrays(r.data).slice(0, 2);
       clear(valueCell,
-        leaves.slice(0, 8).map(([k, v]) => h('div', {class: 'leaf'}, h('span', {class: 'muted'}, k + ' '),
-          h('span', {class: 'num', 'data-field': k}, fmt(v)), ' ', sparkline(history.push(item.id + '|' + k, v)))),
+        leaves.slice(0, 8).map(([k, v, bool]) => h('div', {class: 'leaf'}, h('span', {class: 'muted'}, k + ' '),
+          h('span', {class: 'num', 'data-field': k}, bool ? String(Boolean(v)) : fmt(v)), ' ', sparkline(history.push(item.id + '|' + k, v)))),
         leaves.length > 8 ? h('div', {class: 'muted'}, `+${leaves.length - 8} more numeric fields`) : null,
         texts.map(([k, v]) => h('div', {class: 'leaf'}, h('span', {class: 'muted'}, k + ' '), h('span', {class: 'mono', 'data-field': k}, v))),
         arrays.map(([k, v]) => h('div', {class: 'leaf'}, h('span', {class: 'muted'}, `${k} (${v.length}) `), sparkline(v.map(Number), 240, 28))),

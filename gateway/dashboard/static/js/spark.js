@@ -13,10 +13,10 @@ export function sparkline(values, width = 120, height = 24) {
   return el;
 }
 
-// [path, number] for each numeric leaf; long arrays are left out (shown as a chart instead).
+// [path, number, isBool] for each numeric or boolean leaf (booleans as 0/1); long arrays are left out (shown as a chart instead).
 export function numericLeaves(value, prefix = '', out = [], maxArray = 8) {
   if (typeof value === 'number') out.push([prefix || 'value', value]);
-  else if (typeof value === 'boolean') out.push([prefix || 'value', value ? 1 : 0]);
+  else if (typeof value === 'boolean') out.push([prefix || 'value', value ? 1 : 0, true]);
   else if (Array.isArray(value)) {
     if (value.length <= maxArray) value.forEach((v, i) => numericLeaves(v, `${prefix}[${i}]`, out, maxArray));
   } else if (value && typeof value === 'object') {
