@@ -4,6 +4,8 @@
 // browser's own login prompt.
 export const BASE = '/api/v1';
 export const ctx = {vendor: 'vendor', xv: 'x-vendor', root: null, auth: null, peers: null};
+// Set by a 429 answer (rate limiting): periodic refreshes wait until then.
+export const throttle = {until: 0};
 
 let token = null;
 let refresh = null;
@@ -81,6 +83,10 @@ export async function api(method, path, opts = {}) {
       continue;
     }
     const data = await parse(resp);
+    if (resp.status === 429) {
+      const wait = Number(resp.headers.get('Retry-After')) || 5;
+      throttle.until = Math.max(throttle.until, Date.now() + wait * 1000);
+    }
     if (!resp.ok) throw new ApiError(resp.status, data, method, path);
     if (opts.withResponse) return {data, resp};
     return data;

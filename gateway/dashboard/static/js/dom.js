@@ -1,4 +1,6 @@
 // Element helpers: every text goes in as a text node, never parsed as markup (API data is untrusted).
+import {throttle} from './api.js';
+
 const SVG_NS = 'http://www.w3.org/2000/svg';
 
 export function h(tag, attrs, ...children) {
@@ -96,12 +98,13 @@ export function sevBadge(label) {
   return h('span', {class: 'sev sev-' + s}, s || '?');
 }
 
-// Run fn now and again `ms` after each run finishes, until stop(); skips while the tab is hidden.
+// Run fn now and again `ms` after each run finishes, until stop(); skips while the tab is
+// hidden and while the gateway asked to slow down (429 with Retry-After).
 export function every(ms, fn) {
   let timer = null, stopped = false;
   const tick = async () => {
     if (stopped) return;
-    if (!document.hidden) {
+    if (!document.hidden && Date.now() >= throttle.until) {
       try { await fn(); } catch (e) { console.warn(e); }
     }
     if (!stopped) timer = setTimeout(tick, ms);
