@@ -284,3 +284,34 @@ def test_event_stream_resumes_with_last_event_id(browser: Browser, demo: Gateway
         }, () => {}, '4');
       }, (e) => done(String(e)));""")
     assert got == {"calls": ["4", "10", "20"], "seen": ["10", "20", "30"]}
+
+
+def test_manifest_tree_nests_subareas_and_subcomponents(browser: Browser, demo: Gateway) -> None:
+    # The demo runs without a manifest; the tree is checked on a manifest-shaped model.
+    browser.driver.set_script_timeout(30)
+    got = browser.driver.execute_async_script("""
+      const done = arguments[arguments.length - 1];
+      import('/dashboard/js/tree.js').then(({drawTree}) => {
+        const e = (id, extra) => ({id, name: id, ...(extra || {})});
+        const m = {
+          areas: [e('vehicle'), e('powertrain')], components: [e('ecu'), e('sensor_board'), e('spare')],
+          apps: [e('engine'), e('temp', {'x-vendor': {available: false}}), e('orphan')],
+          functions: [e('cooling')],
+          subAreas: {vehicle: ['powertrain'], powertrain: []}, areaComps: {vehicle: [], powertrain: ['ecu']},
+          subComps: {ecu: ['sensor_board'], sensor_board: [], spare: []},
+          hosts: {ecu: ['engine'], sensor_board: ['temp'], spare: []}, fnHosts: {cooling: ['engine', 'temp']}};
+        const el = document.createElement('div');
+        drawTree(el, m);
+        const path = (sel) => { const out = []; let n = el.querySelector(sel).closest('li');
+          while (n) { out.unshift(n.firstElementChild.dataset.entity); n = n.parentElement.closest('li'); }
+          return out; };
+        done({temp: path('a[data-entity="apps/temp"]'), spare: path('a[data-entity="components/spare"]'),
+              orphan: path('a[data-entity="apps/orphan"]'),
+              grey: [...el.querySelectorAll('li.unavailable > a')].map((a) => a.dataset.entity),
+              sections: [...el.querySelectorAll('li.sec')].map((s) => s.textContent)});
+      }, (e) => done(String(e)));""")
+    assert got["temp"] == ["areas/vehicle", "areas/powertrain", "components/ecu",
+                           "components/sensor_board", "apps/temp"]
+    assert got["spare"] == ["components/spare"] and got["orphan"] == ["apps/orphan"]
+    assert got["grey"] == ["apps/temp", "apps/temp"]  # under its component and its function
+    assert got["sections"] == ["Areas", "Components", "Apps", "Functions"]

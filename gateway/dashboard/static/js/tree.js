@@ -32,7 +32,7 @@ export function loadTree(el, filter) {
       const sig = JSON.stringify(model);
       if (sig === last) return;
       last = sig;
-      draw(el, model);
+      drawTree(el, model);
       applyFilter(filter.value);
       if (selected) selectInTree(...selected);
     } catch (e) {
@@ -46,35 +46,45 @@ async function fetchTree() {
     ['/areas', '/components', '/apps', '/functions'].map((p) => get(p).then((b) => b.items || [])));
   const kids = async (list, sub) => Object.fromEntries(await Promise.all(list.map(async (e) =>
     [e.id, ((await children(`/${sub[0]}/${encodeURIComponent(e.id)}/${sub[1]}`)) || []).map((x) => x.id)])));
-  const [hosts, areaComps, fnHosts] = await Promise.all([
+  const [hosts, areaComps, fnHosts, subAreas, subComps] = await Promise.all([
     kids(components, ['components', 'hosts']), kids(areas, ['areas', 'components']),
-    kids(functions, ['functions', 'hosts'])]);
+    kids(functions, ['functions', 'hosts']), kids(areas, ['areas', 'subareas']),
+    kids(components, ['components', 'subcomponents'])]);
   Object.assign(entityIndex, {areas, components, apps, functions});
-  return {areas, components, apps, functions, hosts, areaComps, fnHosts};
+  return {areas, components, apps, functions, hosts, areaComps, fnHosts, subAreas, subComps};
 }
 
-function draw(el, m) {
+// The tree of a fetched model: areas > subareas > components > subcomponents > apps.
+export function drawTree(el, m) {
   const byId = (list, id) => list.find((x) => x.id === id) || {id, name: id};
   const placed = new Set();
-  const compNode = (c) => {
+  const shown = new Set();  // each component once, even if a model names it twice
+  const compNode = (c, seen = new Set()) => {
+    shown.add(c.id);
     const li = link('components', c);
+    const subs = (m.subComps[c.id] || []).filter((id) => !seen.has(id) && id !== c.id);
     const ids = m.hosts[c.id] || [];
     ids.forEach((id) => placed.add(id));
-    if (ids.length) li.append(h('ul', {}, ids.map((id) => link('apps', byId(m.apps, id)))));
+    const kids = [...subs.map((id) => compNode(byId(m.components, id), new Set([...seen, c.id]))),
+      ...ids.map((id) => link('apps', byId(m.apps, id)))];
+    if (kids.length) li.append(h('ul', {}, kids));
+    return li;
+  };
+  const areaNode = (a, seen = new Set()) => {
+    const li = link('areas', a);
+    const subs = (m.subAreas[a.id] || []).filter((id) => !seen.has(id) && id !== a.id);
+    const kids = [...subs.map((id) => areaNode(byId(m.areas, id), new Set([...seen, a.id]))),
+      ...(m.areaComps[a.id] || []).map((id) => compNode(byId(m.components, id)))];
+    if (kids.length) li.append(h('ul', {}, kids));
     return li;
   };
   const sections = [];
-  const inArea = new Set(Object.values(m.areaComps).flat());
-  if (m.areas.length) {
-    sections.push(h('li', {class: 'sec'}, 'Areas'), ...m.areas.map((a) => {
-      const li = link('areas', a);
-      const ids = m.areaComps[a.id] || [];
-      if (ids.length) li.append(h('ul', {}, ids.map((id) => compNode(byId(m.components, id)))));
-      return li;
-    }));
-  }
-  const loose = m.components.filter((c) => !inArea.has(c.id));
-  if (loose.length) sections.push(h('li', {class: 'sec'}, 'Components'), ...loose.map(compNode));
+  const nestedAreas = new Set(Object.values(m.subAreas || {}).flat());
+  const topAreas = m.areas.filter((a) => !nestedAreas.has(a.id));
+  if (m.areas.length) sections.push(h('li', {class: 'sec'}, 'Areas'), ...(topAreas.length ? topAreas : m.areas).map((a) => areaNode(a)));
+  const nestedComps = new Set(Object.values(m.subComps || {}).flat());
+  const loose = m.components.filter((c) => !shown.has(c.id) && !nestedComps.has(c.id));
+  if (loose.length) sections.push(h('li', {class: 'sec'}, 'Components'), ...loose.map((c) => compNode(c)));
   const unplaced = m.apps.filter((a) => !placed.has(a.id));
   if (unplaced.length) sections.push(h('li', {class: 'sec'}, 'Apps'), ...unplaced.map((a) => link('apps', a)));
   if (m.functions.length) {
