@@ -223,6 +223,7 @@ def test_api_errors_show_their_message(browser: Browser, demo: Gateway) -> None:
 
 def test_event_stream_parser_in_the_page(browser: Browser, demo: Gateway) -> None:
     # Chunks split anywhere, CRLF line ends, comments and multi-line data (the SSE format).
+    go(browser, demo, "#/fleet")
     browser.driver.set_script_timeout(30)
     got = browser.driver.execute_async_script("""
       const done = arguments[arguments.length - 1];
@@ -230,15 +231,19 @@ def test_event_stream_parser_in_the_page(browser: Browser, demo: Gateway) -> Non
         const text = ':connected\\r\\n\\r\\nid: 7\\nevent: fault_confirmed\\ndata: {"a":\\ndata: 1}\\n\\nid: 8\\nda';
         const first = parseEvents(text);
         const second = parseEvents(first.rest + 'ta: {}\\n\\n');
-        done([first.events, second.events, second.rest]);
+        const split = parseEvents('id: 9\\r\\ndata: x\\r');  // CRLF cut between chunks
+        const joined = parseEvents(split.rest + '\\n\\r\\n');
+        done([first.events, second.events, second.rest, split.events, joined.events]);
       }, (e) => done(String(e)));""")
     assert got == [[{"id": "7", "event": "fault_confirmed", "data": '{"a":\n1}'}],
-                   [{"id": "8", "event": "message", "data": "{}"}], ""]
+                   [{"id": "8", "event": "message", "data": "{}"}], "", [],
+                   [{"id": "9", "event": "message", "data": "x"}]]
 
 
 def test_function_graph_drawing_in_the_page(browser: Browser, demo: Gateway) -> None:
     # The graph route is not built in this gateway; the drawing is checked on a snapshot of
     # the spec's shape: a chain scan -> filter -> planner and a stale edge.
+    go(browser, demo, "#/fleet")
     browser.driver.set_script_timeout(30)
     got = browser.driver.execute_async_script("""
       const done = arguments[arguments.length - 1];
@@ -267,18 +272,20 @@ def test_function_graph_drawing_in_the_page(browser: Browser, demo: Gateway) -> 
 
 def test_event_stream_resumes_with_last_event_id(browser: Browser, demo: Gateway) -> None:
     # A stream that ends is opened again with the last id seen, so nothing is missed.
+    go(browser, demo, "#/fleet")
     browser.driver.set_script_timeout(60)
     got = browser.driver.execute_async_script("""
       const done = arguments[arguments.length - 1];
       import('/dashboard/js/sse.js').then(({follow}) => {
         const real = window.fetch, calls = [], seen = [];
         window.fetch = async (url, opts) => {
+          if (!String(url).endsWith('/test-stream')) return real(url, opts);  // the page's own
           calls.push(opts.headers['Last-Event-ID'] || null);
           const id = calls.length * 10;
           const body = new Blob([`id: ${id}\\nevent: fault_confirmed\\ndata: {"n":${id}}\\n\\n`]).stream();
           return new Response(body, {status: 200, headers: {'Content-Type': 'text/event-stream'}});
         };
-        const s = follow('/faults/stream', (ev) => {
+        const s = follow('/test-stream', (ev) => {
           seen.push(ev.id);
           if (seen.length === 3) { s.close(); window.fetch = real; done({calls, seen}); }
         }, () => {}, '4');
@@ -288,6 +295,7 @@ def test_event_stream_resumes_with_last_event_id(browser: Browser, demo: Gateway
 
 def test_manifest_tree_nests_subareas_and_subcomponents(browser: Browser, demo: Gateway) -> None:
     # The demo runs without a manifest; the tree is checked on a manifest-shaped model.
+    go(browser, demo, "#/fleet")
     browser.driver.set_script_timeout(30)
     got = browser.driver.execute_async_script("""
       const done = arguments[arguments.length - 1];

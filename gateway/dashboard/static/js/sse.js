@@ -4,8 +4,10 @@ import {BASE, authHeaders, ApiError} from './api.js';
 // Split a text buffer into complete events; returns {events, rest}.
 export function parseEvents(buffer) {
   const events = [];
-  const blocks = buffer.replace(/\r\n?/g, '\n').split('\n\n');
-  const rest = blocks.pop();
+  // A chunk ending in CR may be half of a CRLF: keep it for the next chunk.
+  const held = buffer.endsWith('\r') ? '\r' : '';
+  const blocks = buffer.slice(0, buffer.length - held.length).replace(/\r\n?/g, '\n').split('\n\n');
+  const rest = blocks.pop() + held;
   for (const block of blocks) {
     const ev = {id: null, event: 'message', data: []};
     for (const line of block.split('\n')) {
