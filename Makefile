@@ -8,7 +8,7 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 # make test requires the compiled Cython twins (a failed build is an error, not a fallback).
 export DIAG_GATEWAY_REQUIRE_EXT ?= 1
 
-.PHONY: install demo test unit lint bench clean fleet-demo
+.PHONY: install demo test unit lint bench clean fleet-demo browser
 
 install: $(STAMP)
 
@@ -27,7 +27,16 @@ demo: install
 fleet-demo: install
 	$(BIN)/python deploy/fleet_demo.py $(ARGS)
 
-test: install lint
+# Headless Chromium and its driver for the dashboard tests (tests/e2e), from Debian's archive.
+# As root (CI) they are installed when missing; otherwise the tests skip and say why.
+browser:
+	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
+	else echo "make browser: chromium/chromedriver missing and not root; the dashboard tests will skip" \
+		"(apt-get install chromium chromium-driver)"; fi
+
+test: install lint browser
 	$(BIN)/python -m pytest -q -rs $(PYTEST_ARGS)
 
 unit: install

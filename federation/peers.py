@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 from gateway.model.entities import EntitySet
@@ -41,6 +43,7 @@ class Peer:
     probes: int = 0
     task: asyncio.Task[None] | None = None
     wake: asyncio.Event = field(default_factory=asyncio.Event)
+    added: float = field(default_factory=time.monotonic)  # loop.time() clock
 
     @property
     def online(self) -> bool:
@@ -53,6 +56,18 @@ class Peer:
         return {"Authorization": value} if value else {}
 
 
+def status_since(peer: Peer, wall: float, mono: float) -> dict[str, Any]:
+    """`status_since` (ISO time of the last status change, or of the peer's addition) and
+    `last_reason` while offline; `mono` is on the probe loop's clock."""
+    changed = peer.health.since or peer.added
+    at = datetime.fromtimestamp(wall - (mono - changed), timezone.utc)
+    out: dict[str, Any] = {"status_since": at.isoformat(timespec="milliseconds")
+                           .replace("+00:00", "Z")}
+    if not peer.health.online and peer.health.last_reason:
+        out["last_reason"] = peer.health.last_reason
+    return out
+
+
 class PeerTable:
     """Peers by name; a probe task per peer keeps its status and entity set current."""
 
@@ -61,6 +76,7 @@ class PeerTable:
         self.settings = settings
         self.auth = auth
         self.entities_path = f"/x-{vendor}-entities"
+        self.xv = f"x-{vendor}"
         self.on_change = on_change
         self.peers: dict[str, Peer] = {}
 
@@ -114,8 +130,10 @@ class PeerTable:
                 if p.entities is not None]
 
     def health(self) -> list[dict[str, Any]]:
-        """The /health `peers` block."""
-        return [{"name": p.name, "url": p.url, "status": p.health.status}
+        """The /health `peers` block; x-vendor says since when the status holds (and why)."""
+        wall, mono = time.time(), time.monotonic()
+        return [{"name": p.name, "url": p.url, "status": p.health.status,
+                 self.xv: status_since(p, wall, mono)}
                 for p in sorted(self.peers.values(), key=lambda p: p.name)]
 
     def stats(self) -> dict[str, Any]:

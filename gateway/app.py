@@ -11,6 +11,7 @@ from aiohttp import web
 
 from federation.peer_auth import check_settings as check_peer_settings
 
+from . import dashboard
 from .auth import enforce
 from .auth import routes as auth_routes
 from .config import Settings
@@ -103,6 +104,7 @@ def make_app(settings: Settings) -> web.Application:
     enforce.install(app, state)
     ratelimit.install(app, state)
     cors.install(app, state)
+    dashboard.install(app, state)  # GET / and /dashboard/* (docs/dashboard.md)
     if settings["server.tls.enabled"]:
         state.features.add("tls")
     check_peer_settings(settings)

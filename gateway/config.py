@@ -310,6 +310,8 @@ SETTINGS: tuple[Setting, ...] = (
     _s("updates.operation_timeout_sec", float, 3600.0,
        "budget of one prepare or execute step of the update provider",
        minimum=1.0, maximum=86400.0),
+    # Dashboard (docs/dashboard.md): the web page served at /.
+    _s("dashboard.enabled", bool, True, "serve the built-in web dashboard at / (API unchanged)"),
 )
 
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 from collections import OrderedDict
@@ -93,6 +94,18 @@ def _drop_feedback_callback(client: Any, gid: uuid.UUID) -> None:
     getattr(client, "_feedback_callbacks", {}).pop(gid.bytes, None)
 
 
+def _new_action_client(node: Any, cls: Any, name: str) -> Any:
+    """An ActionClient whose lock exists before the spinning executor can see it."""
+    from rclpy.action import ActionClient
+
+    # rclpy adds the client to the node's waitables before it creates `_lock`; the executor
+    # thread, spinning meanwhile, then dies on the missing attribute.
+    client = ActionClient.__new__(ActionClient)
+    client._lock = threading.Lock()
+    ActionClient.__init__(client, node, cls, name)
+    return client
+
+
 class ActionManager:
     """Sends goals, tracks feedback and results, cancels; clients cached per (action, type)."""
 
@@ -105,9 +118,7 @@ class ActionManager:
 
     async def client(self, action: str, type_name: str) -> Any:
         """The cached action client, created on first use (off the loop)."""
-        from rclpy.action import ActionClient
-
-        return await self._clients.get(action, type_name, ActionClient,
+        return await self._clients.get(action, type_name, _new_action_client,
                                        f"creating an action client for {action}")
 
     async def send_goal(self, entity: tuple[str, str], op_id: str, action: str,

@@ -1,0 +1,97 @@
+// Data: each topic's newest value polled every second, sparklines per numeric field, publish form.
+import {api, enc, get, vx} from './api.js';
+import {clear, errorBox, every, h, json} from './dom.js';
+import {buildForm} from './form.js';
+import {History, numericArrays, numericLeaves, sparkline} from './spark.js';
+
+const POLL_MS = 1000;
+const MAX_POLLED = 24;
+
+export function renderData(el, ent) {
+  const history = new History(60);
+  let stop = () => {};
+  let gone = false;
+  clear(el, h('p', {class: 'muted'}, 'Loading data items…'));
+  (async () => {
+    let items;
+    try { items = (await get(`${ent.path}/data`)).items || []; } catch (e) { clear(el, errorBox(e)); return; }
+    if (gone) return;
+    if (!items.length) { clear(el, h('p', {class: 'muted'}, 'No topics.')); return; }
+    const rows = items.map((it) => dataRow(ent, it));
+    clear(el, h('table', {class: 'data'},
+      h('tr', {}, h('th', {}, 'Topic'), h('th', {}, 'Type'), h('th', {}, 'Value'), h('th', {}, '')),
+      rows.map((r) => r.tr)),
+    items.length > MAX_POLLED ? h('p', {class: 'muted'}, `Live values for the first ${MAX_POLLED} topics; open a topic's entity for the rest.`) : null);
+    const polled = rows.slice(0, MAX_POLLED);
+    stop = every(POLL_MS, () => Promise.all(polled.map((r) => r.refresh(history))));
+  })();
+  return () => { gone = true; stop(); };
+}
+
+function dataRow(ent, item) {
+  const x = vx(item);
+  const ros = x.ros2 || {};
+  const valueCell = h('td', {class: 'value'}, h('span', {class: 'muted'}, '…'));
+  const formCell = h('div', {});
+  const publish = h('button', {type: 'button', onclick: () => togglePublish(ent, item, formCell)}, 'Publish…');
+  const tr = h('tr', {'data-topic': item.id},
+    h('td', {class: 'mono'}, item.id, h('div', {class: 'muted'}, ros.direction || ''), formCell),
+    h('td', {class: 'mono'}, ros.type || ''),
+    valueCell,
+    h('td', {}, publish));
+  const refresh = async (history) => {
+    try {
+      const r = await get(`${ent.path}/data/${enc(item.id)}`);
+      const rx = vx(r);
+      if (rx.status && rx.status !== 'data') {
+        clear(valueCell, h('span', {class: 'muted'}, rx.publisher_count === 0 ? 'no publisher' : 'no sample yet'));
+        return;
+      }
+      const leaves = numericLeaves(r.data);
+      const texts = textLeaves(r.data).slice(0, 4);
+      const arrays = numericArrays(r.data).slice(0, 2);
+      clear(valueCell,
+        leaves.slice(0, 8).map(([k, v, bool]) => h('div', {class: 'leaf'}, h('span', {class: 'muted'}, k + ' '),
+          h('span', {class: 'num', 'data-field': k}, bool ? String(Boolean(v)) : fmt(v)), ' ', sparkline(history.push(item.id + '|' + k, v)))),
+        leaves.length > 8 ? h('div', {class: 'muted'}, `+${leaves.length - 8} more numeric fields`) : null,
+        texts.map(([k, v]) => h('div', {class: 'leaf'}, h('span', {class: 'muted'}, k + ' '), h('span', {class: 'mono', 'data-field': k}, v))),
+        arrays.map(([k, v]) => h('div', {class: 'leaf'}, h('span', {class: 'muted'}, `${k} (${v.length}) `), sparkline(v.map(Number), 240, 28))),
+        h('details', {}, h('summary', {}, 'message'), json(r.data)));
+    } catch (e) {
+      clear(valueCell, errorBox(e));
+    }
+  };
+  return {tr, item, refresh};
+}
+
+function fmt(v) {
+  return Number.isInteger(v) ? String(v) : v.toPrecision(6).replace(/\.?0+$/, '');
+}
+
+function togglePublish(ent, item, cell) {
+  if (cell.firstChild) { clear(cell); return; }
+  const info = vx(item).type_info || {};
+  const form = buildForm(info.schema, info.default_value);
+  const out = h('div', {});
+  const send = async (e) => {
+    e.preventDefault();
+    clear(out);
+    try {
+      const body = form.value();
+      await api('PUT', `${ent.path}/data/${enc(item.id)}`, {body});
+      out.append(h('span', {class: 'ok'}, 'Published.'));
+    } catch (x) {
+      out.append(errorBox(x));
+    }
+  };
+  cell.append(h('form', {class: 'box publish', onsubmit: send}, form.el, h('button', {type: 'submit', class: 'primary'}, 'Publish'), out));
+}
+
+// String leaves as [path, text] (short ones: enums, states, frame ids are left to the JSON).
+function textLeaves(value, prefix = '', out = []) {
+  if (typeof value === 'string') { if (value.length <= 80) out.push([prefix || 'value', JSON.stringify(value)]); }
+  else if (value && typeof value === 'object' && !Array.isArray(value)) {
+    for (const [k, v] of Object.entries(value)) if (k !== 'header') textLeaves(v, prefix ? `${prefix}.${k}` : k, out);
+  }
+  return out;
+}

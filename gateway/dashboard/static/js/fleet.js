@@ -1,0 +1,174 @@
+// Fleet view: each robot (peer) with status and confirmed faults, the fleet's fault list, and a
+// live timeline from /faults/stream. A single gateway shows itself as the one robot.
+import {ctx, get, vx} from './api.js';
+import {ago, clear, errorBox, every, h, sevBadge, svg, time} from './dom.js';
+import {follow} from './sse.js';
+import {entityIndex, entityOfFault} from './tree.js';
+
+const SEVERITIES = ['CRITICAL', 'ERROR', 'WARN', 'INFO'];
+const SEV_COLOR = {CRITICAL: '#8e1111', ERROR: '#d1242f', WARN: '#bf8700', WARNING: '#bf8700', INFO: '#1f6feb'};
+const TIMELINE_S = 600;
+const events = [];  // kept across visits of the view, newest last
+const seenIds = new Set();
+let lastSeen = '0';  // first visit: the gateway replays the events it keeps
+
+export function renderFleet(main) {
+  const cards = h('div', {class: 'cards', id: 'robots'}, h('p', {class: 'muted'}, 'Loading…'));
+  const faultsBox = h('div', {id: 'fleet-faults'}, h('p', {class: 'muted'}, 'Loading faults…'));
+  const line = svg('svg', {class: 'timeline', id: 'timeline', viewBox: '0 0 1000 46', preserveAspectRatio: 'none'});
+  const list = h('div', {class: 'events', id: 'events'});
+  const status = h('span', {class: 'pill', id: 'stream-state'}, 'connecting');
+  clear(main,
+    h('h2', {}, 'Fleet'),
+    cards,
+    h('h3', {}, 'Fault timeline ', status, h('small', {class: 'muted'}, ` last ${TIMELINE_S / 60} min, live from /faults/stream`)),
+    line, list,
+    h('h3', {}, 'Confirmed and pending faults'),
+    faultsBox);
+  let faults = [];
+  let health = null;
+  let refreshTimer = null;
+
+  const draw = () => {
+    drawRobots(cards, health, faults);
+    drawFaults(faultsBox, faults);
+  };
+  const load = async () => {
+    try {
+      [health, faults] = await Promise.all([
+        get('/health'),
+        get('/faults').then((b) => b.items || []),
+      ]);
+      draw();
+    } catch (e) {
+      clear(faultsBox, errorBox(e));
+    }
+  };
+  const stopPoll = every(3000, load);
+  const tick = every(1000, () => { drawTimeline(line); if (health) drawRobots(cards, health, faults); });
+  drawEvents(list);
+  const live = document.getElementById('live');
+  const stream = follow('/faults/stream', (ev) => {
+    let data;
+    try { data = JSON.parse(ev.data); } catch (e) { return; }
+    if (ev.id !== null) {
+      if (seenIds.has(ev.id)) return;
+      seenIds.add(ev.id);
+      lastSeen = ev.id;
+    }
+    events.push({at: Date.parse(data.timestamp) || Date.now(), id: ev.id, type: ev.event, data});
+    events.sort((a, b) => a.at - b.at);
+    if (events.length > 500) seenIds.delete(events.shift().id);
+    drawEvents(list);
+    drawTimeline(line);
+    clearTimeout(refreshTimer);
+    refreshTimer = setTimeout(load, 300);
+  }, (state, detail) => {
+    const text = state === 'live' ? 'live' : state === 'retrying' ? 'reconnecting' : 'paused';
+    for (const el of [status, live]) {
+      el.textContent = text;
+      el.className = 'pill ' + (state === 'live' ? 'live' : state === 'retrying' ? 'down' : '');
+      el.title = detail ? `fault stream: ${detail.message || detail}` : 'fault stream (fleet view)';
+    }
+    live.hidden = state === 'closed';
+  }, lastSeen);
+  return () => { stopPoll(); tick(); stream.close(); clearTimeout(refreshTimer); };
+}
+
+function robotsOf(health) {
+  const peers = (health && health.peers) || null;
+  const robots = [];
+  const localApps = entityIndex.apps.filter((a) => (vx(a).contributors || ['local']).includes('local'));
+  if (!peers || localApps.length) {
+    const host = entityIndex.components[0];
+    robots.push({name: peers ? 'local' : (host ? host.id : 'this gateway'), key: 'local', status: health && health.status === 'healthy' ? 'online' : (health ? health.status : '?'), url: location.origin, since: null});
+  }
+  for (const p of peers || []) {
+    robots.push({name: p.name, key: p.name, status: p.status, url: p.url, since: vx(p).status_since, reason: vx(p).last_reason});
+  }
+  return robots;
+}
+
+export function drawRobots(el, health, faults) {
+  const robots = robotsOf(health);
+  const counts = new Map(robots.map((r) => [r.key, Object.fromEntries(SEVERITIES.map((s) => [s, 0]))]));
+  for (const f of faults) {
+    const st = String(vx(f).status || '').toUpperCase();
+    if (st !== 'CONFIRMED') continue;
+    const c = counts.get(vx(f).peer || 'local');
+    const s = String(f.severity).toUpperCase() === 'WARNING' ? 'WARN' : String(f.severity).toUpperCase();
+    if (c && s in c) c[s]++;
+  }
+  clear(el, robots.map((r) => {
+    const on = r.status === 'online' || r.status === 'healthy';
+    const c = counts.get(r.key);
+    return h('div', {class: 'card robot' + (on ? '' : ' offline'), 'data-robot': r.name},
+      h('div', {}, h('span', {class: 'dot' + (on ? '' : ' off')}), h('strong', {}, r.name)),
+      h('div', {class: 'muted status'}, on ? 'online' : 'offline', r.since ? ` for ${ago(r.since)}` : '', r.reason ? ` (${r.reason})` : ''),
+      h('div', {class: 'muted mono'}, r.url),
+      h('div', {class: 'counts'}, SEVERITIES.map((s) => c[s] ? h('span', {}, sevBadge(s), ' ', h('span', {class: 'num', 'data-sev': s}, String(c[s]))) : null),
+        SEVERITIES.every((s) => !c[s]) ? h('span', {class: 'ok'}, 'no confirmed faults') : null));
+  }));
+}
+
+function faultLink(f) {
+  const ent = entityOfFault(f);
+  return ent ? `#/e/${ent[0]}/${encodeURIComponent(ent[1])}/faults/${encodeURIComponent(f.fault_code)}` : null;
+}
+
+const MAX_LISTED = 200;  // a fleet of 32 robots can hold thousands; the worst come first
+
+function rank(f) {
+  const s = String(f.severity).toUpperCase();
+  const i = SEVERITIES.indexOf(s === 'WARNING' ? 'WARN' : s);
+  return i < 0 ? SEVERITIES.length : i;
+}
+
+export function drawFaults(el, faults) {
+  const all = faults.filter((f) => String(vx(f).status || '').toUpperCase() !== 'CLEARED');
+  if (!all.length) { clear(el, h('p', {class: 'ok'}, 'No faults.')); return; }
+  all.sort((a, b) => rank(a) - rank(b) || String(b.timestamp).localeCompare(String(a.timestamp)));
+  const open = all.slice(0, MAX_LISTED);
+  const peered = open.some((f) => vx(f).peer);
+  clear(el, all.length > open.length ? h('p', {class: 'muted'}, `The ${open.length} most severe and recent of ${all.length} faults; each entity's Faults tab lists all of its own.`) : null,
+    h('table', {class: 'faults'},
+    h('tr', {}, h('th', {}, 'Severity'), h('th', {}, 'Code'), peered ? h('th', {}, 'Robot') : null, h('th', {}, 'Message'), h('th', {}, 'Status'), h('th', {}, 'Source'), h('th', {}, 'Last')),
+    open.map((f) => {
+      const href = faultLink(f);
+      return h('tr', {class: 'click', 'data-fault': f.fault_code, onclick: () => { if (href) location.hash = href; }},
+        h('td', {}, sevBadge(f.severity)), h('td', {class: 'mono'}, href ? h('a', {href}, f.fault_code) : f.fault_code),
+        peered ? h('td', {}, vx(f).peer || 'local') : null,
+        h('td', {}, f.message), h('td', {}, vx(f).status || ''), h('td', {class: 'mono'}, f.source), h('td', {}, time(f.timestamp)));
+    })));
+}
+
+function drawEvents(el) {
+  if (!events.length) { clear(el, h('p', {class: 'muted'}, 'No fault events since this page opened.')); return; }
+  clear(el, h('table', {},
+    events.slice(-100).reverse().map((e) => {
+      const f = e.data.fault || {};
+      const x = e.data[ctx.xv] || {};
+      return h('tr', {class: 'event'}, h('td', {}, time(e.data.timestamp)), h('td', {}, e.data.event_type || e.type),
+        h('td', {}, sevBadge(f.severity)), h('td', {class: 'mono'}, f.fault_code || ''), h('td', {}, x.peer || (x.entity_id || '')), h('td', {}, f.message || ''));
+    })));
+}
+
+function drawTimeline(el) {
+  const now = Date.now();
+  el.replaceChildren(svg('line', {x1: 0, y1: 23, x2: 1000, y2: 23, stroke: '#dde1e7'}));
+  for (let m = 1; m < TIMELINE_S / 60; m++) {
+    const x = 1000 - (m * 60 * 1000) / TIMELINE_S;
+    el.append(svg('line', {x1: x, y1: 18, x2: x, y2: 28, stroke: '#dde1e7'}));
+  }
+  for (const e of events) {
+    const age = (now - e.at) / 1000;
+    if (age > TIMELINE_S) continue;
+    const f = e.data.fault || {};
+    const sev = String(f.severity || '').toUpperCase();
+    const cleared = /clear|heal/i.test(e.data.event_type || '');
+    const c = svg('circle', {cx: (994 - (age * 988) / TIMELINE_S).toFixed(1), cy: cleared ? 34 : 12, r: 4,
+      fill: cleared ? '#1a7f37' : (SEV_COLOR[sev] || '#8c959f')});
+    c.append(svg('title', {}, `${time(e.data.timestamp)} ${e.data.event_type} ${f.fault_code}`));
+    el.append(c);
+  }
+}

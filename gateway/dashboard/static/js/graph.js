@@ -1,0 +1,64 @@
+// The function graph (x-vendor-graph): nodes in columns by topic flow, edges with rates.
+import {ctx, get} from './api.js';
+import {clear, errorBox, every, h, svg} from './dom.js';
+
+export function graphPath(id) {
+  return `/functions/${encodeURIComponent(id)}/${ctx.xv}-graph`;
+}
+
+export function renderGraph(el, ent) {
+  return every(2000, async () => {
+    try { drawGraph(el, await get(graphPath(ent.id))); } catch (e) { clear(el, errorBox(e)); }
+  });
+}
+
+// Column of each node: longest path from a source (cycles cut by a visit bound).
+export function layers(nodes, edges) {
+  const col = new Map(nodes.map((n) => [n, 0]));
+  for (let i = 0; i < nodes.length; i++) {
+    let moved = false;
+    for (const e of edges) {
+      if (e.source === e.target || !col.has(e.source) || !col.has(e.target)) continue;
+      if (col.get(e.target) < col.get(e.source) + 1 && col.get(e.source) + 1 < nodes.length) {
+        col.set(e.target, col.get(e.source) + 1);
+        moved = true;
+      }
+    }
+    if (!moved) break;
+  }
+  return col;
+}
+
+export function drawGraph(el, g) {
+  const nodes = (g.nodes || []).map((n) => n.entity_id);
+  const edges = g.edges || [];
+  const topics = new Map((g.topics || []).map((t) => [t.topic_id, t.name]));
+  const col = layers(nodes, edges);
+  const byCol = new Map();
+  for (const n of nodes) { const c = col.get(n); if (!byCol.has(c)) byCol.set(c, []); byCol.get(c).push(n); }
+  const W = 170, H = 60, pos = new Map();
+  for (const [c, ns] of byCol) ns.forEach((n, i) => pos.set(n, [20 + c * (W + 80), 20 + i * (H + 30)]));
+  const width = 40 + Math.max(1, byCol.size) * (W + 80);
+  const height = 40 + Math.max(1, ...[...byCol.values()].map((v) => v.length)) * (H + 30);
+  const s = svg('svg', {width, height, viewBox: `0 0 ${width} ${height}`},
+    svg('defs', {}, svg('marker', {id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 6, markerHeight: 6, orient: 'auto'},
+      svg('path', {d: 'M0,0 L10,5 L0,10 z', fill: '#8c959f'}))));
+  for (const e of edges) {
+    const a = pos.get(e.source), b = pos.get(e.target);
+    if (!a || !b) continue;
+    const m = e.metrics || {};
+    const x1 = a[0] + W, y1 = a[1] + H / 2, x2 = b[0], y2 = b[1] + H / 2;
+    s.append(svg('path', {class: 'e ' + (m.metrics_status || ''), d: `M${x1},${y1} C${x1 + 40},${y1} ${x2 - 40},${y2} ${x2},${y2}`}));
+    const label = `${topics.get(e.topic_id) || e.topic_id}${m.frequency_hz != null ? ` ${Number(m.frequency_hz).toFixed(1)} Hz` : ''}`;
+    s.append(svg('text', {x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 4, 'text-anchor': 'middle'}, label));
+  }
+  for (const n of g.nodes || []) {
+    const [x, y] = pos.get(n.entity_id);
+    s.append(svg('g', {class: 'n ' + (n.node_status || '')},
+      svg('rect', {x, y, width: W, height: H, rx: 6}),
+      svg('text', {x: x + 8, y: y + 22}, n.entity_id),
+      svg('text', {x: x + 8, y: y + 42, fill: '#687384'}, n.node_status || '')));
+  }
+  clear(el, h('div', {class: 'graph'},
+    h('p', {}, 'Pipeline: ', h('strong', {}, g.pipeline_status || '?'), g.bottleneck_edge ? `  bottleneck ${g.bottleneck_edge}` : ''), s));
+}

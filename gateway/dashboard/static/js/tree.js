@@ -1,0 +1,128 @@
+// The entity tree: areas > components > apps when a manifest gives areas; components > apps;
+// functions > apps; apps on no component. Unavailable entities are greyed.
+import {get, vx} from './api.js';
+import {clear, errorBox, every, h} from './dom.js';
+
+const TREE_REFRESH_MS = 5000;
+
+export const entityIndex = {apps: [], components: [], areas: [], functions: []};
+let treeEl = null;
+let selected = null;
+
+function link(type, e) {
+  const x = vx(e);
+  const off = x.available === false || x.is_online === false;
+  const a = h('a', {href: `#/e/${type}/${encodeURIComponent(e.id)}`, 'data-entity': `${type}/${e.id}`,
+    title: off ? `${e.id}: not available` : e.id}, h('span', {class: 'kind'}, type.slice(0, -1)), e.name || e.id);
+  return h('li', {class: off ? 'unavailable' : ''}, a);
+}
+
+async function children(path) {
+  try { return (await get(path)).items || []; } catch (e) { return null; }
+}
+
+// Build the tree now and again every few seconds; redrawn only when the answer changed.
+export function loadTree(el, filter) {
+  treeEl = el;
+  filter.addEventListener('input', () => applyFilter(filter.value));
+  let last = null;
+  every(TREE_REFRESH_MS, async () => {
+    try {
+      const model = await fetchTree();
+      const sig = JSON.stringify(model);
+      if (sig === last) return;
+      last = sig;
+      drawTree(el, model);
+      applyFilter(filter.value);
+      if (selected) selectInTree(...selected);
+    } catch (e) {
+      if (last === null) clear(el, errorBox(e));
+    }
+  });
+}
+
+async function fetchTree() {
+  const [areas, components, apps, functions] = await Promise.all(
+    ['/areas', '/components', '/apps', '/functions'].map((p) => get(p).then((b) => b.items || [])));
+  const kids = async (list, sub) => Object.fromEntries(await Promise.all(list.map(async (e) =>
+    [e.id, ((await children(`/${sub[0]}/${encodeURIComponent(e.id)}/${sub[1]}`)) || []).map((x) => x.id)])));
+  const [hosts, areaComps, fnHosts, subAreas, subComps] = await Promise.all([
+    kids(components, ['components', 'hosts']), kids(areas, ['areas', 'components']),
+    kids(functions, ['functions', 'hosts']), kids(areas, ['areas', 'subareas']),
+    kids(components, ['components', 'subcomponents'])]);
+  Object.assign(entityIndex, {areas, components, apps, functions});
+  return {areas, components, apps, functions, hosts, areaComps, fnHosts, subAreas, subComps};
+}
+
+// The tree of a fetched model: areas > subareas > components > subcomponents > apps.
+export function drawTree(el, m) {
+  const byId = (list, id) => list.find((x) => x.id === id) || {id, name: id};
+  const placed = new Set();
+  const shown = new Set();  // each component once, even if a model names it twice
+  const compNode = (c, seen = new Set()) => {
+    shown.add(c.id);
+    const li = link('components', c);
+    const subs = (m.subComps[c.id] || []).filter((id) => !seen.has(id) && id !== c.id);
+    const ids = m.hosts[c.id] || [];
+    ids.forEach((id) => placed.add(id));
+    const kids = [...subs.map((id) => compNode(byId(m.components, id), new Set([...seen, c.id]))),
+      ...ids.map((id) => link('apps', byId(m.apps, id)))];
+    if (kids.length) li.append(h('ul', {}, kids));
+    return li;
+  };
+  const areaNode = (a, seen = new Set()) => {
+    const li = link('areas', a);
+    const subs = (m.subAreas[a.id] || []).filter((id) => !seen.has(id) && id !== a.id);
+    const kids = [...subs.map((id) => areaNode(byId(m.areas, id), new Set([...seen, a.id]))),
+      ...(m.areaComps[a.id] || []).map((id) => compNode(byId(m.components, id)))];
+    if (kids.length) li.append(h('ul', {}, kids));
+    return li;
+  };
+  const sections = [];
+  const nestedAreas = new Set(Object.values(m.subAreas || {}).flat());
+  const topAreas = m.areas.filter((a) => !nestedAreas.has(a.id));
+  if (m.areas.length) sections.push(h('li', {class: 'sec'}, 'Areas'), ...(topAreas.length ? topAreas : m.areas).map((a) => areaNode(a)));
+  const nestedComps = new Set(Object.values(m.subComps || {}).flat());
+  const loose = m.components.filter((c) => !shown.has(c.id) && !nestedComps.has(c.id));
+  if (loose.length) sections.push(h('li', {class: 'sec'}, 'Components'), ...loose.map((c) => compNode(c)));
+  const unplaced = m.apps.filter((a) => !placed.has(a.id));
+  if (unplaced.length) sections.push(h('li', {class: 'sec'}, 'Apps'), ...unplaced.map((a) => link('apps', a)));
+  if (m.functions.length) {
+    sections.push(h('li', {class: 'sec'}, 'Functions'), ...m.functions.map((f) => {
+      const li = link('functions', f);
+      const ids = m.fnHosts[f.id] || [];
+      if (ids.length) li.append(h('ul', {}, ids.map((id) => link('apps', byId(m.apps, id)))));
+      return li;
+    }));
+  }
+  clear(el, sections.length ? h('div', {class: 'tree'}, h('ul', {}, sections)) : h('p', {class: 'muted'}, 'No entities discovered yet.'));
+}
+
+function applyFilter(text) {
+  const q = text.trim().toLowerCase();
+  for (const li of treeEl.querySelectorAll('li:not(.sec)')) {
+    const own = li.firstElementChild ? li.firstElementChild.textContent.toLowerCase() : '';
+    const any = !q || own.includes(q) || [...li.querySelectorAll('a')].some((a) => a.textContent.toLowerCase().includes(q));
+    li.hidden = !any;
+  }
+}
+
+export function selectInTree(type, id) {
+  selected = type ? [type, id] : null;
+  if (!treeEl) return;
+  for (const a of treeEl.querySelectorAll('a.sel')) a.classList.remove('sel');
+  if (type) for (const a of treeEl.querySelectorAll('a[data-entity]')) if (a.dataset.entity === `${type}/${id}`) a.classList.add('sel');
+}
+
+// The app whose node reported a fault (by node name and gateway), for links from fleet lists.
+export function entityOfFault(fault) {
+  const x = vx(fault);
+  const node = String(fault.source || (x.reporting_sources || [])[0] || '');
+  const name = node.split('/').pop();
+  const peer = x.peer || 'local';
+  const apps = entityIndex.apps.filter((a) => a.name === name || a.id === name);
+  const match = apps.find((a) => (vx(a).contributors || ['local']).includes(peer)) || apps[0];
+  if (match) return ['apps', match.id];
+  const comp = entityIndex.components[0];
+  return comp ? ['components', comp.id] : null;
+}
