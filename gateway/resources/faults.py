@@ -79,6 +79,7 @@ async def clear_all(request: web.Request) -> web.Response:
     codes = [f.code for f in svc.faults.values() if f.status != CLEARED
              and not any(skip(request, f.code, list(f.sources)) for skip in filters)]
     svc.clear(codes, scope=set(codes) if filters else None)
+    await svc.settled()
     return web.Response(status=204)
 
 
@@ -125,7 +126,8 @@ def _scoped(request: web.Request) -> tuple[GatewayState, Entity, FaultService, A
 async def get_fault(request: web.Request) -> web.Response:
     """Fault detail with status flags, extended data and freeze frames."""
     state, _entity, svc, fault = _scoped(request)
-    body = views.detail(state.xv, fault, svc.frames(fault.code), svc.correlation_of(fault.code))
+    frames = await svc.frames(fault.code)
+    body = views.detail(state.xv, fault, frames, svc.correlation_of(fault.code))
     # Rosbag entries (docs/recorder.md): provider(state, entity, fault) -> snapshot entries.
     for provide in state.extras.get("fault_snapshot_providers", ()):
         body["environment_data"]["snapshots"].extend(provide(state, _entity, fault))
@@ -138,6 +140,7 @@ async def clear_fault(request: web.Request) -> web.Response:
     own = owners(state, entity)
     scope = {f.code for f in svc.faults.values() if in_scope(f.sources, own)}
     svc.clear([fault.code], scope=scope)
+    await svc.settled()
     return web.Response(status=204)
 
 
@@ -149,6 +152,7 @@ async def clear_entity(request: web.Request) -> web.Response:
     own = owners(state, entity)
     scope = {f.code for f in svc.faults.values() if in_scope(f.sources, own)}
     svc.clear(sorted(c for c in scope if svc.faults[c].status != CLEARED), scope=scope)
+    await svc.settled()
     return web.Response(status=204)
 
 

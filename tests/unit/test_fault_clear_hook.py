@@ -29,7 +29,7 @@ def service() -> tuple[GatewayState, FaultService]:
     state = GatewayState(settings=load(None, []), registry=Registry())
     state.cache = EntityCache(16, HostInfo("host"))  # no entities: events carry none
     svc = FaultService(state)
-    svc.store = FaultStore(None)
+    svc.writer.attach(FaultStore(None))
     svc.stream = FaultStream(SseSlots(2), 30.0)
     svc.engine = CorrelationEngine(parse_config(RULES))
     for i, code in enumerate(("ROOT", "SYM_A", "SYM_B", "LOCKED", "OTHER")):
@@ -45,16 +45,27 @@ def service() -> tuple[GatewayState, FaultService]:
 
 def test_clear_cascades_to_symptoms() -> None:
     _, svc = service()
-    assert svc.clear(["ROOT"]) == ["ROOT", "SYM_A", "SYM_B"]
+
+    async def scenario() -> None:
+        assert svc.clear(["ROOT"]) == ["ROOT", "SYM_A", "SYM_B"]
+        await svc.settled()  # committed by the writer thread
+
+    asyncio.run(scenario())
     assert {c for c, f in svc.faults.items() if f.status == CLEARED} == {"ROOT", "SYM_A",
                                                                           "SYM_B"}
     assert svc.engine.muted_faults() == []
     assert svc.store is not None and set(svc.store.load_faults()) == {"ROOT", "SYM_A", "SYM_B"}
+    assert svc.stream is not None and svc.stream.last_id == 1  # published after the commit
 
 
 def test_clear_within_scope_keeps_other_symptoms() -> None:
     _, svc = service()
-    assert svc.clear(["ROOT"], scope={"ROOT", "SYM_A"}) == ["ROOT", "SYM_A"]
+
+    async def scenario() -> None:
+        assert svc.clear(["ROOT"], scope={"ROOT", "SYM_A"}) == ["ROOT", "SYM_A"]
+        await svc.settled()
+
+    asyncio.run(scenario())
     assert svc.faults["SYM_B"].status == CONFIRMED and not svc.engine.is_muted("SYM_B")
 
 
