@@ -8,9 +8,8 @@ the middleware hands them to `forward`.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -255,53 +254,3 @@ FEDERATION = "federation"
 def service_of(state: GatewayState) -> FederationService | None:
     """The running federation service, or None when aggregation is off."""
     return state.extras.get(FEDERATION)  # type: ignore[no-any-return]
-
-
-def install(app: web.Application, state: GatewayState) -> FederationService | None:
-    """Aggregation on: the federation service runs with the app (after ROS, stopped before).
-
-    A robot that only announces itself (aggregation.announce without .enabled) runs mDNS
-    alone: it serves its entity declaration to whichever primary finds it.
-    """
-    if not state.settings["aggregation.enabled"]:
-        _install_announcer(app, state)
-        return None
-    service = FederationService(state)
-    state.extras[FEDERATION] = service
-    from .forward import Forwarder
-
-    state.extras["forwarder"] = Forwarder(service)
-    state.features.add("aggregation")
-    state.extras.setdefault("health", {})["peers"] = service.health
-
-    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
-        service.attach(state.cache)
-        await service.start()
-        try:
-            yield
-        finally:
-            await service.stop()
-
-    app.cleanup_ctx.append(lifecycle)
-    return service
-
-
-def _install_announcer(app: web.Application, state: GatewayState) -> None:
-    from .mdns import Mdns
-
-    opts = FederationSettings.from_settings(state.settings).mdns
-    announcer = Mdns(dataclasses.replace(opts, discover=False), state.settings["server.host"],
-                     state.settings["server.port"], lambda name, url: None, _nothing)
-
-    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
-        await announcer.start()
-        try:
-            yield
-        finally:
-            await announcer.stop()
-
-    app.cleanup_ctx.append(lifecycle)
-
-
-async def _nothing(name: str) -> None:
-    return None

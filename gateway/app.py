@@ -73,7 +73,7 @@ def make_app(settings: Settings) -> web.Application:
     check_peer_settings(settings)
     app.cleanup_ctx.append(_ros_lifecycle)
     if settings["aggregation.enabled"] or settings["aggregation.announce"]:
-        from federation.service import install as install_federation  # docs/federation.md
+        from federation.install import install as install_federation  # docs/federation.md
         install_federation(app, state)
     return app
 
