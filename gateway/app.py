@@ -13,7 +13,7 @@ from federation.peer_auth import check_settings as check_peer_settings
 from .auth import enforce
 from .auth import routes as auth_routes
 from .config import Settings
-from .http import cors, ratelimit
+from .http import cors, ratelimit, resolve_cache
 from .http.middleware import make_middleware
 from .http.routes import Registry
 from .state import STATE, GatewayState
@@ -62,6 +62,7 @@ def make_app(settings: Settings) -> web.Application:
     app = web.Application(client_max_size=16 * 1024 * 1024)
     app[STATE] = state
     state.route_table = state.registry.install(app)
+    resolve_cache.install(app)  # hot paths resolve by one lookup (docs/architecture.md)
     state.docs_route = next(r for r in state.registry if r.path == "/{entity_path}/docs")
     app.middlewares.append(make_middleware(state))
     # Security (docs/security.md): each inserts an outer middleware, so CORS ends outermost.

@@ -17,6 +17,7 @@ import orjson
 
 from . import manager, views
 from .batch import FaultBatch
+from .bodies import BodyCache
 from .bridges import RosBridges
 from .capture import FrameCapture
 from .correlation import CorrelationConfig, CorrelationConfigError, CorrelationEngine, load_config
@@ -76,6 +77,7 @@ class FaultService:
         self.capture = FrameCapture(state, self.writer, self.snap_cfg, self.snapshot_timeout_s,
                                     self.retain_on_clear, self.faults_get)
         self.generation = 0  # bumped on every in-memory change (list bodies are cached by it)
+        self.bodies = BodyCache()
         self.faults: dict[str, FaultRecord] = {}
         self.dedup: dict[str, set[int]] = {}
         self.stream: FaultStream | None = None

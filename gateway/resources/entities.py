@@ -86,8 +86,14 @@ def state_json(state: GatewayState, kind: str) -> bytes:
 
 
 async def get_entity(request: web.Request) -> web.Response:
-    """Entity detail with capabilities."""
-    return json_response(detail(state_of(request), resolve_entity(request)))
+    """Entity detail with capabilities (the body is cached per entity generation)."""
+    from ..http.jsonutil import dumps
+
+    state = state_of(request)
+    entity = resolve_entity(request)
+    body = state.cache.body(("detail", entity.kind, entity.id),
+                            lambda: dumps(detail(state, entity)))
+    return web.Response(body=body, content_type="application/json")
 
 
 def _refs(request: web.Request, items: list[Entity], entity: Entity, **links: str) -> web.Response:

@@ -13,7 +13,7 @@ from ..faults.model import CLEARED, iso, parse_status_filter
 from ..faults.scope import in_scope
 from ..faults.service import FaultService
 from ..http.errors import SERVICE_UNAVAILABLE, ApiError, invalid_parameter, not_found
-from ..http.jsonutil import json_response
+from ..http.jsonutil import JSON_TYPE, dumps, json_response
 from ..http.routes import Registry
 from ..model.entities import Entity
 from ..state import GatewayState, state_of
@@ -52,10 +52,20 @@ def owners(state: GatewayState, entity: Entity) -> list[str]:
     return [a.node_fqn for a in state.cache.entities.member_apps(entity) if a.node_fqn]
 
 
+def _cached(body: bytes) -> web.Response:
+    return web.Response(body=body, content_type=JSON_TYPE)
+
+
 async def list_all(request: web.Request) -> web.Response:
     """All faults with correlation metadata."""
     state = state_of(request)
     svc = service(state)
+    fed = federation(state)  # aggregation: every peer's faults too (no X-Vendor-No-Fan-Out)
+    key = ("all", request.query_string)
+    if fed is None:  # a local body holds while the fault state does
+        cached = svc.bodies.get(key, svc.generation)
+        if cached is not None:
+            return _cached(cached)
     faults = svc.visible(svc.select(_statuses(request)))
     engine = svc.engine
     body: dict[str, Any] = envelope(state, [views.list_item(state.xv, f) for f in faults])
@@ -65,10 +75,9 @@ async def list_all(request: web.Request) -> web.Response:
         body["muted_faults"] = engine.muted_faults()
     if _flag(request, "include_clusters"):
         body["clusters"] = engine.cluster_items(iso)
-    fed = federation(state)  # aggregation: every peer's faults too (no X-Vendor-No-Fan-Out)
     if fed is not None:
-        body = await fed.merge_global_faults(request, body)
-    return json_response(body)
+        return json_response(await fed.merge_global_faults(request, body))
+    return _cached(svc.bodies.put(key, svc.generation, dumps(body)))
 
 
 async def clear_all(request: web.Request) -> web.Response:
@@ -102,13 +111,19 @@ async def list_entity(request: web.Request) -> web.Response:
     state = state_of(request)
     entity = resolve_entity(request)
     svc = service(state)
-    faults = svc.select(_statuses(request), owners(state, entity))
-    items = [views.list_item(state.xv, f) for f in faults]
     fed = federation(state)  # aggregation: the faults peers hold for this entity
     peers = fed.contributors(request, entity) if fed is not None else []
+    key = (entity.kind, entity.id, request.query_string)
+    generation = (svc.generation, state.cache.generation)  # faults and entity membership
+    if not peers:
+        cached = svc.bodies.get(key, generation)
+        if cached is not None:
+            return _cached(cached)
+    faults = svc.select(_statuses(request), owners(state, entity))
+    items = [views.list_item(state.xv, f) for f in faults]
     if peers:
         return json_response(await fed.merge_list(request, entity, "faults", items, peers=peers))
-    return json_response(envelope(state, items, entity.id))
+    return _cached(svc.bodies.put(key, generation, dumps(envelope(state, items, entity.id))))
 
 
 def _scoped(request: web.Request) -> tuple[GatewayState, Entity, FaultService, Any]:

@@ -92,3 +92,39 @@ def test_global_clear_skips_what_a_filter_protects() -> None:
     assert status == {"ROOT": CLEARED, "SYM_A": CLEARED, "SYM_B": CONFIRMED,
                       "LOCKED": CONFIRMED, "OTHER": CLEARED}
     assert ("LOCKED", ["/n/locked"]) in seen
+
+
+def test_cached_list_body_follows_the_fault_state() -> None:
+    _, svc = service()
+    state = svc.state
+
+    async def scenario() -> None:
+        app = web.Application()
+        app[STATE] = state
+        app.router.add_get("/faults", resource.list_all)
+        async with TestServer(app) as server, aiohttp.ClientSession() as session:
+            async def statuses() -> dict[str, str]:
+                async with session.get(server.make_url("/faults?status=all")) as resp:
+                    body = await resp.json()
+                return {i["fault_code"]: i[state.xv]["status"] for i in body["items"]}
+
+            first = await statuses()
+            assert first == await statuses()  # served from the cache
+            assert svc.bodies.hits >= 1
+            svc.clear(["OTHER"])
+            await svc.settled()
+            after = await statuses()
+            assert first["OTHER"] == CONFIRMED and after["OTHER"] == CLEARED
+
+    asyncio.run(scenario())
+
+
+def test_body_cache_is_bounded() -> None:
+    from gateway.faults.bodies import BodyCache
+
+    cache = BodyCache(capacity=2)
+    cache.put("a", 1, b"A")
+    assert cache.get("a", 1) == b"A" and cache.get("a", 2) is None
+    cache.put("b", 1, b"B")
+    cache.put("c", 1, b"C")  # full: the older bodies go
+    assert cache.get("a", 1) is None and cache.get("c", 1) == b"C"
