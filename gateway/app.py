@@ -94,7 +94,8 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
 
     state = app[STATE]
     s = state.settings
-    bridge = RosBridge(s["ros.node_name"], s["ros.domain_id"], s["server.executor_threads"])
+    bridge = RosBridge(s["ros.node_name"], s["ros.domain_id"], s["server.executor_threads"],
+                       s["ros.executor"])
     bridge.start(asyncio.get_running_loop())
     state.bridge = bridge
     state.pool = SamplePool(bridge, s["data.pool_cap"])

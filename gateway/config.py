@@ -229,6 +229,10 @@ SETTINGS: tuple[Setting, ...] = (
     _s("aggregation.require_tls", bool, False, "refuse http:// peers"),
     _s("aggregation.peer_scheme", str, "http", "scheme of mDNS-found peers",
        choices=("http", "https")),
+    # Performance (docs/architecture.md, "Hot paths"): executor of the ROS bridge thread.
+    _s("ros.executor", str, "events",
+       "rclpy executor of the bridge thread: events (EventsExecutor) or single "
+       "(SingleThreadedExecutor)", choices=("events", "single")),
 )
 
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}

@@ -7,7 +7,7 @@ from typing import Any
 from aiohttp import web
 
 from ..http.errors import not_found
-from ..http.jsonutil import json_response
+from ..http.jsonutil import dumps, json_response
 from ..http.routes import ENTITY_PARAM, ENTITY_TYPES, Registry
 from ..model.entities import Entity
 from ..state import GatewayState, state_of
@@ -79,16 +79,12 @@ def _list_handler(kind: str) -> Any:
 
 def state_json(state: GatewayState, kind: str) -> bytes:
     """Serialized entity list of one kind."""
-    from ..http.jsonutil import dumps
-
     items = [entity_ref(state, e) for e in state.cache.entities.of(kind).values()]
     return dumps(envelope(state, items))
 
 
 async def get_entity(request: web.Request) -> web.Response:
     """Entity detail with capabilities (the body is cached per entity generation)."""
-    from ..http.jsonutil import dumps
-
     state = state_of(request)
     entity = resolve_entity(request)
     body = state.cache.body(("detail", entity.kind, entity.id),
