@@ -153,7 +153,7 @@ def main() -> None:
     wrk_path()
     settings = [f"parameter_service_timeout_sec={HANG_TIMEOUT_S}",
                 "parameter_negative_cache_sec=0", f"service_call_timeout_sec={HANG_TIMEOUT_S}"]
-    executor = load_settings(None, settings)["ros.executor"]
+    executor = load_settings(None, settings).get("ros.executor", "single")
     with tempfile.TemporaryDirectory() as tmp, \
             Robot.start(DOMAIN, nodes=("lidar_sensor", "unresponsive_param")), \
             Gateway(free_port(), DOMAIN, [*settings, f"state_dir={tmp}/state"]) as gw:
