@@ -28,6 +28,8 @@ def install(app: web.Application, state: GatewayState) -> FederationService | No
     state.extras["forwarder"] = Forwarder(service)
     state.features.add("aggregation")
     state.extras.setdefault("health", {})["peers"] = service.health
+    if service.read_cache is not None:
+        state.extras["health"]["x-vendor-read-cache"] = service.read_cache.stats
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         service.attach(state.cache)

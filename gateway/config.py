@@ -229,10 +229,17 @@ SETTINGS: tuple[Setting, ...] = (
     _s("aggregation.require_tls", bool, False, "refuse http:// peers"),
     _s("aggregation.peer_scheme", str, "http", "scheme of mDNS-found peers",
        choices=("http", "https")),
-    # Performance (docs/architecture.md, "Hot paths"): executor of the ROS bridge thread.
+    # Performance (docs/architecture.md, "Hot paths"): executor of the service/action client
+    # node; merged reads from cached peer answers (docs/federation.md, "Read cache").
     _s("ros.executor", str, "events",
-       "rclpy executor of the bridge thread: events (EventsExecutor) or single "
-       "(SingleThreadedExecutor)", choices=("events", "single")),
+       "rclpy executor of the service and action client node: events (EventsExecutor) or "
+       "single (SingleThreadedExecutor, on the bridge's one node)", choices=("events", "single")),
+    _s("aggregation.cache.enabled", bool, False,
+       "serve merged collection reads from peers' cached answers, dropped on their change "
+       "events (fault stream relay, entity ETags, health)"),
+    _s("aggregation.cache.max_age_ms", int, 10000,
+       "oldest cached peer answer a merged read may use (its x-vendor cache block says so)",
+       minimum=100, maximum=600000),
 )
 
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
