@@ -42,15 +42,15 @@ class ReadCache:
         """The peer's current version (take it before a fetch, give it to put)."""
         return self._all, self._peer_versions.get(peer, 0)
 
-    def get(self, peer: str, key: Hashable, now: float) -> tuple[Any, float] | None:
-        """(answer, age in s) when still valid, else None."""
+    def get(self, peer: str, key: Hashable, now: float) -> tuple[Any, float, float] | None:
+        """(answer, age in s, fetch time) when still valid, else None."""
         entry = self._entries.get(key)
         if entry is None or entry.version != self.version(peer) \
                 or now - entry.fetched > self.max_age_s:
             self.misses += 1
             return None
         self.hits += 1
-        return entry.answer, now - entry.fetched
+        return entry.answer, now - entry.fetched, entry.fetched
 
     def put(self, key: Hashable, answer: Any, fetched: float, version: tuple[int, int]) -> None:
         """Keep an answer fetched at `fetched` under the peer version taken before the fetch."""

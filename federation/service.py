@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
+from gateway.http.jsonutil import dumps
 from gateway.model.entities import Entity, EntitySet
 from gateway.state import GatewayState
 
@@ -32,6 +33,8 @@ from .settings import FederationSettings
 log = logging.getLogger(__name__)
 
 _CACHE_AGE = "federation_cache_age_s"  # request key: oldest cached answer a merge used
+_CACHE_USED = "federation_cache_used"  # request key: the cached answers used, None if any live
+_MAX_MERGED = 1024
 
 # Headers every forwarded and fanned-out call carries over from the caller.
 PASSED_HEADERS = ("X-Client-Id", "Accept-Language")
@@ -57,6 +60,8 @@ class FederationService:
         if state.settings["aggregation.cache.enabled"]:
             self.read_cache = ReadCache(state.settings["aggregation.cache.max_age_ms"] / 1000)
         self._cache_signals = contextlib.ExitStack()
+        # merged bodies built wholly from cached answers: (local part, answers used) -> body
+        self._merged: dict[Any, tuple[Any, dict[str, Any]]] = {}
         for warning in self.settings.warnings:
             log.warning("%s", warning)
 
@@ -188,6 +193,7 @@ class FederationService:
         now = time.monotonic()
         answers: dict[int, PeerAnswer] = {}
         ages: list[float] = []
+        used: list[tuple[str, str, float]] = []
         live: list[tuple[int, tuple[str, str, dict[str, str]], Any, tuple[int, int]]] = []
         for i, (name, path, headers) in enumerate(calls):
             key = (name, path, tuple(sorted(headers.items())))
@@ -195,6 +201,7 @@ class FederationService:
             if hit is not None:
                 answers[i] = hit[0]
                 ages.append(hit[1])
+                used.append((name, path, hit[2]))
             else:
                 live.append((i, (name, path, headers), key, cache.version(name)))
         if live:
@@ -208,6 +215,7 @@ class FederationService:
                     ages.append(0.0)
         if request is not None:  # the freshness bound of this merged answer (x-vendor cache)
             request[_CACHE_AGE] = max(ages, default=0.0)
+            request[_CACHE_USED] = None if live else tuple(used)
         return [answers[i] for i in range(len(calls))]
 
     def cache_block(self, request: web.Request) -> dict[str, Any] | None:
@@ -237,10 +245,28 @@ class FederationService:
         if peers is None:
             peers = self.contributors(request, entity)
         answers = await self.peer_items(request, entity, collection, peers)
+        used = request.get(_CACHE_USED)
+        key = None
+        if used is not None:  # every peer part came from the cache: the merge may be known
+            key = (entity.kind, entity.id, collection, limit, request.query_string,
+                   dumps(local_items), dumps(local_extra))
+            hit = self._merged.get(key)
+            if hit is not None and hit[0] == used:
+                return self._with_cache_block(request, hit[1])
         out = self.combine_list(entity, collection, local_items, local_extra, answers, limit)
+        if key is not None:
+            if len(self._merged) >= _MAX_MERGED:
+                self._merged.clear()
+            self._merged[key] = (used, out)
+        return self._with_cache_block(request, out)
+
+    def _with_cache_block(self, request: web.Request, body: dict[str, Any]) -> dict[str, Any]:
+        """body (left unchanged) with the x-vendor cache block of this request, when cached."""
         block = self.cache_block(request)
-        if block is not None:
-            out[self.xv]["cache"] = block
+        if block is None:
+            return body
+        out = dict(body)
+        out[self.xv] = {**body[self.xv], "cache": block}
         return out
 
     def combine_list(self, entity: Entity, collection: str, local_items: list[dict[str, Any]],

@@ -34,6 +34,8 @@ from .writer import StoreWriter
 
 log = logging.getLogger(__name__)
 
+FLUSH_MAX_ITEMS = 500  # reports applied per flush (about 5 ms on the loop at most)
+
 # (reporter id or None for bridge reports, sequence number, report)
 Item = tuple[str | None, int, Report]
 
@@ -203,10 +205,13 @@ class FaultService:
 
     async def _drain(self) -> None:
         """Commit and publish everything received so far."""
-        for _ in range(3):
+        for _ in range(1000):  # bounded: a store that keeps failing must not hang the stop
             await asyncio.gather(*list(self._pending), return_exceptions=True)
-            if not self._inbox or self._committing:
+            if not self._inbox:
                 break
+            if self._committing:  # a reload after a failed commit
+                await asyncio.sleep(0.01)
+                continue
             self._flush()
         await asyncio.gather(*list(self._pending), return_exceptions=True)
 
@@ -273,7 +278,9 @@ class FaultService:
         self._flush_scheduled = False
         if self._committing or not self._inbox or self.store is None:
             return  # a flush in flight flushes again when its commit is done
-        items, self._inbox = self._inbox, []
+        # A bounded batch keeps each flush's time on the loop short; the rest follows as soon
+        # as this batch is committed.
+        items, self._inbox = self._inbox[:FLUSH_MAX_ITEMS], self._inbox[FLUSH_MAX_ITEMS:]
         now = time.time_ns()
         acks: dict[str, list[int]] = {}
         keys: list[tuple[str, int]] = []
@@ -430,9 +437,8 @@ class FaultService:
     def _publish(self, batch: FaultBatch, events: list[tuple[str, dict[str, Any]]]) -> None:
         assert self.stream is not None
         self._unpublished -= len(events)
-        for event_type, data in events:
-            self.stream.publish(event_type, data)
-            self.stats["events_published"] += 1
+        self.stream.publish_many(events)  # one wake-up per client for the whole batch
+        self.stats["events_published"] += len(events)
         if self.snapshots_enabled:
             for code in batch.captures:
                 self.capture.start(code)

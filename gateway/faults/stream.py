@@ -86,6 +86,22 @@ class FaultStream:
         self._fan_out(raw, relayed)
         return self.last_id
 
+    def publish_many(self, events: list[tuple[str, Any]]) -> None:
+        """publish() for several events at once: one queue entry per client for all of them."""
+        if len(events) == 1:
+            self.publish(*events[0])
+            return
+        frames = []
+        for event, data in events:
+            self.last_id += 1
+            raw = frame(self.last_id, event, data)
+            self.ring.append((self.last_id, raw, False))
+            frames.append(raw)
+        self.published += len(events)
+        self._last_publish = time.monotonic()
+        if frames:
+            self._fan_out(b"".join(frames))
+
     def publish_relayed(self, event: str, data: Any) -> int:
         """publish() for an event relayed from a peer gateway."""
         return self.publish(event, data, relayed=True)

@@ -48,6 +48,8 @@ def test_merged_reads_carry_the_freshness_bound_and_hit_the_cache(
     before = primary.get("/health").json()["x-vendor-read-cache"]["hits"]
     again = primary.get(f"/components/{host}/data").json()
     assert again["items"] == first["items"]
+    third = primary.get(f"/components/{host}/data").json()  # the merge itself is reused
+    assert third["items"] == first["items"] and "cache" in third["x-vendor"]
     assert 0 <= again["x-vendor"]["cache"]["age_ms"] <= MAX_AGE_MS
     assert primary.get("/health").json()["x-vendor-read-cache"]["hits"] > before
     logs = primary.get("/apps/temp_sensor/logs").json()  # logs are always read live

@@ -160,3 +160,21 @@ def test_local_only_clients_get_no_relayed_events() -> None:
             await wait_until(lambda: slots.connected == 0)
 
     asyncio.run(scenario())
+
+
+def test_a_batch_of_events_reaches_clients_in_order_and_replays() -> None:
+    async def scenario() -> None:
+        stream = FaultStream(SseSlots(4), 30.0, first_id=10)
+        async with TestServer(app_for(stream)) as server, aiohttp.ClientSession() as session:
+            async with session.get(server.make_url("/stream")) as resp:
+                await wait_until(lambda: len(stream.clients) == 1)
+                stream.publish_many([("fault_confirmed", {"n": 1}),
+                                     ("fault_updated", {"n": 2}),
+                                     ("fault_cleared", {"n": 3})])
+                events = await read_events(resp, 3)
+                assert [(i, e) for i, e, _ in events] == [
+                    (11, "fault_confirmed"), (12, "fault_updated"), (13, "fault_cleared")]
+            assert [i for i, _, _ in stream.ring] == [11, 12, 13]
+            assert len(stream.replay(11)) == 2 and stream.published == 3
+
+    asyncio.run(scenario())
