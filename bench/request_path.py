@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"  # network rule
 
-from bench._wrk import alternate, ratio_line, wrk_path  # noqa: E402
+from bench._wrk import alternate, idle_cpu_rate, ratio_line, wrk_path  # noqa: E402
 from gateway.demo.robot import Robot, ros_env  # noqa: E402
 from tests.conftest import free_port  # noqa: E402
 from tests.harness import Gateway, enc  # noqa: E402
@@ -92,6 +92,8 @@ def main() -> None:
                                            bare[-1].pid)
             for url, _pid in urls.values():
                 _wait_up(url)
+            assert gw.proc is not None
+            idle = idle_cpu_rate(gw.proc.pid)
             try:
                 results = alternate(urls, ROUNDS, SECONDS)
             except RuntimeError:
@@ -107,7 +109,8 @@ def main() -> None:
     for label, (_path, target) in PATHS.items():
         side, base = results[label], results[label + " (bare)"]
         errors = sum(r.errors for r in side)
-        print(ratio_line(label, side, base, target) + (f"  [{errors} errors]" if errors else ""))
+        print(ratio_line(label, side, base, target, side_idle=idle)
+              + (f"  [{errors} errors]" if errors else ""))
 
 
 if __name__ == "__main__":

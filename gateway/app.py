@@ -84,6 +84,7 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     from .discovery.poller import GraphPoller
     from .discovery.runtime import HostInfo
     from .faults.service import FaultService
+    from .looplag import LoopLag
     from .resources import bulk_data
     from .ros.actions import ActionManager
     from .ros.bridge import RosBridge
@@ -122,9 +123,13 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     state.extras["faults"] = FaultService(state)
     await state.extras["faults"].start()
     app.on_shutdown.append(state.extras["faults"].on_shutdown)
+    lag = LoopLag()  # how long the event loop is busy at a stretch (docs/architecture.md)
+    lag.start()
+    state.extras.setdefault("health", {})["x-vendor-event-loop"] = lag.health
     try:
         yield
     finally:
+        await lag.stop()
         await state.extras["faults"].stop()
         await bulk_data.stop(state)
         await state.extras["actions"].close()
