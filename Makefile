@@ -48,8 +48,11 @@ lint: install
 		gateway/discovery/manifest.py gateway/discovery/validate.py gateway/discovery/inventory.py \
 		gateway/discovery/linker.py gateway/discovery/merge.py federation recorder
 
+# Benchmarks load the gateway with wrk (Debian package), installed here when missing.
 bench: install
-	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk) || \
+		{ echo "wrk is required: apt-get install wrk"; exit 1; }
+	@for b in bench/[!_]*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
 	rm -rf build *.egg-info $(VENV) gateway/_fast/*.so gateway/_fast/*.c recorder/*.so recorder/*.c

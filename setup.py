@@ -20,10 +20,14 @@ ROOT = Path(__file__).resolve().parent
 # under the compiled name, next to its .pxd, and compiled from there.
 STAGE = Path("build") / "cython-src"
 
-# (package, pure module, compiled module): one line per twin.
+# (package, pure modules, compiled module): one line per twin. A twin kept in several pure
+# modules (each under 600 lines) is compiled as one module: the parts are joined in this
+# order, each part's "# twin: joined-begin" ... "# twin: joined-end" block (its imports of
+# the earlier parts) and later `from __future__` lines dropped.
 TWINS = [
-    ("gateway._fast", "msgconv_py", "msgconv_c"),
-    ("recorder", "ringbuf_py", "ringbuf_c"),
+    ("gateway._fast", ("_msgconv_tables", "_msgconv_floats", "_msgconv_cursor", "msgconv_py"),
+     "msgconv_c"),
+    ("recorder", ("ringbuf_py",), "ringbuf_c"),
 ]
 
 COMPILER_DIRECTIVES = {"language_level": 3, "cdivision": True}
@@ -33,14 +37,31 @@ def _flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def _stage(package: str, pure: str, compiled: str) -> str:
-    """Copies ``pure``.py and ``compiled``.pxd into the staging tree; returns the .py path."""
+def join_parts(texts: list[str]) -> str:
+    """One module from the pure parts of a twin (see TWINS)."""
+    out: list[str] = []
+    for k, text in enumerate(texts):
+        skipping = False
+        for line in text.splitlines(keepends=True):
+            if line.startswith("# twin: joined-begin"):
+                skipping = True
+            elif line.startswith("# twin: joined-end"):
+                skipping = False
+            elif not skipping and not (k and line.startswith("from __future__ import")):
+                out.append(line)
+        out.append("\n\n")
+    return "".join(out)
+
+
+def _stage(package: str, parts: tuple[str, ...], compiled: str) -> str:
+    """Writes the joined parts as ``compiled``.py beside a copy of its .pxd; returns the path."""
     src_dir = ROOT.joinpath(*package.split("."))
     dst_dir = ROOT / STAGE / Path(*package.split("."))
     dst_dir.mkdir(parents=True, exist_ok=True)
-    for src, dst in ((f"{pure}.py", f"{compiled}.py"), (f"{compiled}.pxd", f"{compiled}.pxd")):
+    source = join_parts([(src_dir / f"{p}.py").read_text() for p in parts]).encode()
+    pxd = (src_dir / f"{compiled}.pxd").read_bytes()
+    for dst, data in ((f"{compiled}.py", source), (f"{compiled}.pxd", pxd)):
         target = dst_dir / dst
-        data = (src_dir / src).read_bytes()
         if not target.exists() or target.read_bytes() != data:
             target.write_bytes(data)  # rewrite only on change: keeps Cython's cache valid
     return str((STAGE / Path(*package.split(".")) / f"{compiled}.py").as_posix())
@@ -50,8 +71,8 @@ def _extensions() -> list[Extension]:
     if _flag("DIAG_GATEWAY_NO_EXT"):
         return []
     return [
-        Extension(f"{package}.{compiled}", [_stage(package, pure, compiled)])
-        for package, pure, compiled in TWINS
+        Extension(f"{package}.{compiled}", [_stage(package, parts, compiled)])
+        for package, parts, compiled in TWINS
     ]
 
 

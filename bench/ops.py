@@ -1,15 +1,22 @@
 """Service calls through the gateway against direct rclpy calls, and /health while calls hang.
 
-Prints calls/s of `POST .../operations/calibrate/executions` and of direct rclpy `call_async`
-on the same service (both with 8 calls in flight, in the same run), their ratio, and /health
-p50/p99 alone and while 20 parameter requests to the never-answering node are outstanding.
+Prints calls/s of `POST .../operations/calibrate/executions` (wrk) and of direct rclpy
+`call_async` on the same service (SingleThreadedExecutor, the stock choice), both with 8 calls
+in flight, in alternating rounds after a warm-up: the median of per-round ratios with spread
+(target: gateway >= 0.8 of direct), and CPU per call of the gateway process and of the direct
+client. Then /health p50/p99 (wrk) alone and while 20 parameter requests to the
+never-answering node are outstanding. The gateway's executor is the setting ros.executor.
+
+    .venv/bin/python bench/ops.py       # ROS domain $DIAG_BENCH_DOMAIN (default 98)
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import statistics
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -18,14 +25,18 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"  # network rule
 
-from bench._load import LoadResult, run_load  # noqa: E402
+from bench._load import LoadResult  # noqa: E402
+from bench._wrk import WrkResult, cpu_s, run_measured, run_wrk, spread, wrk_path  # noqa: E402
+from gateway.config import load as load_settings  # noqa: E402
 from gateway.demo.robot import Robot  # noqa: E402
 from tests.conftest import free_port  # noqa: E402
 from tests.harness import Gateway  # noqa: E402
 
 DOMAIN = int(os.environ.get("DIAG_BENCH_DOMAIN", "98"))
-SECONDS = 4.0
-ROUNDS = 2
+SECONDS = 3.0
+ROUNDS = 5
+TARGET = 0.8
+POST_LUA = 'wrk.method = "POST"\nwrk.body = "{}"\nwrk.headers["Content-Type"] = "application/json"\n'
 IN_FLIGHT = 8
 HUNG = 20
 HANG_TIMEOUT_S = 10.0
@@ -35,10 +46,11 @@ CALL_PATH = "/api/v1/apps/lidar_sensor/operations/calibrate/executions"
 HUNG_PATH = "/api/v1/apps/unresponsive_param/configurations"
 
 
-async def gateway_calls(port: int, seconds: float) -> LoadResult:
-    """Service calls through the gateway over IN_FLIGHT keep-alive connections."""
-    return await run_load("127.0.0.1", port, CALL_PATH, seconds, connections=IN_FLIGHT,
-                          method="POST", body=b"{}")
+def gateway_calls(gw: Gateway, seconds: float, script: str) -> WrkResult:
+    """Service calls through the gateway over IN_FLIGHT keep-alive connections (wrk)."""
+    assert gw.proc is not None
+    return run_measured(f"http://127.0.0.1:{gw.port}{CALL_PATH}", gw.proc.pid, seconds,
+                        connections=IN_FLIGHT, script=script)
 
 
 class DirectClient:
@@ -94,9 +106,11 @@ class DirectClient:
             fut.add_done_callback(finished)
 
         t0 = time.perf_counter()
+        cpu0 = cpu_s(os.getpid())
         for _ in range(IN_FLIGHT):
             issue()
         done.wait(seconds + 10.0)
+        self.cpu_us_per_call = (cpu_s(os.getpid()) - cpu0) * 1e6 / max(1, counts[0])
         return LoadResult(counts[0], counts[1], time.perf_counter() - t0, lat)
 
     def close(self) -> None:
@@ -122,12 +136,13 @@ async def hung_calls(port: int) -> list[int]:
     return list(await asyncio.gather(*(one() for _ in range(HUNG))))
 
 
-async def health_while_hung(port: int, seconds: float) -> tuple[LoadResult, list[int], float]:
+async def health_while_hung(port: int, seconds: float) -> tuple[WrkResult, list[int], float]:
     """/health load while HUNG calls are outstanding; (load, hung statuses, hung seconds)."""
     t0 = time.perf_counter()
     hung = asyncio.ensure_future(hung_calls(port))
     await asyncio.sleep(0.3)  # let every hung request reach the gateway
-    load = await run_load("127.0.0.1", port, "/api/v1/health", seconds, connections=4)
+    load = await asyncio.to_thread(run_wrk, f"http://127.0.0.1:{port}/api/v1/health", seconds,
+                                   4)
     assert not hung.done(), "the hung calls ended before the /health load did"
     statuses = await hung
     return load, statuses, time.perf_counter() - t0
@@ -135,36 +150,50 @@ async def health_while_hung(port: int, seconds: float) -> tuple[LoadResult, list
 
 def main() -> None:
     """Run the comparison and print the figures."""
+    wrk_path()
     settings = [f"parameter_service_timeout_sec={HANG_TIMEOUT_S}",
                 "parameter_negative_cache_sec=0", f"service_call_timeout_sec={HANG_TIMEOUT_S}"]
-    with Robot.start(DOMAIN, nodes=("lidar_sensor", "unresponsive_param")), \
-            Gateway(free_port(), DOMAIN, settings) as gw:
+    executor = load_settings(None, settings).get("ros.executor", "single")
+    with tempfile.TemporaryDirectory() as tmp, \
+            Robot.start(DOMAIN, nodes=("lidar_sensor", "unresponsive_param")), \
+            Gateway(free_port(), DOMAIN, [*settings, f"state_dir={tmp}/state"]) as gw:
+        script = str(Path(tmp) / "post.lua")
+        Path(script).write_text(POST_LUA)
         gw.wait_for("/apps", lambda b: {"lidar_sensor", "unresponsive_param"}
                     <= {i["id"] for i in b["items"]}, timeout=20)
         direct = DirectClient()
         try:
-            asyncio.run(gateway_calls(gw.port, 1.0))  # warm-up
+            gateway_calls(gw, 1.0, script)  # warm-up
             direct.run(1.0)
-            gws, directs = [], []
+            gws: list[WrkResult] = []
+            directs: list[tuple[LoadResult, float]] = []
             for _ in range(ROUNDS):
-                gws.append(asyncio.run(gateway_calls(gw.port, SECONDS)))
-                directs.append(direct.run(SECONDS))
+                gws.append(gateway_calls(gw, SECONDS, script))
+                directs.append((direct.run(SECONDS), direct.cpu_us_per_call))
         finally:
             direct.close()
-        alone = asyncio.run(run_load("127.0.0.1", gw.port, "/api/v1/health", 3.0,
-                                     connections=4))
+        health_url = f"http://127.0.0.1:{gw.port}/api/v1/health"
+        alone = run_wrk(health_url, 3.0, 4)
         hung_load, statuses, hung_s = asyncio.run(health_while_hung(gw.port, 3.0))
-    g = max(gws, key=lambda r: r.rps)
-    d = max(directs, key=lambda r: r.rps)
+    ratios = [g.rps / d.rps for g, (d, _cpu) in zip(gws, directs, strict=True)]
+    cpu_ratio = [cpu / g.cpu_us_per_req for g, (_d, cpu) in zip(gws, directs, strict=True)]
     print(f"service calls to {SERVICE} (std_srvs/Trigger), {IN_FLIGHT} in flight, "
-          f"best of {ROUNDS} x {SECONDS:g} s")
-    print(g.line("gateway POST .../executions"))
-    print(d.line("direct rclpy call_async (baseline)"))
-    print(f"ratio gateway/direct: {g.rps / d.rps:.2f}")
+          f"{ROUNDS} alternating rounds x {SECONDS:g} s; gateway ros.executor={executor}")
+    print(f"gateway POST .../executions (wrk)   {statistics.median(g.rps for g in gws):8.0f} "
+          f"calls/s, p50 {statistics.median(g.p50_ms for g in gws):.2f} ms, CPU "
+          f"{statistics.median(g.cpu_us_per_req for g in gws):.0f} us/call (whole process)")
+    print(f"direct rclpy call_async (baseline) {statistics.median(d.rps for d, _ in directs):8.0f}"
+          f" calls/s, p50 {statistics.median(d.pct(50) for d, _ in directs):.2f} ms, CPU "
+          f"{statistics.median(c for _, c in directs):.0f} us/call")
+    verdict = "met" if statistics.median(ratios) >= TARGET else "NOT met"
+    print(f"ratio gateway/direct calls/s: {spread(ratios)}; target >= {TARGET:g}: {verdict}")
+    print(f"CPU per call, direct/gateway: {spread(cpu_ratio)}")
     print(f"/health, 4 connections, 3 s; {HUNG} parameter requests to /unresponsive_param "
           f"hanging ({HANG_TIMEOUT_S:g} s budget)")
-    print(alone.line("/health alone"))
-    print(hung_load.line(f"/health with {HUNG} calls hanging"))
+    print(f"/health alone: {alone.rps:.0f} req/s, p50 {alone.p50_ms:.2f} ms, "
+          f"p99 {alone.p99_ms:.2f} ms")
+    print(f"/health with {HUNG} calls hanging: {hung_load.rps:.0f} req/s, p50 "
+          f"{hung_load.p50_ms:.2f} ms, p99 {hung_load.p99_ms:.2f} ms")
     print(f"hung calls answered {sorted(set(statuses))} after {hung_s:.1f} s")
 
 

@@ -11,6 +11,7 @@ import orjson
 from multidict import CIMultiDictProxy
 
 from .health import CANCELED, ERROR_STATUS, INVALID_RESPONSE, TIMEOUT, TOO_LARGE, UNREACHABLE
+from .rawhttp import TooLarge, Unsupported, pool_for
 from .settings import Budgets
 
 API_PREFIX = "/api/v1"
@@ -74,6 +75,7 @@ class PeerClient:
         self.budgets = budgets
         self.max_bytes = max_bytes
         self._session: aiohttp.ClientSession | None = None
+        self._raw = pool_for(self.url)  # fan-out reads of http:// peers
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -127,17 +129,47 @@ class PeerClient:
                         headers: dict[str, str] | None = None) -> dict[str, Any] | None:
         """A list envelope; None when the peer lacks the route (404/501: members omitted)."""
         answer = await self.get(path, budget_s=budget_s, headers=headers)
-        if answer.status in (404, 501):
-            return None
-        if not 200 <= answer.status < 300:
-            raise PeerError(ERROR_STATUS, f"status {answer.status}", answer.status)
-        body = answer.json()
-        if not isinstance(body, dict) or not isinstance(body.get("items"), list):
-            raise PeerError(INVALID_RESPONSE, "not a list envelope")
-        return body
+        return _list_envelope(answer.status, answer.body)
+
+    async def read_items(self, path: str, headers: dict[str, str]) -> dict[str, Any] | None:
+        """get_items without a budget of its own: the fan-out bounds all peers at once."""
+        try:
+            if self._raw is not None:
+                try:
+                    status, body = await self._raw.get(API_PREFIX + path, headers,
+                                                       self.max_bytes)
+                except Unsupported:
+                    answer = await self._get(path, headers, self.max_bytes)
+                    status, body = answer.status, answer.body
+            else:
+                answer = await self._get(path, headers, self.max_bytes)
+                status, body = answer.status, answer.body
+        except TooLarge as exc:
+            raise PeerError(TOO_LARGE, str(exc)) from None
+        except (PeerError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            raise PeerError(classify(exc), f"{type(exc).__name__}: {exc}") from None
+        return _list_envelope(status, body)
 
     async def close(self) -> None:
         """Close the pool."""
+        if self._raw is not None:
+            self._raw.close()
         if self._session is not None and not self._session.closed:
             await self._session.close()
         self._session = None
+
+
+def _list_envelope(status: int, raw: bytes) -> dict[str, Any] | None:
+    if status in (404, 501):
+        return None
+    if not 200 <= status < 300:
+        raise PeerError(ERROR_STATUS, f"status {status}", status)
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise PeerError(INVALID_RESPONSE, f"not JSON: {exc}") from None
+    if not isinstance(body, dict) or not isinstance(body.get("items"), list):
+        raise PeerError(INVALID_RESPONSE, "not a list envelope")
+    return body  # type: ignore[no-any-return]

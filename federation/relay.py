@@ -70,20 +70,21 @@ class FaultRelay:
         self.rename = rename
         self.clients = 0
         self.relayed = 0
-        self._publish: Publish | None = None
+        self._listeners: list[Publish] = []
         self._supervisor: asyncio.Task[None] | None = None
         self._relays: dict[str, asyncio.Task[None]] = {}
 
     @contextlib.contextmanager
     def attached(self, publish: Publish) -> Iterator[None]:
-        """Keep relays open for the duration of one local client's stream."""
-        self._publish = publish
+        """Keep relays open for the duration of one local client's stream (or other listener)."""
+        self._listeners.append(publish)
         self.clients += 1
         if self._supervisor is None or self._supervisor.done():
             self._supervisor = asyncio.get_running_loop().create_task(self._supervise())
         try:
             yield
         finally:
+            self._listeners.remove(publish)
             self.clients -= 1
             if self.clients == 0:
                 self._stop_all()
@@ -147,6 +148,8 @@ class FaultRelay:
                         data = orjson.loads(raw)
                     except orjson.JSONDecodeError:
                         continue
-                    if self._publish is not None:
-                        self._publish(event, tag(data, peer.name, self.xv, self.rename))
+                    if self._listeners:
+                        tagged = tag(data, peer.name, self.xv, self.rename)
+                        for publish in tuple(self._listeners):
+                            publish(event, tagged)
                         self.relayed += 1

@@ -8,14 +8,16 @@ the middleware hands them to `forward`.
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+import time
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
 from aiohttp import web
 
+from gateway.http.jsonutil import dumps
 from gateway.model.entities import Entity, EntitySet
 from gateway.state import GatewayState
 
@@ -24,10 +26,15 @@ from .fanout import gather
 from .fleet import FleetView, Origin, local_view, merge
 from .peer_auth import PeerAuth, discovered_peer_allowed
 from .peers import Peer, PeerTable
+from .readcache import CACHEABLE, ReadCache
 from .relay import FaultRelay
 from .settings import FederationSettings
 
 log = logging.getLogger(__name__)
+
+_CACHE_AGE = "federation_cache_age_s"  # request key: oldest cached answer a merge used
+_CACHE_USED = "federation_cache_used"  # request key: the cached answers used, None if any live
+_MAX_MERGED = 1024
 
 # Headers every forwarded and fanned-out call carries over from the caller.
 PASSED_HEADERS = ("X-Client-Id", "Accept-Language")
@@ -48,6 +55,13 @@ class FederationService:
         self.fan_out_path_header = f"X-{state.vendor.capitalize()}-Fan-Out-Path"
         self.mdns: Any = None
         self.discovered_refused = 0
+        # aggregation.cache.*: merged reads served from peers' cached answers (readcache.py)
+        self.read_cache: ReadCache | None = None
+        if state.settings["aggregation.cache.enabled"]:
+            self.read_cache = ReadCache(state.settings["aggregation.cache.max_age_ms"] / 1000)
+        self._cache_signals = contextlib.ExitStack()
+        # merged bodies built wholly from cached answers: (local part, answers used) -> body
+        self._merged: dict[Any, tuple[Any, dict[str, Any]]] = {}
         for warning in self.settings.warnings:
             log.warning("%s", warning)
 
@@ -69,9 +83,12 @@ class FederationService:
             self.mdns = Mdns(mdns, self.state.settings["server.host"],
                              self.state.settings["server.port"], self._found, self._lost)
             await self.mdns.start()
+        if self.read_cache is not None:  # peers' fault events keep the cache current
+            self._cache_signals.enter_context(self.relay.attached(self._peer_event))
 
     async def stop(self) -> None:
         """Stop mDNS and every peer."""
+        self._cache_signals.close()
         if self.mdns is not None:
             await self.mdns.stop()
         await self.relay.close()
@@ -82,6 +99,8 @@ class FederationService:
         return self.view.entities
 
     def _changed(self) -> None:
+        if self.read_cache is not None:
+            self.read_cache.all_changed()
         if self.state.cache is not None:
             self.state.cache.remerge()
 
@@ -115,6 +134,13 @@ class FederationService:
         """The /health `peers` block."""
         return self.table.health()
 
+    def _peer_event(self, event: str, data: dict[str, Any]) -> None:
+        """A relayed fault event: the answers of the peer that raised it are stale."""
+        assert self.read_cache is not None
+        peer = (data.get(self.xv) or {}).get("peer")
+        if isinstance(peer, str):
+            self.read_cache.peer_changed(peer)
+
     # -- requests -------------------------------------------------------------------------
 
     def no_fan_out(self, request: web.Request) -> bool:
@@ -146,8 +172,8 @@ class FederationService:
         """True when this gateway contributes the entity itself."""
         return "local" in self.view.contributors(entity.kind, entity.id)
 
-    async def call_peers(self, request: web.Request, paths: Sequence[tuple[str, str]]
-                         ) -> list[PeerAnswer]:
+    async def call_peers(self, request: web.Request, paths: Sequence[tuple[str, str]],
+                         cacheable: bool = False) -> list[PeerAnswer]:
         """GET (peer, path) in parallel within aggregation.timeout_ms, marked no-fan-out."""
         calls = []
         for name, path in paths:
@@ -155,7 +181,49 @@ class FederationService:
             headers = self.peer_headers(request, peer) if peer is not None else {}
             headers[self.no_fan_out_header] = "1"
             calls.append((name, path, headers))
-        return await gather(self.table, calls, self.settings.budgets.timeout_s)
+        return await self._gather(request, calls, cacheable)
+
+    async def _gather(self, request: web.Request | None,
+                      calls: list[tuple[str, str, dict[str, str]]], cacheable: bool
+                      ) -> list[PeerAnswer]:
+        """The fan-out, answered from the read cache where it holds a valid answer."""
+        cache = self.read_cache
+        if cache is None or not cacheable:
+            return await gather(self.table, calls, self.settings.budgets.timeout_s)
+        now = time.monotonic()
+        answers: dict[int, PeerAnswer] = {}
+        ages: list[float] = []
+        used: list[tuple[str, str, float]] = []
+        live: list[tuple[int, tuple[str, str, dict[str, str]], Any, tuple[int, int]]] = []
+        for i, (name, path, headers) in enumerate(calls):
+            key = (name, path, tuple(sorted(headers.items())))
+            hit = cache.get(name, key, now)
+            if hit is not None:
+                answers[i] = hit[0]
+                ages.append(hit[1])
+                used.append((name, path, hit[2]))
+            else:
+                live.append((i, (name, path, headers), key, cache.version(name)))
+        if live:
+            fetched = await gather(self.table, [c for _, c, _, _ in live],
+                                   self.settings.budgets.timeout_s)
+            done = time.monotonic()
+            for (i, _call, key, version), answer in zip(live, fetched, strict=True):
+                answers[i] = answer
+                if answer.ok:
+                    cache.put(key, answer, done, version)
+                    ages.append(0.0)
+        if request is not None:  # the freshness bound of this merged answer (x-vendor cache)
+            request[_CACHE_AGE] = max(ages, default=0.0)
+            request[_CACHE_USED] = None if live else tuple(used)
+        return [answers[i] for i in range(len(calls))]
+
+    def cache_block(self, request: web.Request) -> dict[str, Any] | None:
+        """x-vendor `cache` of a merged answer: the age bound and the oldest answer used."""
+        if self.read_cache is None or _CACHE_AGE not in request:
+            return None
+        return {"max_age_ms": round(self.read_cache.max_age_s * 1000),
+                "age_ms": round(request[_CACHE_AGE] * 1000)}
 
     async def peer_items(self, request: web.Request, entity: Entity, collection: str,
                          peers: Sequence[Origin]) -> list[PeerAnswer]:
@@ -163,7 +231,7 @@ class FederationService:
         query = request.query_string
         paths = [(o.gateway, f"/{entity.kind}/{quote(o.remote_id, safe='')}/{collection}"
                              + (f"?{query}" if query else "")) for o in peers]
-        return await self.call_peers(request, paths)
+        return await self.call_peers(request, paths, cacheable=collection in CACHEABLE)
 
     def rename(self, gateway: str, app_id: str) -> str:
         """Rule 5: the fleet id of a gateway's app."""
@@ -177,7 +245,29 @@ class FederationService:
         if peers is None:
             peers = self.contributors(request, entity)
         answers = await self.peer_items(request, entity, collection, peers)
-        return self.combine_list(entity, collection, local_items, local_extra, answers, limit)
+        used = request.get(_CACHE_USED)
+        key = None
+        if used is not None:  # every peer part came from the cache: the merge may be known
+            key = (entity.kind, entity.id, collection, limit, request.query_string,
+                   dumps(local_items), dumps(local_extra))
+            hit = self._merged.get(key)
+            if hit is not None and hit[0] == used:
+                return self._with_cache_block(request, hit[1])
+        out = self.combine_list(entity, collection, local_items, local_extra, answers, limit)
+        if key is not None:
+            if len(self._merged) >= _MAX_MERGED:
+                self._merged.clear()
+            self._merged[key] = (used, out)
+        return self._with_cache_block(request, out)
+
+    def _with_cache_block(self, request: web.Request, body: dict[str, Any]) -> dict[str, Any]:
+        """body (left unchanged) with the x-vendor cache block of this request, when cached."""
+        block = self.cache_block(request)
+        if block is None:
+            return body
+        out = dict(body)
+        out[self.xv] = {**body[self.xv], "cache": block}
+        return out
 
     def combine_list(self, entity: Entity, collection: str, local_items: list[dict[str, Any]],
                      local_extra: dict[str, Any] | None, answers: Sequence[PeerAnswer],
@@ -207,7 +297,7 @@ class FederationService:
             headers = self.peer_headers(request, peer)
             headers[self.fan_out_path_header] = ",".join([*path, self.settings.self_name])
             calls.append((name, f"/faults{query}", headers))
-        answers = await gather(self.table, calls, self.settings.budgets.timeout_s)
+        answers = await self._gather(request, calls, cacheable=True)
         merged = combine("faults", self.xv, body["items"], answers, self.rename)
         out = dict(body)
         out["items"] = merged.items
@@ -217,6 +307,9 @@ class FederationService:
             xv["count"] = len(merged.items)
         for key, value in merged.extra.items():
             xv[key] = value
+        block = self.cache_block(request)
+        if block is not None:
+            xv["cache"] = block
         out[self.xv] = xv
         for key in ("muted_count", "cluster_count"):  # correlation counts add up
             if isinstance(out.get(key), int):
@@ -230,9 +323,14 @@ class FederationService:
         """A server-level list (version-info, global faults) merged over every peer."""
         query = f"?{request.query_string}" if request.query_string else ""
         answers = await self.call_peers(request, [(name, path + query)
-                                                  for name in sorted(self.table.peers)])
+                                                  for name in sorted(self.table.peers)],
+                                        cacheable=collection in CACHEABLE)
         merged = combine(collection, self.xv, local_items, answers, self.rename)
-        return self.envelope(merged.items, merged.extra, None, extra)
+        out = self.envelope(merged.items, merged.extra, None, extra)
+        block = self.cache_block(request)
+        if block is not None:
+            out[self.xv]["cache"] = block
+        return out
 
     def envelope(self, items: list[dict[str, Any]], extra: dict[str, Any],
                  entity_id: str | None, local_extra: dict[str, Any] | None = None
@@ -257,53 +355,3 @@ FEDERATION = "federation"
 def service_of(state: GatewayState) -> FederationService | None:
     """The running federation service, or None when aggregation is off."""
     return state.extras.get(FEDERATION)  # type: ignore[no-any-return]
-
-
-def install(app: web.Application, state: GatewayState) -> FederationService | None:
-    """Aggregation on: the federation service runs with the app (after ROS, stopped before).
-
-    A robot that only announces itself (aggregation.announce without .enabled) runs mDNS
-    alone: it serves its entity declaration to whichever primary finds it.
-    """
-    if not state.settings["aggregation.enabled"]:
-        _install_announcer(app, state)
-        return None
-    service = FederationService(state)
-    state.extras[FEDERATION] = service
-    from .forward import Forwarder
-
-    state.extras["forwarder"] = Forwarder(service)
-    state.features.add("aggregation")
-    state.extras.setdefault("health", {})["peers"] = service.health
-
-    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
-        service.attach(state.cache)
-        await service.start()
-        try:
-            yield
-        finally:
-            await service.stop()
-
-    app.cleanup_ctx.append(lifecycle)
-    return service
-
-
-def _install_announcer(app: web.Application, state: GatewayState) -> None:
-    from .mdns import Mdns
-
-    opts = FederationSettings.from_settings(state.settings).mdns
-    announcer = Mdns(dataclasses.replace(opts, discover=False), state.settings["server.host"],
-                     state.settings["server.port"], lambda name, url: None, _nothing)
-
-    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
-        await announcer.start()
-        try:
-            yield
-        finally:
-            await announcer.stop()
-
-    app.cleanup_ctx.append(lifecycle)
-
-
-async def _nothing(name: str) -> None:
-    return None

@@ -15,7 +15,7 @@ from . import dashboard
 from .auth import enforce
 from .auth import routes as auth_routes
 from .config import Settings
-from .http import cors, ratelimit
+from .http import cors, ratelimit, resolve_cache
 from .http.middleware import make_middleware
 from .http.routes import Registry
 from .state import STATE, GatewayState
@@ -98,6 +98,7 @@ def make_app(settings: Settings) -> web.Application:
     app = web.Application(client_max_size=16 * 1024 * 1024)
     app[STATE] = state
     state.route_table = state.registry.install(app)
+    resolve_cache.install(app)  # hot paths resolve by one lookup (docs/architecture.md)
     state.docs_route = next(r for r in state.registry if r.path == "/{entity_path}/docs")
     app.middlewares.append(make_middleware(state))
     # Security (docs/security.md): each inserts an outer middleware, so CORS ends outermost.
@@ -118,7 +119,7 @@ def make_app(settings: Settings) -> web.Application:
     if plugins.provider("scripts") is not None:  # a plugin backend serves its entities' scripts
         state.features.add("scripts")
     if settings["aggregation.enabled"] or settings["aggregation.announce"]:
-        from federation.service import install as install_federation  # docs/federation.md
+        from federation.install import install as install_federation  # docs/federation.md
         install_federation(app, state)
     return app
 
@@ -147,6 +148,7 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     from .discovery.poller import GraphPoller
     from .discovery.runtime import HostInfo
     from .faults.service import FaultService
+    from .looplag import LoopLag
     from .push import service as push
     from .resources import bulk_data
     from .ros.actions import ActionManager
@@ -158,7 +160,8 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
 
     state = app[STATE]
     s = state.settings
-    bridge = RosBridge(s["ros.node_name"], s["ros.domain_id"], s["server.executor_threads"])
+    bridge = RosBridge(s["ros.node_name"], s["ros.domain_id"], s["server.executor_threads"],
+                       s["ros.executor"])
     bridge.start(asyncio.get_running_loop())
     state.bridge = bridge
     state.pool = SamplePool(bridge, s["data.pool_cap"])
@@ -191,9 +194,13 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     await _start_plugins(state)
     await push.start(state)  # subscriptions, triggers, fault triggers: after the faults
     app.on_shutdown.append(lambda _app: push.on_shutdown(state))
+    lag = LoopLag()  # how long the event loop is busy at a stretch (docs/architecture.md)
+    lag.start()
+    state.extras.setdefault("health", {})["x-vendor-event-loop"] = lag.health
     try:
         yield
     finally:
+        await lag.stop()
         await push.stop(state)
         await _stop_plugins(state)
         await state.extras["faults"].stop()

@@ -312,6 +312,17 @@ SETTINGS: tuple[Setting, ...] = (
        minimum=1.0, maximum=86400.0),
     # Dashboard (docs/dashboard.md): the web page served at /.
     _s("dashboard.enabled", bool, True, "serve the built-in web dashboard at / (API unchanged)"),
+    # Performance (docs/architecture.md, "Hot paths"): executor of the service/action client
+    # node; merged reads from cached peer answers (docs/federation.md, "Read cache").
+    _s("ros.executor", str, "events",
+       "rclpy executor of the service and action client node: events (EventsExecutor) or "
+       "single (SingleThreadedExecutor, on the bridge's one node)", choices=("events", "single")),
+    _s("aggregation.cache.enabled", bool, False,
+       "serve merged collection reads from peers' cached answers, dropped on their change "
+       "events (fault stream relay, entity ETags, health)"),
+    _s("aggregation.cache.max_age_ms", int, 10000,
+       "oldest cached peer answer a merged read may use (its x-vendor cache block says so)",
+       minimum=100, maximum=600000),
 )
 
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}

@@ -29,7 +29,9 @@ def _load_compiled(name: str) -> ModuleType | None:
         return None
     # In a source tree (the .pxd sits beside it) an editable build goes stale on edits.
     built = Path(module.__file__ or "")
-    sources = [built.with_name(f"{name}.pxd"), built.with_name(f"{name[:-2]}_py.py")]
+    base = name[:-2]  # its pure parts: <base>_py.py and _<base>_*.py (setup.py TWINS)
+    sources = [built.with_name(f"{name}.pxd"), built.with_name(f"{base}_py.py"),
+               *built.parent.glob(f"_{base}_*.py")]
     if sources[0].exists() and any(
         s.exists() and s.stat().st_mtime > built.stat().st_mtime for s in sources
     ):

@@ -9,11 +9,10 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jwt
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric import rsa
 
 from ..config import ConfigError
 from .roles import Role
@@ -113,7 +112,12 @@ def _read(path: str, setting: str) -> bytes:
         raise ConfigError(f"setting '{setting}': cannot read {path}: {exc.strerror}") from None
 
 
+# jwt and cryptography (about 9 MiB) are imported on first use: a gateway without auth never
+# loads them.
 def _rsa_private(path: str) -> rsa.RSAPrivateKey:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
     data = _read(path, "auth.jwt_secret")
     try:
         key = serialization.load_pem_private_key(data, password=None)
@@ -126,6 +130,9 @@ def _rsa_private(path: str) -> rsa.RSAPrivateKey:
 
 
 def _rsa_public(path: str) -> rsa.RSAPublicKey:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
     data = _read(path, "auth.jwt_public_key")
     try:
         key = serialization.load_pem_public_key(data)
@@ -185,6 +192,8 @@ class AccessTokens:
 
     def issue(self, subject: str, role: Role, family: str, now: float) -> str:
         """A signed access token for subject with role, in a refresh family."""
+        import jwt
+
         claims = {
             "iss": self.issuer, "sub": subject, "role": role.label, "scope": role.label,
             "fam": family, "jti": uuid.uuid4().hex, "iat": int(now), "exp": int(now) + self.ttl_s,
@@ -206,6 +215,8 @@ class AccessTokens:
         return claims
 
     def _decode(self, token: str, now: float) -> Claims:
+        import jwt
+
         try:
             # Expiry is checked below against `now`, so tests and callers share one clock.
             decoded = jwt.decode_complete(

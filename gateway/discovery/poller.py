@@ -13,6 +13,10 @@ from .cache import EntityCache
 
 log = logging.getLogger(__name__)
 
+# Right after start DDS discovery is still filling the graph: every change is applied at
+# once for this long (the debounce is for churn later on, not for the first sight of a robot).
+STARTUP_UNDEBOUNCED_S = 3.0
+
 
 class GraphPoller:
     """Background task: graph poll every interval; entity refresh at most once per debounce."""
@@ -47,6 +51,7 @@ class GraphPoller:
     async def _run(self) -> None:
         pending: GraphSnapshot | None = None
         last_apply = 0.0
+        started = time.monotonic()
         while True:
             try:
                 snap = await self.poll_once()
@@ -63,6 +68,7 @@ class GraphPoller:
                 pending = snap
             now = time.monotonic()
             if pending is not None and (not self.first.is_set()
+                                        or now - started < STARTUP_UNDEBOUNCED_S
                                         or now - last_apply >= self.debounce_s):
                 self.cache.apply(pending)
                 log.debug("entities refreshed: generation %d, %d apps", self.cache.generation,

@@ -1,4 +1,8 @@
-"""The fault manager inside the gateway: ingestion, persistence, correlation, frames, stream."""
+"""The fault manager inside the gateway: ingestion, debounce, correlation, commits, events.
+
+Every change is applied in memory on the event loop, then committed by the writer thread;
+reporters are acknowledged and events published only after their commit (at-most-once acks).
+"""
 
 from __future__ import annotations
 
@@ -13,33 +17,29 @@ import orjson
 
 from ..events import FAULTS
 from ..push.payloads import fault_event
-from ..ros.samples import sample_to_json
 from . import manager, views
-from .bridges import ACTION_STATUS_SUFFIX, RosBridges
+from .batch import FaultBatch
+from .bodies import BodyCache
+from .bridges import RosBridges
+from .capture import FrameCapture
 from .correlation import CorrelationConfig, CorrelationConfigError, CorrelationEngine, load_config
 from .manager import Change, DebounceConfig
 from .model import CLEARED, CONFIRMED, PREFAILED, FaultRecord, Report
 from .reporter import ACK_TOPIC, QUEUE_DEPTH, REPORT_TOPIC, decode_reports, encode_ack
-from .scope import in_scope, owns
-from .snapshots import (
-    SnapshotConfig,
-    SnapshotConfigError,
-    select_topics,
-    stored_frame,
-)
+from .scope import in_scope
+from .snapshots import SnapshotConfig, SnapshotConfigError
 from .snapshots import load_config as load_snapshot_config
-from .store import FaultStore, StateDirLock, open_store
+from .store import FaultStore, StoreBatch
 from .stream import FaultStream, SseSlots
+from .upkeep import action_topics_loop, dedup_prune_loop, entity_of
+from .writer import StoreWriter
 
 log = logging.getLogger(__name__)
 
+FLUSH_MAX_ITEMS = 500  # reports applied per flush (about 5 ms on the loop at most)
+
 # (reporter id or None for bridge reports, sequence number, report)
 Item = tuple[str | None, int, Report]
-
-DEDUP_PRUNE_INTERVAL_S = 600.0
-ACTION_REFRESH_S = 1.0
-OFFLOOP_BYTES = 64 * 1024
-CAPTURE_GRAPH_WAIT_S = 10.0
 
 
 def _settings_debounce(s: Any) -> DebounceConfig:
@@ -78,8 +78,11 @@ class FaultService:
             except CorrelationConfigError as exc:
                 log.error("setting 'correlation.config_file': %s; correlation is off", exc)
         self.engine = CorrelationEngine(corr)
-        self.store: FaultStore | None = None
-        self._lock: StateDirLock | None = None
+        self.writer = StoreWriter()
+        self.capture = FrameCapture(state, self.writer, self.snap_cfg, self.snapshot_timeout_s,
+                                    self.retain_on_clear, self.faults_get)
+        self.generation = 0  # bumped on every in-memory change (list bodies are cached by it)
+        self.bodies = BodyCache()
         self.faults: dict[str, FaultRecord] = {}
         self.dedup: dict[str, set[int]] = {}
         self.stream: FaultStream | None = None
@@ -89,11 +92,12 @@ class FaultService:
         self._rx_lock = threading.Lock()
         self._rx_scheduled = False
         self._flush_scheduled = False
+        self._committing = False  # a flush's commit is in flight: the next flush waits for it
+        self._pending: set[asyncio.Future[Any]] = set()  # commits not yet done
+        self._unpublished = 0  # events committed or in flight but not yet published
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._captures: dict[str, asyncio.Task[Any]] = {}
         self._report_sub: Any = None
         self._ack_pub: Any = None
-        self._entity_index: tuple[int, dict[str, str]] = (-1, {})
         self._stopped = False
         self.stats = {"reports_received": 0, "reports_applied": 0, "reports_duplicate": 0,
                       "bad_messages": 0, "flushes": 0, "events_published": 0,
@@ -103,15 +107,14 @@ class FaultService:
     async def start(self) -> None:
         """Open the database, subscribe, start the background tasks."""
         s = self.state.settings
-        self.store, self._lock = open_store(s["state_dir"])
-        self.faults = self.store.load_faults()
-        self.dedup = self.store.load_dedup()
-        self.engine.load_state(self.store.get_meta("correlation", {}))
+        store = await self.writer.open(s["state_dir"])
+        self.faults, self.dedup, corr = await self.writer.call(FaultStore.load_state)
+        self.engine.load_state(corr)
+        event_seq = await self.writer.call(FaultStore.get_meta, "event_seq", 0)
         slots = self.state.extras.get("sse_slots")
         if slots is None:
             slots = self.state.extras["sse_slots"] = SseSlots(s["sse.max_clients"])
-        self.stream = FaultStream(slots, s["sse.keepalive_sec"],
-                                  int(self.store.get_meta("event_seq", 0)))
+        self.stream = FaultStream(slots, s["sse.keepalive_sec"], int(event_seq))
         # hook of the global clear: predicates (request, code, sources) -> True to skip
         self.state.extras.setdefault("fault_clear_filters", [])
         health = self.state.extras.setdefault("health", {})
@@ -132,16 +135,25 @@ class FaultService:
             rosout_cooldown_s=s["faults.rosout_bridge.cooldown_sec"],
             report_canceled=s["faults.action_bridge.report_canceled"])
         await bridge.run(self.bridges.start, what="creating the fault bridge subscriptions")
-        self._spawn(self._action_topics_loop())
-        self._spawn(self._dedup_prune_loop())
+        self._spawn(action_topics_loop(self.state, self.bridges))
+        self._spawn(dedup_prune_loop(self))
         if self.cfg.auto_confirm_after_sec > 0:
             self._spawn(self._auto_confirm_loop())
         if self.snapshots_enabled:
-            have = self.store.codes_with_snapshots()
+            have = await self.writer.call(FaultStore.codes_with_snapshots)
             for f in self.faults.values():
                 if f.status == CONFIRMED and f.code not in have:
-                    self._capture(f.code, origin="startup")
-        log.info("fault manager: %d faults loaded from %s", len(self.faults), self.store.path)
+                    self.capture.start(f.code, origin="startup")
+        log.info("fault manager: %d faults loaded from %s", len(self.faults), store.path)
+
+    @property
+    def store(self) -> FaultStore | None:
+        """The open store (used only on the writer thread)."""
+        return self.writer.store
+
+    def faults_get(self, code: str) -> FaultRecord | None:
+        """One fault by code (the capture's view of the current state)."""
+        return self.faults.get(code)
 
     def _create_ros(self) -> None:
         from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -177,24 +189,34 @@ class FaultService:
 
     async def stop(self) -> None:
         """Flush, cancel the tasks, unsubscribe and close the database."""
-        if self._inbox:
-            self._flush()
+        if self.store is not None:
+            await self._drain()
         self._stopped = True
-        tasks = [*self._tasks, *self._captures.values()]
+        tasks = list(self._tasks)
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self.capture.stop()
         if self.stream is not None:
             await self.stream.close()
         try:
             await self.state.bridge.run(self._destroy_ros, timeout=5.0)
         except Exception:
             log.debug("fault service teardown", exc_info=True)
-        if self.store is not None:
-            self.store.close()
-        if self._lock is not None:
-            self._lock.release()
+        await self.writer.close()
         log.info("fault manager stopped")
+
+    async def _drain(self) -> None:
+        """Commit and publish everything received so far."""
+        for _ in range(1000):  # bounded: a store that keeps failing must not hang the stop
+            await asyncio.gather(*list(self._pending), return_exceptions=True)
+            if not self._inbox:
+                break
+            if self._committing:  # a reload after a failed commit
+                await asyncio.sleep(0.01)
+                continue
+            self._flush()
+        await asyncio.gather(*list(self._pending), return_exceptions=True)
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coro)
@@ -206,7 +228,8 @@ class FaultService:
         """The x-vendor-fault-manager block of /health."""
         active = sum(1 for f in self.faults.values() if f.status != CLEARED)
         return {"persistent": bool(self.store and self.store.persistent),
-                "faults": len(self.faults), "active_faults": active, **self.stats}
+                "faults": len(self.faults), "active_faults": active, **self.stats,
+                "writer_busy_us_max": self.writer.busy_us_max}
 
     # ingestion ------------------------------------------------------------------------------
     def _on_report_msg(self, msg: Any) -> None:
@@ -246,20 +269,25 @@ class FaultService:
             return
         self.stats["reports_received"] += len(items)
         self._inbox.extend(items)
+        self._schedule_flush()
+
+    def _schedule_flush(self) -> None:
         if not self._flush_scheduled:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
 
     def _flush(self) -> None:
-        """Apply everything received since the last flush in one transaction, then ack."""
+        """Apply everything received since the last flush, commit it in one transaction."""
         self._flush_scheduled = False
-        items, self._inbox = self._inbox, []
-        if not items or self.store is None:
-            return
+        if self._committing or not self._inbox or self.store is None:
+            return  # a flush in flight flushes again when its commit is done
+        # A bounded batch keeps each flush's time on the loop short; the rest follows as soon
+        # as this batch is committed.
+        items, self._inbox = self._inbox[:FLUSH_MAX_ITEMS], self._inbox[FLUSH_MAX_ITEMS:]
         now = time.time_ns()
         acks: dict[str, list[int]] = {}
         keys: list[tuple[str, int]] = []
-        batch = _Batch()
+        batch = FaultBatch()
         for reporter, seq, report in items:
             if reporter is not None:
                 acks.setdefault(reporter, []).append(seq)
@@ -271,27 +299,52 @@ class FaultService:
                 keys.append((reporter, seq))
             self.stats["reports_applied"] += 1
             self._apply(report, now, batch)
-        try:
-            self._commit(batch, keys, now)
-        except Exception:
-            # Back to what the database holds; the reporters resend what was not acked.
-            log.exception("fault database write failed; reports stay unacknowledged")
-            self._reload()
-            return
-        self.stats["flushes"] += 1
-        self._send_acks(acks)
-        self._publish(batch, now)
+        self._committing = True
+        events = self._events(batch, now)
+        fut = self._commit(batch, keys, now, len(events))
 
-    def _reload(self) -> None:
-        assert self.store is not None
+        def done(f: asyncio.Future[int]) -> None:
+            self._committing = False
+            if self._committed(f, "reports stay unacknowledged"):
+                self.stats["flushes"] += 1
+                self._send_acks(acks)
+                self._publish(batch, events)
+            if self._inbox:
+                self._schedule_flush()
+
+        fut.add_done_callback(done)
+
+    def _committed(self, fut: asyncio.Future[int], what: str) -> bool:
+        """Book a finished commit; on failure reload what the database holds and say so."""
+        if fut.cancelled():
+            return False
+        exc = fut.exception()
+        if exc is not None:
+            # Back to what the database holds; reporters resend what was not acked.
+            log.error("fault database write failed; %s", what, exc_info=exc)
+            self._spawn(self._reload())
+            return False
+        us = fut.result()
+        self.stats["commits"] += 1
+        self.stats["commit_us_total"] += us
+        self.stats["commit_us_max"] = max(self.stats["commit_us_max"], us)
+        return True
+
+    async def _reload(self) -> None:
+        self._committing = True
         try:
-            self.faults = self.store.load_faults()
-            self.dedup = self.store.load_dedup()
-            self.engine.load_state(self.store.get_meta("correlation", {}))
+            await asyncio.gather(*list(self._pending), return_exceptions=True)
+            self.faults, self.dedup, corr = await self.writer.call(FaultStore.load_state)
+            self.engine.load_state(corr)
+            self.generation += 1
         except Exception:
             log.exception("fault database unreadable; keeping the state in memory")
+        finally:
+            self._committing = False
+            if self._inbox:
+                self._schedule_flush()
 
-    def _apply(self, report: Report, now: int, batch: _Batch) -> None:
+    def _apply(self, report: Report, now: int, batch: FaultBatch) -> None:
         fault, change = manager.apply(self.faults.get(report.code), report, now, self.cfg)
         if fault is None or change is None:
             return
@@ -302,7 +355,7 @@ class FaultService:
             batch.correlation_dirty = True
         self._note_change(fault, change, now, batch)
 
-    def _note_change(self, fault: FaultRecord, change: Change, now: int, batch: _Batch) -> None:
+    def _note_change(self, fault: FaultRecord, change: Change, now: int, batch: FaultBatch) -> None:
         muted = self.engine.is_muted(fault.code)  # muted symptoms are not published
         if change.confirmed:
             if not muted:
@@ -316,7 +369,7 @@ class FaultService:
         elif change.after == CONFIRMED and change.visible_change and not muted:
             batch.events.append(("fault_updated", fault.code, ()))
 
-    def _cascade(self, code: str, now: int, batch: _Batch,
+    def _cascade(self, code: str, now: int, batch: FaultBatch,
                  scope: Collection[str] | None) -> list[str]:
         """Correlation side of a clear: returns the symptom codes cleared with code."""
         auto = self.engine.on_clear(code, scope)
@@ -340,24 +393,31 @@ class FaultService:
                 batch.events.append(("fault_cleared", symptom, tuple(more)))
         return done
 
-    def _commit(self, batch: _Batch, keys: list[tuple[str, int]], now: int) -> None:
-        assert self.store is not None and self.stream is not None
-        start = time.perf_counter_ns()
-        with self.store.transaction():
-            if batch.changed:
-                self.store.put_faults(batch.changed.values())
-            if keys:
-                self.store.put_dedup(keys, now)
-            if batch.correlation_dirty:
-                self.store.set_meta("correlation", self.engine.to_state())
-            if batch.cleared and not self.retain_on_clear:
-                self.store.delete_snapshots(batch.cleared)
-            if batch.events:
-                self.store.set_meta("event_seq", self.stream.last_id + len(batch.events))
-        us = (time.perf_counter_ns() - start) // 1000
-        self.stats["commits"] += 1
-        self.stats["commit_us_total"] += us
-        self.stats["commit_us_max"] = max(self.stats["commit_us_max"], us)
+    def _commit(self, batch: FaultBatch, keys: list[tuple[str, int]], now: int,
+                n_events: int) -> asyncio.Future[int]:
+        """Queue the batch's rows (serialized here, on the loop) for the writer thread."""
+        assert self.stream is not None
+        self.generation += 1
+        rows = StoreBatch(faults=[(r.code, orjson.dumps(r.to_dict()))
+                                  for r in batch.changed.values()], dedup=keys, at_ns=now)
+        if batch.correlation_dirty:
+            rows.meta["correlation"] = orjson.dumps(self.engine.to_state())
+        if batch.cleared and not self.retain_on_clear:
+            rows.drop_snapshots = list(batch.cleared)
+        if n_events:
+            self._unpublished += n_events
+            rows.meta["event_seq"] = orjson.dumps(self.stream.last_id + self._unpublished)
+        fut = self.writer.call(_write_timed, rows)
+        self._pending.add(fut)
+        fut.add_done_callback(self._pending.discard)
+        return fut
+
+    async def settled(self) -> None:
+        """Wait for every commit queued so far; raises the first commit failure."""
+        results = await asyncio.gather(*list(self._pending), return_exceptions=True)
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
 
     def _send_acks(self, acks: dict[str, list[int]]) -> None:
         if self._ack_pub is None:
@@ -368,18 +428,28 @@ class FaultService:
             except Exception:
                 log.debug("ack publish failed", exc_info=True)
 
-    def _publish(self, batch: _Batch, now: int) -> None:
-        assert self.stream is not None
+    def _events(self, batch: FaultBatch, now: int) -> list[tuple[str, dict[str, Any]]]:
+        """Event bodies as the faults are now (published after the commit)."""
+        out = []
         for event_type, code, auto in batch.events:
             fault = self.faults[code]
-            data = views.event(self.wire, event_type, fault, now, self._entity_of(fault), auto)
-            self.stream.publish(event_type, data)
-            self.stats["events_published"] += 1
-            if self.state.events.has_listeners(FAULTS):  # triggers (gateway/push)
-                self.state.events.publish(fault_event(fault, event_type, self._entity_of(fault)))
+            out.append((event_type, views.event(self.wire, event_type, fault, now,
+                                                entity_of(self.state, fault), auto)))
+        return out
+
+    def _publish(self, batch: FaultBatch, events: list[tuple[str, dict[str, Any]]]) -> None:
+        assert self.stream is not None
+        self._unpublished -= len(events)
+        self.stream.publish_many(events)  # one wake-up per client for the whole batch
+        self.stats["events_published"] += len(events)
+        if self.state.events.has_listeners(FAULTS):  # triggers (gateway/push)
+            for event_type, code, _auto in batch.events:
+                fault = self.faults[code]
+                self.state.events.publish(
+                    fault_event(fault, event_type, entity_of(self.state, fault)))
         if self.snapshots_enabled:
             for code in batch.captures:
-                self._capture(code)
+                self.capture.start(code)
         # Recorder hook (docs/recorder.md): listener(fault, confirmed_now) per changed fault.
         for listener in self.state.extras.get("fault_listeners", ()):
             for code, fault in batch.changed.items():
@@ -389,10 +459,10 @@ class FaultService:
     def clear(self, codes: Iterable[str], scope: Collection[str] | None = None) -> list[str]:
         """Clear faults (DELETE); symptoms go with their root cause, only within scope if given.
 
-        Returns every code that changed to CLEARED.
+        Returns every code that changed to CLEARED; `settled()` waits for the commit.
         """
         now = time.time_ns()
-        batch = _Batch()
+        batch = FaultBatch()
         for code in codes:
             f = self.faults.get(code)
             if f is None or code in batch.visited:
@@ -409,13 +479,21 @@ class FaultService:
                 batch.events.append(("fault_cleared", code, tuple(auto)))
         if not batch.changed:
             return []
-        self._commit(batch, [], now)
-        for code in batch.cleared:
-            task = self._captures.pop(code, None)
-            if task is not None and not self.retain_on_clear:
-                task.cancel()
-        self._publish(batch, now)
+        self._commit_and_publish(batch, now, "the clear is lost")
+        if not self.retain_on_clear:
+            for code in batch.cleared:
+                self.capture.cancel(code)
         return list(batch.cleared)
+
+    def _commit_and_publish(self, batch: FaultBatch, now: int, what: str) -> None:
+        events = self._events(batch, now)
+        fut = self._commit(batch, [], now, len(events))
+
+        def done(f: asyncio.Future[int]) -> None:
+            if self._committed(f, what):
+                self._publish(batch, events)
+
+        fut.add_done_callback(done)
 
     # queries --------------------------------------------------------------------------------
     def get(self, code: str) -> FaultRecord | None:
@@ -438,9 +516,11 @@ class FaultService:
         hidden = self.engine.hidden()
         return [f for f in faults if f.code not in hidden]
 
-    def frames(self, code: str) -> list[dict[str, Any]]:
-        """Stored freeze frames of a fault."""
-        return self.store.snapshots(code) if self.store is not None else []
+    async def frames(self, code: str) -> list[dict[str, Any]]:
+        """Stored freeze frames of a fault (read on the writer thread)."""
+        if self.store is None:
+            return []
+        return await self.writer.call(FaultStore.snapshots, code)
 
     def correlation_of(self, code: str) -> dict[str, Any] | None:
         """How correlation treats a fault (for the detail's vendor block)."""
@@ -462,110 +542,13 @@ class FaultService:
         """Node names of the current graph (called from the executor thread too)."""
         return [n.fqn for n in self.state.cache.graph.nodes]
 
-    def _entity_of(self, fault: FaultRecord) -> tuple[str, str] | None:
-        """The app owning the fault's first source, resolved now (fixed in the event)."""
-        if not fault.sources:
-            return None
-        entities = self.state.cache.entities
-        gen, index = self._entity_index
-        if gen != entities.generation or not index:
-            index = {a.node_fqn: a.id for a in entities.apps.values() if a.node_fqn}
-            self._entity_index = (entities.generation, index)
-        source = fault.sources[0]
-        app_id = index.get(source)
-        if app_id is None:
-            owners = [fqn for fqn in index if owns(fqn, source)]
-            if not owners:
-                return None
-            app_id = index[max(owners, key=len)]
-        return "app", app_id
-
-    # freeze frames --------------------------------------------------------------------------
-    def _capture(self, code: str, origin: str | None = None) -> None:
-        old = self._captures.pop(code, None)
-        if old is not None:
-            old.cancel()
-        task = asyncio.ensure_future(self._capture_frames(code, origin))
-        self._captures[code] = task
-
-        def done(t: asyncio.Task[Any]) -> None:
-            if self._captures.get(code) is t:
-                del self._captures[code]
-            if not t.cancelled() and t.exception() is not None:
-                log.warning("freeze frame capture of %s failed", code, exc_info=t.exception())
-
-        task.add_done_callback(done)
-
-    async def _capture_frames(self, code: str, origin: str | None) -> None:
-        fault = self.faults.get(code)
-        if fault is None or self.store is None:
-            return
-        # Right after a start (or a node's start) the graph may not know the node or its
-        # topics yet: wait for them a little.
-        deadline = time.monotonic() + CAPTURE_GRAPH_WAIT_S
-        while True:
-            graph = self.state.cache.graph
-            node = graph.node(fault.sources[0]) if fault.sources else None
-            own = [topic for topic, _ in node.publishers] if node is not None else []
-            topics, rule = select_topics(code, self.snap_cfg, own)
-            if rule == "none":
-                return
-            known = bool(topics) and all(t in graph.topics for t in topics)
-            if known or time.monotonic() > deadline:
-                break
-            await asyncio.sleep(0.2)
-        if not topics:
-            return
-        results = await asyncio.gather(*(self._frame(graph, t, origin) for t in topics),
-                                       return_exceptions=True)
-        frames = [r for r in results if isinstance(r, dict)]
-        for r in results:
-            if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError):
-                log.debug("freeze frame of %s: %r", code, r)
-        fault = self.faults.get(code)
-        if fault is None or (fault.status == CLEARED and not self.retain_on_clear):
-            return
-        if frames:
-            self.store.put_snapshots(code, frames)
-
-    async def _frame(self, graph: Any, topic: str, origin: str | None) -> dict[str, Any] | None:
-        info = graph.topics.get(topic)
-        if info is None or not info.type:
-            return None
-        sample, _entry = await self.state.pool.latest(topic, info.type, self.snapshot_timeout_s)
-        if sample is None:
-            return None
-        if len(sample.data) > OFFLOOP_BYTES:
-            raw = await asyncio.get_running_loop().run_in_executor(
-                None, sample_to_json, info.type, sample.data)
-        else:
-            raw = sample_to_json(info.type, sample.data)
-        return stored_frame(topic, info.type, orjson.loads(raw), time.time_ns(), origin)
-
     # background -----------------------------------------------------------------------------
-    async def _action_topics_loop(self) -> None:
-        assert self.bridges is not None
-        seen_gen = -1
-        while True:
-            cache = self.state.cache
-            if cache.generation != seen_gen:
-                seen_gen = cache.generation
-                topics = [t for t in cache.graph.topics if t.endswith(ACTION_STATUS_SUFFIX)]
-                new = [t for t in topics if t not in self.bridges.action_subs]
-                if new:
-                    try:
-                        await self.state.bridge.run(self.bridges.refresh_actions, new,
-                                                    what="subscribing to action status")
-                    except Exception:
-                        log.warning("action status subscription failed", exc_info=True)
-            await asyncio.sleep(ACTION_REFRESH_S)
-
     async def _auto_confirm_loop(self) -> None:
         period = min(1.0, max(0.05, self.cfg.auto_confirm_after_sec / 4))
         while True:
             await asyncio.sleep(period)
             now = time.time_ns()
-            batch = _Batch()
+            batch = FaultBatch()
             for f in self.faults.values():
                 if f.status != PREFAILED:
                     continue
@@ -574,37 +557,10 @@ class FaultService:
                     batch.changed[f.code] = f
                     self._note_change(f, change, now, batch)
             if batch.changed:
-                try:
-                    self._commit(batch, [], now)
-                except Exception:
-                    log.exception("fault database write failed (auto-confirm)")
-                    continue
-                self._publish(batch, now)
+                self._commit_and_publish(batch, now, "the auto-confirmation is lost")
 
-    async def _dedup_prune_loop(self) -> None:
-        retention_ns = int(self.state.settings["faults.dedup_retention_sec"] * 1e9)
-        while True:
-            await asyncio.sleep(DEDUP_PRUNE_INTERVAL_S)
-            assert self.store is not None
-            cutoff = time.time_ns() - retention_ns
-            for reporter, seq in self.store.dedup_keys_before(cutoff):
-                seen = self.dedup.get(reporter)
-                if seen is not None:
-                    seen.discard(seq)
-                    if not seen:
-                        del self.dedup[reporter]
-            self.store.prune_dedup(cutoff)
-
-
-class _Batch:
-    """What one flush or clear changed."""
-
-    __slots__ = ("changed", "events", "captures", "cleared", "visited", "correlation_dirty")
-
-    def __init__(self) -> None:
-        self.changed: dict[str, FaultRecord] = {}
-        self.events: list[tuple[str, str, tuple[str, ...]]] = []
-        self.captures: list[str] = []
-        self.cleared: list[str] = []
-        self.visited: set[str] = set()
-        self.correlation_dirty = False
+def _write_timed(store: FaultStore, rows: StoreBatch) -> int:
+    """Commit rows (writer thread); returns the time taken in microseconds."""
+    start = time.perf_counter_ns()
+    store.write_batch(rows)
+    return (time.perf_counter_ns() - start) // 1000

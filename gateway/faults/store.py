@@ -1,8 +1,9 @@
 """SQLite (WAL) persistence of faults, freeze frames, report dedup keys and engine state.
 
-Commits are small and synchronous: in WAL mode with synchronous=NORMAL a commit is a write()
-to the WAL file without fsync, so a killed process loses nothing it committed (only a power
-loss could). Checkpoints, which do fsync, run on a thread of their own.
+In WAL mode with synchronous=NORMAL a commit is a write() to the WAL file without fsync, so a
+killed process loses nothing it committed (only a power loss could); still, a commit can take
+milliseconds on a busy disk, so the gateway runs every store call on the writer thread
+(writer.py). Checkpoints, which do fsync, run on a thread of their own.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +47,12 @@ def default_state_dir() -> Path:
 
 
 class FaultStore:
-    """One SQLite database; every method runs on the thread that opened it."""
+    """One SQLite database; used from one thread at a time (the writer thread)."""
 
     def __init__(self, path: str | Path | None) -> None:
         self.path = str(path) if path else ":memory:"
-        self.conn = sqlite3.connect(self.path, isolation_level=None)
+        # The writer thread uses it; tests may open it elsewhere first.
+        self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         if self.path != ":memory:":
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
@@ -118,6 +121,24 @@ class FaultStore:
             "INSERT OR REPLACE INTO faults (code, body) VALUES (?, ?)",
             [(r.code, orjson.dumps(r.to_dict())) for r in records])
 
+    def write_batch(self, batch: StoreBatch) -> None:
+        """Everything one flush or clear changed, in one commit."""
+        with self.transaction():
+            if batch.faults:
+                self.conn.executemany(
+                    "INSERT OR REPLACE INTO faults (code, body) VALUES (?, ?)", batch.faults)
+            if batch.dedup:
+                self.put_dedup(batch.dedup, batch.at_ns)
+            if batch.meta:
+                self.conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                                      list(batch.meta.items()))
+            if batch.drop_snapshots:
+                self.delete_snapshots(batch.drop_snapshots)
+
+    def load_state(self) -> tuple[dict[str, FaultRecord], dict[str, set[int]], Any]:
+        """Faults, dedup keys and correlation state, as a start or a reload needs them."""
+        return self.load_faults(), self.load_dedup(), self.get_meta("correlation", {})
+
     # freeze frames
     def put_snapshots(self, code: str, frames: list[dict[str, Any]]) -> None:
         """Replace the frames of a fault."""
@@ -181,6 +202,17 @@ class FaultStore:
         if self._checkpointer is not None:
             self._checkpointer.join(timeout=5.0)
         self.conn.close()
+
+
+@dataclass
+class StoreBatch:
+    """Rows of one commit, serialized on the event loop (the records keep changing there)."""
+
+    faults: list[tuple[str, bytes]] = field(default_factory=list)
+    dedup: list[tuple[str, int]] = field(default_factory=list)
+    at_ns: int = 0
+    meta: dict[str, bytes] = field(default_factory=dict)  # key -> JSON
+    drop_snapshots: list[str] = field(default_factory=list)
 
 
 class StateDirLock(DirLock):

@@ -6,7 +6,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..http.jsonutil import json_response
+from ..http.jsonutil import dumps, json_response
 from ..http.routes import ENTITY_PARAM, ENTITY_TYPES, Registry
 from ..model import relations
 from ..model.entities import Entity
@@ -88,15 +88,17 @@ def _list_handler(kind: str) -> Any:
 
 def state_json(state: GatewayState, kind: str) -> bytes:
     """Serialized entity list of one kind."""
-    from ..http.jsonutil import dumps
-
     items = [entity_ref(state, e) for e in state.cache.entities.of(kind).values()]
     return dumps(envelope(state, items))
 
 
 async def get_entity(request: web.Request) -> web.Response:
-    """Entity detail with capabilities."""
-    return json_response(detail(state_of(request), resolve_entity(request)))
+    """Entity detail with capabilities (the body is cached per entity generation)."""
+    state = state_of(request)
+    entity = resolve_entity(request)
+    body = state.cache.body(("detail", entity.kind, entity.id),
+                            lambda: dumps(detail(state, entity)))
+    return web.Response(body=body, content_type="application/json")
 
 
 def _refs(request: web.Request, items: list[Entity], entity: Entity, **links: str) -> web.Response:

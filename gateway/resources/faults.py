@@ -12,7 +12,7 @@ from ..faults.model import CLEARED, iso, parse_status_filter
 from ..faults.scope import in_scope
 from ..faults.service import FaultService
 from ..http.errors import SERVICE_UNAVAILABLE, ApiError, not_found
-from ..http.jsonutil import json_response
+from ..http.jsonutil import JSON_TYPE, dumps, json_response
 from ..http.routes import Registry
 from ..model.entities import Entity
 from ..state import GatewayState, state_of
@@ -53,10 +53,20 @@ def owners(state: GatewayState, entity: Entity) -> list[str]:
     return out
 
 
+def _cached(body: bytes) -> web.Response:
+    return web.Response(body=body, content_type=JSON_TYPE)
+
+
 async def list_all(request: web.Request) -> web.Response:
     """All faults with correlation metadata."""
     state = state_of(request)
     svc = service(state)
+    fed = federation(state)  # aggregation: every peer's faults too (no X-Vendor-No-Fan-Out)
+    key = ("all", request.query_string)
+    if fed is None:  # a local body holds while the fault state does
+        cached = svc.bodies.get(key, svc.generation)
+        if cached is not None:
+            return _cached(cached)
     faults = svc.visible(svc.select(_statuses(request)))
     engine = svc.engine
     wire = state.wire.faults
@@ -68,10 +78,9 @@ async def list_all(request: web.Request) -> web.Response:
         body["muted_faults"] = engine.muted_faults()
     if _flag(request, "include_clusters"):
         body["clusters"] = engine.cluster_items(iso)
-    fed = federation(state)  # aggregation: every peer's faults too (no X-Vendor-No-Fan-Out)
     if fed is not None:
-        body = await fed.merge_global_faults(request, body)
-    return json_response(body)
+        return json_response(await fed.merge_global_faults(request, body))
+    return _cached(svc.bodies.put(key, svc.generation, dumps(body)))
 
 
 async def clear_all(request: web.Request) -> web.Response:
@@ -82,6 +91,7 @@ async def clear_all(request: web.Request) -> web.Response:
     codes = [f.code for f in svc.faults.values() if f.status != CLEARED
              and not any(skip(request, f.code, list(f.sources)) for skip in filters)]
     svc.clear(codes, scope=set(codes) if filters else None)
+    await svc.settled()
     return web.Response(status=204)
 
 
@@ -104,15 +114,22 @@ async def list_entity(request: web.Request) -> web.Response:
     state = state_of(request)
     entity = resolve_entity(request)
     svc = service(state)
+    fed = federation(state)  # aggregation: the faults peers hold for this entity
+    peers = fed.contributors(request, entity) if fed is not None else []
+    key = (entity.kind, entity.id, request.query_string)
+    generation = (svc.generation, state.cache.generation)  # faults and entity membership
+    if not peers:
+        cached = svc.bodies.get(key, generation)
+        if cached is not None:
+            return _cached(cached)
     faults = svc.select(_statuses(request), owners(state, entity))
     wire = state.wire.faults
     items = [wire.list_item(f) for f in faults]
-    fed = federation(state)  # aggregation: the faults peers hold for this entity
-    peers = fed.contributors(request, entity) if fed is not None else []
     if peers:
         return json_response(await fed.merge_list(request, entity, "faults", items, peers=peers))
-    return json_response({"items": items, state.xv: wire.list_vendor(len(items), entity,
-                                                                   state.cache.entities)})
+    body = wire.list_vendor(len(items), entity, state.cache.entities)
+    return _cached(svc.bodies.put(key, generation,
+                                  dumps({"items": items, state.xv: body})))
 
 
 def _scoped(request: web.Request) -> tuple[GatewayState, Entity, FaultService, Any]:
@@ -130,8 +147,8 @@ def _scoped(request: web.Request) -> tuple[GatewayState, Entity, FaultService, A
 async def get_fault(request: web.Request) -> web.Response:
     """Fault detail with status flags, extended data and freeze frames."""
     state, _entity, svc, fault = _scoped(request)
-    body = state.wire.faults.detail(fault, svc.frames(fault.code),
-                                    svc.correlation_of(fault.code))
+    frames = await svc.frames(fault.code)
+    body = state.wire.faults.detail(fault, frames, svc.correlation_of(fault.code))
     # Rosbag entries (docs/recorder.md): provider(state, entity, fault) -> snapshot entries.
     for provide in state.extras.get("fault_snapshot_providers", ()):
         body["environment_data"]["snapshots"].extend(provide(state, _entity, fault))
@@ -144,6 +161,7 @@ async def clear_fault(request: web.Request) -> web.Response:
     own = owners(state, entity)
     scope = {f.code for f in svc.faults.values() if in_scope(f.sources, own)}
     svc.clear([fault.code], scope=scope)
+    await svc.settled()
     return web.Response(status=204)
 
 
@@ -155,6 +173,7 @@ async def clear_entity(request: web.Request) -> web.Response:
     own = owners(state, entity)
     scope = {f.code for f in svc.faults.values() if in_scope(f.sources, own)}
     svc.clear(sorted(c for c in scope if svc.faults[c].status != CLEARED), scope=scope)
+    await svc.settled()
     return web.Response(status=204)
 
 

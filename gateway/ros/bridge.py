@@ -24,7 +24,8 @@ T = TypeVar("T")
 class RosBridge:
     """Owns every ROS object; nothing on the event loop ever blocks on ROS."""
 
-    def __init__(self, node_name: str, domain_id: int, graph_threads: int = 4) -> None:
+    def __init__(self, node_name: str, domain_id: int, graph_threads: int = 4,
+                 executor: str = "events") -> None:
         os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
         self.context = rclpy.Context()
         kwargs: dict[str, Any] = {
@@ -44,6 +45,22 @@ class RosBridge:
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self._thread = threading.Thread(target=self._spin, name="ros-executor", daemon=True)
+        # Service and action clients: with ros.executor=events on a second node of the same
+        # context (one DDS participant) spun by rclpy's EventsExecutor, which keeps no wait
+        # set to rebuild per response: about half the CPU per call (bench/ops.py). It cannot
+        # run the two-argument (message info) callbacks of the sample pool, hence two nodes.
+        self.call_node: Any = self.node
+        self._call_executor: Any = None
+        self._call_thread: threading.Thread | None = None
+        if executor == "events":
+            from rclpy.experimental import EventsExecutor
+
+            self.call_node = rclpy.create_node(
+                node_name + "_calls", context=self.context, start_parameter_services=False)
+            self._call_executor = EventsExecutor(context=self.context)
+            self._call_executor.add_node(self.call_node)
+            self._call_thread = threading.Thread(
+                target=self._spin, args=(self._call_executor,), name="ros-calls", daemon=True)
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=graph_threads, thread_name_prefix="ros-graph"
         )
@@ -58,11 +75,14 @@ class RosBridge:
         """Start spinning; results are handed to this loop."""
         self.loop = loop
         self._thread.start()
+        if self._call_thread is not None:
+            self._call_thread.start()
 
-    def _spin(self) -> None:
+    def _spin(self, executor: Any = None) -> None:
+        executor = executor or self.executor
         try:
             while self.context.ok() and not self._closed:
-                self.executor.spin_once(timeout_sec=0.1)
+                executor.spin_once(timeout_sec=0.1)
         except (ExternalShutdownException, rclpy.executors.ShutdownException):
             pass
         except Exception:  # the executor must never die silently
@@ -70,8 +90,9 @@ class RosBridge:
 
     @property
     def alive(self) -> bool:
-        """True while the executor thread spins."""
-        return self._thread.is_alive()
+        """True while the executor threads spin."""
+        return self._thread.is_alive() and (self._call_thread is None
+                                            or self._call_thread.is_alive())
 
     async def run(self, fn: Callable[..., T], *args: Any, timeout: float | None = None,
                   what: str = "ROS graph query") -> T:
@@ -142,22 +163,27 @@ class RosBridge:
             return
         self._closed = True
         self._pool.shutdown(wait=False, cancel_futures=True)
-        try:
-            self.executor.shutdown(timeout_sec=2.0)
-        except Exception:
-            log.debug("executor shutdown", exc_info=True)
-        if self._thread.is_alive():
-            self._thread.join(timeout=3.0)
-        try:
-            self.node.destroy_node()
-        except Exception:
-            log.debug("node destroy", exc_info=True)
+        for executor, thread in ((self.executor, self._thread),
+                                 (self._call_executor, self._call_thread)):
+            if executor is None or thread is None:
+                continue
+            try:
+                executor.shutdown(timeout_sec=2.0)
+            except Exception:
+                log.debug("executor shutdown", exc_info=True)
+            if thread.is_alive():
+                thread.join(timeout=3.0)
+        for node in {self.call_node, self.node}:
+            try:
+                node.destroy_node()
+            except Exception:
+                log.debug("node destroy", exc_info=True)
         rclpy.try_shutdown(context=self.context)
 
 
 class ClientCache:
-    """ROS clients created once per (name, type) off the event loop; a failed creation is
-    forgotten so the next caller retries."""
+    """ROS clients created once per (name, type) off the event loop, on the bridge's call node;
+    a failed creation is forgotten so the next caller retries."""
 
     def __init__(self, bridge: RosBridge) -> None:
         self.bridge = bridge
@@ -175,7 +201,7 @@ class ClientCache:
         if fut is None:
             cls = import_type(type_name)
             fut = self._clients[key] = asyncio.ensure_future(
-                self.bridge.run(factory, self.bridge.node, cls, name, what=what))
+                self.bridge.run(factory, self.bridge.call_node, cls, name, what=what))
         try:
             return await asyncio.shield(fut)
         except Exception:

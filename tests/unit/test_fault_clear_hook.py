@@ -29,7 +29,7 @@ def service() -> tuple[GatewayState, FaultService]:
     state = GatewayState(settings=load(None, []), registry=Registry())
     state.cache = EntityCache(16, HostInfo("host"))  # no entities: events carry none
     svc = FaultService(state)
-    svc.store = FaultStore(None)
+    svc.writer.attach(FaultStore(None))
     svc.stream = FaultStream(SseSlots(2), 30.0)
     svc.engine = CorrelationEngine(parse_config(RULES))
     for i, code in enumerate(("ROOT", "SYM_A", "SYM_B", "LOCKED", "OTHER")):
@@ -45,16 +45,27 @@ def service() -> tuple[GatewayState, FaultService]:
 
 def test_clear_cascades_to_symptoms() -> None:
     _, svc = service()
-    assert svc.clear(["ROOT"]) == ["ROOT", "SYM_A", "SYM_B"]
+
+    async def scenario() -> None:
+        assert svc.clear(["ROOT"]) == ["ROOT", "SYM_A", "SYM_B"]
+        await svc.settled()  # committed by the writer thread
+
+    asyncio.run(scenario())
     assert {c for c, f in svc.faults.items() if f.status == CLEARED} == {"ROOT", "SYM_A",
                                                                           "SYM_B"}
     assert svc.engine.muted_faults() == []
     assert svc.store is not None and set(svc.store.load_faults()) == {"ROOT", "SYM_A", "SYM_B"}
+    assert svc.stream is not None and svc.stream.last_id == 1  # published after the commit
 
 
 def test_clear_within_scope_keeps_other_symptoms() -> None:
     _, svc = service()
-    assert svc.clear(["ROOT"], scope={"ROOT", "SYM_A"}) == ["ROOT", "SYM_A"]
+
+    async def scenario() -> None:
+        assert svc.clear(["ROOT"], scope={"ROOT", "SYM_A"}) == ["ROOT", "SYM_A"]
+        await svc.settled()
+
+    asyncio.run(scenario())
     assert svc.faults["SYM_B"].status == CONFIRMED and not svc.engine.is_muted("SYM_B")
 
 
@@ -81,3 +92,39 @@ def test_global_clear_skips_what_a_filter_protects() -> None:
     assert status == {"ROOT": CLEARED, "SYM_A": CLEARED, "SYM_B": CONFIRMED,
                       "LOCKED": CONFIRMED, "OTHER": CLEARED}
     assert ("LOCKED", ["/n/locked"]) in seen
+
+
+def test_cached_list_body_follows_the_fault_state() -> None:
+    _, svc = service()
+    state = svc.state
+
+    async def scenario() -> None:
+        app = web.Application()
+        app[STATE] = state
+        app.router.add_get("/faults", resource.list_all)
+        async with TestServer(app) as server, aiohttp.ClientSession() as session:
+            async def statuses() -> dict[str, str]:
+                async with session.get(server.make_url("/faults?status=all")) as resp:
+                    body = await resp.json()
+                return {i["fault_code"]: i[state.xv]["status"] for i in body["items"]}
+
+            first = await statuses()
+            assert first == await statuses()  # served from the cache
+            assert svc.bodies.hits >= 1
+            svc.clear(["OTHER"])
+            await svc.settled()
+            after = await statuses()
+            assert first["OTHER"] == CONFIRMED and after["OTHER"] == CLEARED
+
+    asyncio.run(scenario())
+
+
+def test_body_cache_is_bounded() -> None:
+    from gateway.faults.bodies import BodyCache
+
+    cache = BodyCache(capacity=2)
+    cache.put("a", 1, b"A")
+    assert cache.get("a", 1) == b"A" and cache.get("a", 2) is None
+    cache.put("b", 1, b"B")
+    cache.put("c", 1, b"C")  # full: the older bodies go
+    assert cache.get("a", 1) is None and cache.get("c", 1) == b"C"

@@ -160,3 +160,42 @@ def test_local_only_clients_get_no_relayed_events() -> None:
             await wait_until(lambda: slots.connected == 0)
 
     asyncio.run(scenario())
+
+
+def test_a_batch_of_events_reaches_clients_in_order_and_replays() -> None:
+    async def scenario() -> None:
+        stream = FaultStream(SseSlots(4), 30.0, first_id=10)
+        async with TestServer(app_for(stream)) as server, aiohttp.ClientSession() as session:
+            async with session.get(server.make_url("/stream")) as resp:
+                await wait_until(lambda: len(stream.clients) == 1)
+                stream.publish_many([("fault_confirmed", {"n": 1}),
+                                     ("fault_updated", {"n": 2}),
+                                     ("fault_cleared", {"n": 3})])
+                events = await read_events(resp, 3)
+                assert [(i, e) for i, e, _ in events] == [
+                    (11, "fault_confirmed"), (12, "fault_updated"), (13, "fault_cleared")]
+            assert [i for i, _, _ in stream.ring] == [11, 12, 13]
+            assert len(stream.replay(11)) == 2 and stream.published == 3
+
+    asyncio.run(scenario())
+
+
+def test_fan_out_to_many_clients_in_slices_keeps_order(monkeypatch: Any) -> None:
+    from gateway.faults import stream as stream_module
+
+    monkeypatch.setattr(stream_module, "FANOUT_SLICE", 2)  # 5 clients: three loop steps
+
+    async def scenario() -> None:
+        stream = FaultStream(SseSlots(8), 30.0)
+        async with TestServer(app_for(stream)) as server, aiohttp.ClientSession() as session:
+            resps = [await session.get(server.make_url("/stream")) for _ in range(5)]
+            await wait_until(lambda: len(stream.clients) == 5)
+            stream.publish("fault_confirmed", {"n": 1})
+            stream.publish_many([("fault_updated", {"n": 2}), ("fault_cleared", {"n": 3})])
+            stream.publish("fault_confirmed", {"n": 4})
+            for resp in resps:
+                events = await read_events(resp, 4)
+                assert [i for i, _, _ in events] == [1, 2, 3, 4]
+                resp.close()
+
+    asyncio.run(scenario())

@@ -1,0 +1,74 @@
+"""Cached peer answers for merged reads, dropped when a peer signals a change (pure).
+
+With aggregation.cache.enabled a primary keeps each peer's answer to a collection read and
+serves it again while it is younger than aggregation.cache.max_age_ms and the peer has not
+signalled a change since: a relayed fault event from that peer, or any change of the peer
+table (health, entity ETag). A miss falls back to the live fan-out. Times are explicit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
+
+# Collections whose answers are cached: their changes come with the signals above (entity
+# sets and graph: ETag and health; faults: the relay), or within the age bound. Logs and
+# configurations (parameter values) change without a signal and are always read live.
+CACHEABLE = frozenset({"data", "operations", "faults", "version-info"})
+MAX_ENTRIES = 4096
+
+
+@dataclass
+class _Entry:
+    answer: Any
+    fetched: float
+    version: tuple[int, int]
+
+
+class ReadCache:
+    """Peer answers by (peer, path, caller-dependent headers), each tied to the peer's version."""
+
+    def __init__(self, max_age_s: float) -> None:
+        self.max_age_s = max_age_s
+        self._entries: dict[Hashable, _Entry] = {}
+        self._peer_versions: dict[str, int] = {}
+        self._all = 0  # bumped by changes that may touch every peer's answers
+        self.hits = 0
+        self.misses = 0
+        self.invalidations = 0
+
+    def version(self, peer: str) -> tuple[int, int]:
+        """The peer's current version (take it before a fetch, give it to put)."""
+        return self._all, self._peer_versions.get(peer, 0)
+
+    def get(self, peer: str, key: Hashable, now: float) -> tuple[Any, float, float] | None:
+        """(answer, age in s, fetch time) when still valid, else None."""
+        entry = self._entries.get(key)
+        if entry is None or entry.version != self.version(peer) \
+                or now - entry.fetched > self.max_age_s:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return entry.answer, now - entry.fetched, entry.fetched
+
+    def put(self, key: Hashable, answer: Any, fetched: float, version: tuple[int, int]) -> None:
+        """Keep an answer fetched at `fetched` under the peer version taken before the fetch."""
+        if len(self._entries) >= MAX_ENTRIES and key not in self._entries:
+            self._entries.clear()
+        self._entries[key] = _Entry(answer, fetched, version)
+
+    def peer_changed(self, peer: str) -> None:
+        """A peer signalled a change (e.g. a fault event): its answers are stale."""
+        self._peer_versions[peer] = self._peer_versions.get(peer, 0) + 1
+        self.invalidations += 1
+
+    def all_changed(self) -> None:
+        """The peer table changed (health, entities): every answer is stale."""
+        self._all += 1
+        self.invalidations += 1
+
+    def stats(self) -> dict[str, Any]:
+        """Figures for /health."""
+        return {"max_age_ms": round(self.max_age_s * 1000), "entries": len(self._entries),
+                "hits": self.hits, "misses": self.misses, "invalidations": self.invalidations}

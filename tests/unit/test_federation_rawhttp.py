@@ -1,0 +1,69 @@
+"""The fan-out GET client: answers, keep-alive reuse, caps, fallbacks and cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from federation.rawhttp import RawPool, TooLarge, Unsupported, pool_for
+
+
+def make_app() -> web.Application:
+    async def items(request: web.Request) -> web.Response:
+        return web.json_response({"items": [request.headers.get("X-Probe", "")]})
+
+    async def chunked(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse()
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        await resp.write(b'{"items": []}')
+        await resp.write_eof()
+        return resp
+
+    async def slow(request: web.Request) -> web.Response:
+        await asyncio.sleep(5)
+        return web.json_response({"items": []})
+
+    async def missing(request: web.Request) -> web.Response:
+        return web.Response(status=404)
+
+    app = web.Application()
+    app.router.add_get("/api/v1/items", items)
+    app.router.add_get("/api/v1/chunked", chunked)
+    app.router.add_get("/api/v1/slow", slow)
+    app.router.add_get("/api/v1/missing", missing)
+    return app
+
+
+def test_answers_reuse_and_limits() -> None:
+    async def scenario() -> None:
+        async with TestServer(make_app()) as server:
+            pool = RawPool("127.0.0.1", server.port)
+            for i in range(3):
+                status, body = await pool.get("/api/v1/items", {"X-Probe": str(i)}, 1 << 20)
+                assert status == 200 and body == f'{{"items": ["{i}"]}}'.encode()
+            assert len(pool._idle) == 1  # one connection served the three calls
+            status, _ = await pool.get("/api/v1/missing", {}, 1 << 20)
+            assert status == 404
+            with pytest.raises(Unsupported):
+                await pool.get("/api/v1/chunked", {}, 1 << 20)
+            with pytest.raises(TooLarge):
+                await pool.get("/api/v1/items", {}, 4)
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(pool.get("/api/v1/slow", {}, 1 << 20), 0.2)
+            # connections that failed or were cancelled mid-answer are not pooled again
+            assert all(not c.closed for c in pool._idle)
+            status, _ = await pool.get("/api/v1/items", {}, 1 << 20)
+            assert status == 200
+            pool.close()
+
+    asyncio.run(scenario())
+
+
+def test_pool_only_for_plain_http_base_urls() -> None:
+    assert pool_for("http://127.0.0.1:8080") is not None
+    assert pool_for("https://robot:8443") is None
+    assert pool_for("http://robot:8080/prefix") is None
