@@ -1,0 +1,263 @@
+"""Push delivery on mixed entities: a trigger or subscription also covers the members on peers.
+
+An area, component or function that this gateway and peers both contribute (merged by id)
+gets, next to its local trigger or subscription, one on each contributing peer's copy of the
+entity (created within aggregation.forward_timeout_ms). Each peer's `/events` stream is read
+by a link task: trigger firings go into the one trigger's stream, subscription frames keep the
+peer's newest items for the sampler to merge. A peer that stops answering (connection cut or
+health check failing) puts an `event: error` `x-vendor-peer-unavailable` frame in the stream;
+the local members keep streaming.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+import orjson
+
+from .relay import parse_frames
+from .service import FederationService
+
+log = logging.getLogger(__name__)
+
+PEER_CHECK_S = 0.25  # how often an idle link looks at its peer's health
+
+
+@dataclass(eq=False)
+class Link:
+    """One peer's copy of a trigger or subscription and the task reading its stream."""
+
+    peer: str
+    item_path: str  # /{kind}/{id}/{triggers|cyclic-subscriptions}/{remote id} on the peer
+    state: str = "linking"  # linking, linked, failed, ended
+    reason: str = ""
+    latest: Any = None  # newest relayed payload `data` (subscriptions)
+    has_latest: bool = False
+    task: asyncio.Task[None] | None = None
+    received: int = 0
+
+    def body(self) -> dict[str, Any]:
+        """The link as shown in the owner's x-vendor `peers`."""
+        out: dict[str, Any] = {"state": self.state, "path": self.item_path}
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass(eq=False)
+class _Links:
+    owner: Any
+    links: list[Link] = field(default_factory=list)
+
+
+class PeerLinks:
+    """The peer links of every trigger and subscription on a mixed entity of this primary."""
+
+    def __init__(self, engine: Any, fed: FederationService) -> None:
+        self.engine = engine
+        self.fed = fed
+        self._by_owner: dict[int, _Links] = {}
+        self._session: aiohttp.ClientSession | None = None
+        self._calls: set[asyncio.Task[Any]] = set()
+        self.relayed = 0
+        self.peer_errors = 0
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        """One session for link streams (kept out of the peers' pools for fan-out reads)."""
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                trust_env=False, auto_decompress=False,
+                timeout=aiohttp.ClientTimeout(total=None,
+                                              connect=self.fed.settings.budgets.timeout_s))
+        return self._session
+
+    def peers_of(self, entity_type: str, entity_id: str) -> list[Any]:
+        """Peers contributing a mixed entity (empty when it is local-only or peer-owned)."""
+        view = self.fed.view
+        if "local" not in view.contributors(entity_type, entity_id):
+            return []
+        return view.peers_of(entity_type, entity_id)
+
+    def of(self, owner: Any) -> list[Link]:
+        """The links of an owner."""
+        entry = self._by_owner.get(id(owner))
+        return entry.links if entry is not None else []
+
+    def body(self, owner: Any) -> dict[str, Any] | None:
+        """x-vendor `peers` of an owner: per peer, its link state; None without links."""
+        links = self.of(owner)
+        return {link.peer: link.body() for link in links} if links else None
+
+    async def link(self, owner: Any, collection_word: str, body: dict[str, Any],
+                   request: Any) -> None:
+        """Create the owner's copy on each contributing peer (in parallel, within budget)."""
+        peers = self.peers_of(owner.entity_type, owner.entity_id)
+        if not peers:
+            return
+        entry = _Links(owner)
+        self._by_owner[id(owner)] = entry
+        base = f"/{owner.entity_type}/{{}}/{collection_word}"
+        await asyncio.gather(*(self._create(entry, o.gateway, base.format(
+            quote(o.remote_id, safe="")), body, request) for o in peers))
+
+    async def _create(self, entry: _Links, peer_name: str, path: str, body: dict[str, Any],
+                      request: Any) -> None:
+        fed = self.fed
+        link = Link(peer_name, path)
+        entry.links.append(link)
+        peer = fed.table.peers.get(peer_name)
+        if peer is None or not peer.online:
+            link.state, link.reason = "failed", "the peer fails its health check"
+            return
+        budget = fed.settings.budgets.forward_s
+        try:
+            async with self.session.post(peer.client.api(path), data=orjson.dumps(body),
+                                         headers=self._headers(request, peer),
+                                         timeout=aiohttp.ClientTimeout(total=budget)) as resp:
+                answer = await resp.read()
+        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+            fed.table.suspect(peer_name)
+            link.state, link.reason = "failed", f"no answer: {type(exc).__name__}"
+            return
+        if resp.status != 201:
+            link.state = "failed"
+            link.reason = f"status {resp.status}: {answer[:200].decode('utf-8', 'replace')}"
+            return
+        created = orjson.loads(answer)
+        link.item_path = f"{path}/{quote(str(created['id']), safe='')}"
+        if id(entry.owner) not in self._by_owner:  # the owner ended meanwhile
+            self._delete(peer_name, link.item_path)
+            return
+        link.state = "linked"
+        link.task = asyncio.ensure_future(self._follow(entry.owner, link, dict(
+            self._headers(request, peer))))
+
+    def _headers(self, request: Any, peer: Any) -> dict[str, str]:
+        headers = self.fed.peer_headers(request, peer)
+        headers[self.fed.no_fan_out_header] = "1"
+        headers["Content-Type"] = "application/json"
+        return headers
+
+    async def _follow(self, owner: Any, link: Link, headers: dict[str, str]) -> None:
+        """Read the peer's event stream into the owner until either ends."""
+        fed = self.fed
+        peer = fed.table.peers.get(link.peer)
+        reason = ""
+        headers.pop("Content-Type", None)
+        headers["Accept"] = "text/event-stream"
+        try:
+            if peer is None:
+                raise OSError("peer removed")
+            async with self.session.get(peer.client.api(link.item_path + "/events"),
+                                        headers=headers) as resp:
+                if resp.status != 200:
+                    reason = f"its stream answered {resp.status}"
+                else:
+                    reason = await self._read(owner, link, peer, resp)
+        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+            reason = f"the connection broke ({type(exc).__name__})"
+        if id(owner) not in self._by_owner:
+            return  # ended here: nothing to tell
+        link.state = "ended"
+        if reason:
+            link.state, link.reason = "failed", reason
+            fed.table.suspect(link.peer)
+            self.peer_errors += 1
+            self.engine.peer_failed(owner, link.peer, reason)
+
+    async def _read(self, owner: Any, link: Link, peer: Any,
+                    resp: aiohttp.ClientResponse) -> str:
+        """Frames into the owner; the reason the peer failed, or '' when it ended the stream."""
+        buffer = bytearray()
+        while True:
+            read = asyncio.ensure_future(resp.content.readany())
+            try:
+                while True:
+                    done, _ = await asyncio.wait({read}, timeout=PEER_CHECK_S)
+                    if done:
+                        break
+                    if not peer.online or self.fed.table.peers.get(link.peer) is not peer:
+                        return "its health check failed"
+                chunk = read.result()
+            finally:
+                if not read.done():
+                    read.cancel()
+            if not chunk:
+                return ""
+            buffer.extend(chunk)
+            for event, data in parse_frames(buffer):
+                try:
+                    parsed = orjson.loads(data)
+                except orjson.JSONDecodeError:
+                    continue
+                link.received += 1
+                self.relayed += 1
+                if event == "message":
+                    self.engine.relayed(owner, link, parsed)
+
+    def drop(self, owner: Any) -> None:
+        """The owner ended: stop its link tasks and delete its copies on the peers."""
+        entry = self._by_owner.pop(id(owner), None)
+        if entry is None:
+            return
+        for link in entry.links:
+            if link.task is not None:
+                link.task.cancel()
+            if link.state == "linked":
+                self._delete(link.peer, link.item_path)
+            link.state = "ended"
+
+    def update(self, owner: Any, body: dict[str, Any]) -> None:
+        """A PUT on the owner goes to its peer copies too (best effort)."""
+        for link in self.of(owner):
+            if link.state == "linked":
+                self._spawn(self._call("PUT", link.peer, link.item_path, body))
+
+    def _delete(self, peer: str, path: str) -> None:
+        self._spawn(self._call("DELETE", peer, path, None))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._calls.add(task)
+        task.add_done_callback(self._calls.discard)
+
+    async def _call(self, method: str, peer_name: str, path: str,
+                    body: dict[str, Any] | None) -> None:
+        peer = self.fed.table.peers.get(peer_name)
+        if peer is None:
+            return
+        headers = self._headers(None, peer)
+        budget = self.fed.settings.budgets.forward_s
+        try:
+            async with self.session.request(
+                    method, peer.client.api(path), headers=headers,
+                    data=orjson.dumps(body) if body is not None else None,
+                    timeout=aiohttp.ClientTimeout(total=budget)) as resp:
+                await resp.read()
+        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+            log.info("%s %s on peer %s failed: %s", method, path, peer_name,
+                     type(exc).__name__)
+
+    async def close(self) -> None:
+        """Drop every link and close the session."""
+        for entry in list(self._by_owner.values()):
+            self.drop(entry.owner)
+        if self._calls:  # the peers' copies are deleted before the session goes
+            await asyncio.wait(set(self._calls), timeout=2.0)
+        if self._session is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._session.close(), 2.0)
+
+    def health(self) -> dict[str, int]:
+        """Figures for /health."""
+        linked = sum(1 for e in self._by_owner.values() for link in e.links
+                     if link.state == "linked")
+        return {"peer_links": linked, "peer_events_relayed": self.relayed,
+                "peer_link_failures": self.peer_errors}
