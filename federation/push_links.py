@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -27,6 +29,7 @@ from .service import FederationService
 log = logging.getLogger(__name__)
 
 PEER_CHECK_S = 0.25  # how often an idle link looks at its peer's health
+RELINK_S = 5.0  # a failed or ended link is created again this long after, once its peer is up
 
 
 @dataclass(eq=False)
@@ -41,6 +44,13 @@ class Link:
     has_latest: bool = False
     task: asyncio.Task[None] | None = None
     received: int = 0
+    since: float = field(default_factory=time.monotonic)  # last state change
+
+    def set(self, state: str, reason: str = "") -> None:
+        """A new state (and why)."""
+        self.state, self.reason, self.since = state, reason, time.monotonic()
+        if state != "linked":
+            self.latest, self.has_latest = None, False  # no stale peer items in frames
 
     def body(self) -> dict[str, Any]:
         """The link as shown in the owner's x-vendor `peers`."""
@@ -103,18 +113,44 @@ class PeerLinks:
             return
         entry = _Links(owner)
         self._by_owner[id(owner)] = entry
-        base = f"/{owner.entity_type}/{{}}/{collection_word}"
-        await asyncio.gather(*(self._create(entry, o.gateway, base.format(
-            quote(o.remote_id, safe="")), body, request) for o in peers))
+        links = [Link(o.gateway, _base(owner, o.remote_id, collection_word)) for o in peers]
+        entry.links.extend(links)
+        await asyncio.gather(*(self._create(entry, link, body, request) for link in links))
 
-    async def _create(self, entry: _Links, peer_name: str, path: str, body: dict[str, Any],
+    def reconcile(self, owners: list[Any],
+                  body_of: Callable[[Any], tuple[str, dict[str, Any]]]) -> None:
+        """Link owners to peers that joined their entity, came back after failing, or ended
+        their copy; restored triggers get their links here too. `body_of(owner)` gives the
+        collection word and create body of a copy."""
+        now = time.monotonic()
+        for owner in owners:
+            peers = self.peers_of(owner.entity_type, owner.entity_id)
+            if not peers:
+                continue
+            entry = self._by_owner.setdefault(id(owner), _Links(owner))
+            have = {link.peer: link for link in entry.links}
+            for origin in peers:
+                link = have.get(origin.gateway)
+                if link is not None and (link.state in ("linking", "linked")
+                                         or now - link.since < RELINK_S):
+                    continue
+                peer = self.fed.table.peers.get(origin.gateway)
+                if peer is None or not peer.online:
+                    continue
+                if link is not None:
+                    entry.links.remove(link)
+                word, body = body_of(owner)
+                fresh = Link(origin.gateway, _base(owner, origin.remote_id, word))
+                entry.links.append(fresh)
+                self._spawn(self._create(entry, fresh, body, None))
+
+    async def _create(self, entry: _Links, link: Link, body: dict[str, Any],
                       request: Any) -> None:
         fed = self.fed
-        link = Link(peer_name, path)
-        entry.links.append(link)
+        peer_name, path = link.peer, link.item_path
         peer = fed.table.peers.get(peer_name)
         if peer is None or not peer.online:
-            link.state, link.reason = "failed", "the peer fails its health check"
+            link.set("failed", "the peer fails its health check")
             return
         budget = fed.settings.budgets.forward_s
         try:
@@ -124,18 +160,18 @@ class PeerLinks:
                 answer = await resp.read()
         except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
             fed.table.suspect(peer_name)
-            link.state, link.reason = "failed", f"no answer: {type(exc).__name__}"
+            link.set("failed", f"no answer: {type(exc).__name__}")
             return
         if resp.status != 201:
-            link.state = "failed"
-            link.reason = f"status {resp.status}: {answer[:200].decode('utf-8', 'replace')}"
+            link.set("failed",
+                     f"status {resp.status}: {answer[:200].decode('utf-8', 'replace')}")
             return
         created = orjson.loads(answer)
         link.item_path = f"{path}/{quote(str(created['id']), safe='')}"
         if id(entry.owner) not in self._by_owner:  # the owner ended meanwhile
             self._delete(peer_name, link.item_path)
             return
-        link.state = "linked"
+        link.set("linked")
         link.task = asyncio.ensure_future(self._follow(entry.owner, link, dict(
             self._headers(request, peer))))
 
@@ -165,9 +201,9 @@ class PeerLinks:
             reason = f"the connection broke ({type(exc).__name__})"
         if id(owner) not in self._by_owner:
             return  # ended here: nothing to tell
-        link.state = "ended"
+        link.set("ended")
         if reason:
-            link.state, link.reason = "failed", reason
+            link.set("failed", reason)
             fed.table.suspect(link.peer)
             self.peer_errors += 1
             self.engine.peer_failed(owner, link.peer, reason)
@@ -212,7 +248,7 @@ class PeerLinks:
                 link.task.cancel()
             if link.state == "linked":
                 self._delete(link.peer, link.item_path)
-            link.state = "ended"
+            link.set("ended")
 
     def update(self, owner: Any, body: dict[str, Any]) -> None:
         """A PUT on the owner goes to its peer copies too (best effort)."""
@@ -261,3 +297,8 @@ class PeerLinks:
                      if link.state == "linked")
         return {"peer_links": linked, "peer_events_relayed": self.relayed,
                 "peer_link_failures": self.peer_errors}
+
+
+def _base(owner: Any, remote_id: str, word: str) -> str:
+    """The collection path of an owner's copies on a peer."""
+    return f"/{owner.entity_type}/{quote(remote_id, safe='')}/{word}"

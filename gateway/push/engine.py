@@ -393,6 +393,15 @@ class PushEngine:
         if isinstance(payload, dict) and "data" in payload:
             link.latest, link.has_latest = payload, True
 
+    @staticmethod
+    def _peer_body(owner: Trigger | Subscription) -> tuple[str, dict[str, Any]]:
+        """(collection word, create body) of an owner's copies on peers."""
+        if isinstance(owner, Trigger):
+            return "triggers", {**owner.raw, "persistent": False}
+        return "cyclic-subscriptions", {
+            "resource": owner.ref.uri, "interval": owner.interval,
+            "duration": max(1, int(owner.expires_at - time.time()))}
+
     def peer_failed(self, owner: Trigger | Subscription, peer: str, reason: str) -> None:
         """A peer's copy stopped answering: an error event the client can act on."""
         raw = error_frame("vendor-error",
@@ -434,6 +443,9 @@ class PushEngine:
             if time.monotonic() - last_sweep >= ORPHAN_SWEEP_S:
                 last_sweep = time.monotonic()
                 self.sweep_orphans(now)
+                if self.links is not None:
+                    self.links.reconcile([*self.triggers.values(),
+                                          *self.subscriptions.values()], self._peer_body)
             await self.topics.reconcile()
             if time.monotonic() - last_flush >= PREVIOUS_FLUSH_S:
                 last_flush = time.monotonic()

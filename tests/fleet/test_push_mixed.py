@@ -186,5 +186,13 @@ def test_a_peer_dying_puts_an_error_event_in_the_mixed_stream(mixed: Mixed) -> N
         assert not stream.ended.is_set(), "local members go on streaming"
         detail = p.get(f"/functions/engine-monitoring/triggers/{body['id']}").json()
         assert detail["x-vendor"]["peers"]["robot"]["state"] == "failed"
+        # the robot comes back: the copy is created again and its events resume
+        mixed.robot.start()
+        p.wait_for(f"/functions/engine-monitoring/triggers/{body['id']}",
+                   lambda b: b["x-vendor"]["peers"]["robot"]["state"] == "linked", timeout=60)
+        stream.drain()
+        frame = stream.next(30)
+        assert frame["event"] == "message" and isinstance(frame["data"]["payload"]["data"],
+                                                          float)
     finally:
         stream.close()
