@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 PEER_CHECK_S = 0.25  # how often an idle link looks at its peer's health
 RELINK_S = 5.0  # a failed or ended link is created again this long after, once its peer is up
+RELINK_MAX_S = 60.0  # ... doubling per failure in a row up to this
 
 
 @dataclass(eq=False)
@@ -64,6 +65,7 @@ class Link:
 class _Links:
     owner: Any
     links: list[Link] = field(default_factory=list)
+    failures: dict[str, int] = field(default_factory=dict)  # failed links in a row, per peer
 
 
 class PeerLinks:
@@ -131,8 +133,8 @@ class PeerLinks:
             have = {link.peer: link for link in entry.links}
             for origin in peers:
                 link = have.get(origin.gateway)
-                if link is not None and (link.state in ("linking", "linked")
-                                         or now - link.since < RELINK_S):
+                if link is not None and (link.state in ("linking", "linked") or now - link.since
+                                         < relink_delay(entry.failures.get(link.peer, 0))):
                     continue
                 peer = self.fed.table.peers.get(origin.gateway)
                 if peer is None or not peer.online:
@@ -150,7 +152,7 @@ class PeerLinks:
         peer_name, path = link.peer, link.item_path
         peer = fed.table.peers.get(peer_name)
         if peer is None or not peer.online:
-            link.set("failed", "the peer fails its health check")
+            self._failed(entry, link, "the peer fails its health check")
             return
         budget = fed.settings.budgets.forward_s
         try:
@@ -160,11 +162,11 @@ class PeerLinks:
                 answer = await resp.read()
         except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
             fed.table.suspect(peer_name)
-            link.set("failed", f"no answer: {type(exc).__name__}")
+            self._failed(entry, link, f"no answer: {type(exc).__name__}")
             return
         if resp.status != 201:
-            link.set("failed",
-                     f"status {resp.status}: {answer[:200].decode('utf-8', 'replace')}")
+            self._failed(entry, link, f"status {resp.status}: "
+                         f"{answer[:200].decode('utf-8', 'replace')}")
             return
         created = orjson.loads(answer)
         link.item_path = f"{path}/{quote(str(created['id']), safe='')}"
@@ -172,8 +174,14 @@ class PeerLinks:
             self._delete(peer_name, link.item_path)
             return
         link.set("linked")
+        entry.failures.pop(peer_name, None)
         link.task = asyncio.ensure_future(self._follow(entry.owner, link, dict(
             self._headers(request, peer))))
+
+    @staticmethod
+    def _failed(entry: _Links, link: Link, reason: str) -> None:
+        link.set("failed", reason)
+        entry.failures[link.peer] = entry.failures.get(link.peer, 0) + 1
 
     def _headers(self, request: Any, peer: Any) -> dict[str, str]:
         headers = self.fed.peer_headers(request, peer)
@@ -302,3 +310,8 @@ class PeerLinks:
 def _base(owner: Any, remote_id: str, word: str) -> str:
     """The collection path of an owner's copies on a peer."""
     return f"/{owner.entity_type}/{quote(remote_id, safe='')}/{word}"
+
+
+def relink_delay(failures: int) -> float:
+    """Seconds before a link is created again after `failures` failed links in a row."""
+    return min(RELINK_MAX_S, RELINK_S * 2 ** max(0, failures - 1))

@@ -1,0 +1,86 @@
+"""Mixed entities on a primary: relayed peer events into the one stream, relink back-off."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+from federation.push_links import RELINK_MAX_S, RELINK_S, relink_delay
+from gateway.push.rules import subscription_create, trigger_create
+from tests.unit.test_push_engine import engine
+
+
+def test_relink_delay_doubles_per_failure_up_to_the_cap() -> None:
+    assert relink_delay(0) == RELINK_S and relink_delay(1) == RELINK_S
+    assert relink_delay(2) == 2 * RELINK_S and relink_delay(3) == 4 * RELINK_S
+    assert relink_delay(50) == RELINK_MAX_S
+
+
+def _trigger_body(multishot: bool) -> dict[str, object]:
+    return {"resource": "/api/v1/components/host/faults", "multishot": multishot,
+            "trigger_condition": {"condition_type": "OnChange"}}
+
+
+def test_a_relayed_firing_fires_the_trigger_and_a_one_shot_ends() -> None:
+    async def run() -> None:
+        e = engine()
+        await e.start()
+        try:
+            multi = e.create_trigger(trigger_create(_trigger_body(True), "components", "host"),
+                                     {}, 0.0)
+            once = e.create_trigger(trigger_create(_trigger_body(False), "components", "host"),
+                                    {}, 0.0)
+            link = SimpleNamespace(latest=None, has_latest=False)
+            event = {"timestamp": "2026-01-01T00:00:00.000Z", "payload": {"fault_code": "P1"}}
+            e.relayed(multi, link, event)
+            e.relayed(multi, link, event)  # the peer evaluated its condition already
+            assert multi.fired == 2 and len(multi.pending) == 2
+            assert b'"fault_code":"P1"' in multi.pending[0]
+            e.relayed(once, link, event)
+            assert once.id not in e.triggers and once.id in e.parked
+            e.relayed(once, link, event)  # late events of an ended trigger are ignored
+            assert once.fired == 1
+        finally:
+            await e.stop()
+
+    asyncio.run(run())
+
+
+def test_a_relayed_subscription_frame_keeps_the_peer_items() -> None:
+    async def run() -> None:
+        e = engine()
+        await e.start()
+        try:
+            sub = e.create_subscription(subscription_create(
+                {"resource": "/api/v1/components/host/faults", "interval": "fast"},
+                "components", "host", 3600, {}), None, 0.0)
+            link = SimpleNamespace(latest=None, has_latest=False)
+            e.relayed(sub, link, {"timestamp": "t", "payload": {"id": "faults",
+                                                                "data": [{"fault_code": "X"}]}})
+            assert link.has_latest and link.latest["data"] == [{"fault_code": "X"}]
+            e.relayed(sub, link, {"timestamp": "t"})  # no payload: kept as it was
+            assert link.latest["data"] == [{"fault_code": "X"}]
+        finally:
+            await e.stop()
+
+    asyncio.run(run())
+
+
+def test_a_failed_peer_leaves_an_error_event_for_the_client() -> None:
+    async def run() -> None:
+        e = engine()
+        e.state.vendor = "vendor"  # type: ignore[attr-defined]
+        await e.start()
+        try:
+            trig = e.create_trigger(trigger_create(_trigger_body(True), "components", "host"),
+                                    {}, 0.0)
+            e.peer_failed(trig, "robot7", "its health check failed")
+            raw = trig.pending[-1]
+            assert raw.startswith(b"event: error\n")
+            assert b'"vendor_code":"x-vendor-peer-unavailable"' in raw
+            assert b'"parameters":{"peer":"robot7"}' in raw
+            assert trig.id in e.triggers  # the local members go on
+        finally:
+            await e.stop()
+
+    asyncio.run(run())
