@@ -66,6 +66,7 @@ class _Links:
     owner: Any
     links: list[Link] = field(default_factory=list)
     failures: dict[str, int] = field(default_factory=dict)  # failed links in a row, per peer
+    local_only: bool = False  # created with X-Vendor-No-Fan-Out: never linked
 
 
 class PeerLinks:
@@ -79,6 +80,7 @@ class PeerLinks:
         self._calls: set[asyncio.Task[Any]] = set()
         self.relayed = 0
         self.peer_errors = 0
+        self.sweeps = 0
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -111,6 +113,9 @@ class PeerLinks:
                    request: Any) -> None:
         """Create the owner's copy on each contributing peer (in parallel, within budget)."""
         peers = self.peers_of(owner.entity_type, owner.entity_id)
+        if self.fed.no_fan_out(request):  # a peer's own copy, or a caller wanting this robot
+            self._by_owner[id(owner)] = _Links(owner, local_only=True)
+            return
         if not peers:
             return
         entry = _Links(owner)
@@ -125,11 +130,14 @@ class PeerLinks:
         their copy; restored triggers get their links here too. `body_of(owner)` gives the
         collection word and create body of a copy."""
         now = time.monotonic()
+        self.sweeps += 1
         for owner in owners:
             peers = self.peers_of(owner.entity_type, owner.entity_id)
             if not peers:
                 continue
             entry = self._by_owner.setdefault(id(owner), _Links(owner))
+            if entry.local_only:
+                continue
             have = {link.peer: link for link in entry.links}
             for origin in peers:
                 link = have.get(origin.gateway)
@@ -304,7 +312,7 @@ class PeerLinks:
         linked = sum(1 for e in self._by_owner.values() for link in e.links
                      if link.state == "linked")
         return {"peer_links": linked, "peer_events_relayed": self.relayed,
-                "peer_link_failures": self.peer_errors}
+                "peer_link_failures": self.peer_errors, "peer_link_sweeps": self.sweeps}
 
 
 def _base(owner: Any, remote_id: str, word: str) -> str:

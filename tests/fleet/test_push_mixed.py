@@ -109,6 +109,26 @@ def test_mixed_function_trigger_fires_on_a_peer_member(mixed: Mixed) -> None:
     wait_until(lambda: r.get(link["path"]).status == 404, 20, "the robot's copy deleted")
 
 
+def test_no_fan_out_keeps_a_mixed_trigger_local(mixed: Mixed) -> None:
+    p, r = mixed.primary, mixed.robot
+    resp = p.request("POST", "/functions/engine-monitoring/triggers",
+                     on_change("functions", "engine-monitoring", RPM, multishot=True),
+                     headers={"X-Vendor-No-Fan-Out": "1"})
+    assert resp.status == 201, resp
+    body = resp.json()
+    assert "peers" not in body["x-vendor"]
+
+    def sweeps() -> int:
+        return int(p.get("/health").json()["x-vendor-push"]["peer_link_sweeps"])
+    start = sweeps()
+    wait_until(lambda: sweeps() >= start + 2, 20, "two link sweeps on the primary")
+    assert "peers" not in p.get(f"/functions/engine-monitoring/triggers/{body['id']}"
+                                ).json()["x-vendor"]
+    assert r.get("/functions/engine-monitoring/triggers").json()["items"] == []
+    assert p.request("DELETE", f"/functions/engine-monitoring/triggers/{body['id']}"
+                     ).status == 204
+
+
 def test_one_shot_mixed_trigger_ends_everywhere_after_the_first_event(mixed: Mixed) -> None:
     p, r = mixed.primary, mixed.robot
     body = create(p, "areas", "engine", "triggers", on_change("areas", "engine", RPM,
