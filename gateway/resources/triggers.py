@@ -10,7 +10,7 @@ from aiohttp import web
 from ..auth.roles import Role
 from ..http.errors import ApiError, not_found, not_implemented
 from ..http.jsonutil import json_response, read_json_body
-from ..http.routes import Registry
+from ..http.routes import Registry, entity_type_of
 from ..push.engine import PushEngine
 from ..push.model import ACTIVE, Trigger
 from ..push.rules import trigger_create, trigger_update
@@ -113,8 +113,8 @@ async def events(request: web.Request) -> web.StreamResponse:
         if exc.status != 404:
             raise
         engine = _engine(request)
-        entity = resolve_entity(request)
-        held = engine.take_parked(entity.kind, entity.id, request.match_info["trigger_id"],
+        kind, entity_id = entity_type_of(request)  # the entity itself may have left
+        held = engine.take_parked(kind, entity_id, request.match_info["trigger_id"],
                                   time.time())
         if not held:
             raise

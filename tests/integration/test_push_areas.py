@@ -152,6 +152,11 @@ def test_triggers_and_subscriptions_end_when_their_entity_leaves(gw: Gateway,
             "resource": f"/api/v1{app}/faults", "interval": "slow", "duration": 600})
         assert resp.status == 201, resp
         sub = resp.json()
+        # a trigger nobody watches fires before the app leaves: its event is held
+        unwatched = trigger(gw, "apps", "vanishing_probe", "faults", multishot=True)
+        side.reporter(node).report("VANISHING_PROBE_FAULT", 2, "about to vanish")
+        wait_until(lambda: gw.get(f"{app}/triggers/{unwatched['id']}").json()["x-vendor"][
+            "fired"] >= 1, 30, "the unwatched trigger fired")
         before = gw.get("/health").json()["x-vendor-push"]["orphans_ended"]
         stream = Stream(gw.port, trig["event_source"])
         assert stream.status == 200
@@ -159,8 +164,15 @@ def test_triggers_and_subscriptions_end_when_their_entity_leaves(gw: Gateway,
         node.destroy_node()
         assert stream.ended.wait(40), "the trigger's stream closed once its app left"
         wait_until(lambda: gw.get("/health").json()["x-vendor-push"]["orphans_ended"]
-                   >= before + 2, 20, "the trigger and the subscription ended as orphans")
+                   >= before + 3, 20, "the triggers and the subscription ended as orphans")
         wait_until(lambda: gw.get(app).status == 404, 10, "the app left discovery")
+        held = Stream(gw.port, unwatched["event_source"])
+        try:
+            assert held.status == 200, held.body
+            assert held.next(10)["data"]["payload"]["fault_code"] == "VANISHING_PROBE_FAULT"
+            assert held.ended.wait(10)
+        finally:
+            held.close()
         # the ids stay gone should the app come back
         node = side.node("vanishing_probe", "/push_area_test")
         gw.wait_for("/apps", lambda b: "vanishing_probe" in {a["id"] for a in b["items"]},
