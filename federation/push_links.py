@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 PEER_CHECK_S = 0.25  # how often an idle link looks at its peer's health
 RELINK_S = 5.0  # a failed or ended link is created again this long after, once its peer is up
 RELINK_MAX_S = 60.0  # ... doubling per failure in a row up to this
+# A trigger copy lives this long unless renewed (every third of it) by the primary: copies of
+# a primary that died or restarted end on their own.
+COPY_LEASE_S = 120
 
 
 @dataclass(eq=False)
@@ -46,6 +49,12 @@ class Link:
     task: asyncio.Task[None] | None = None
     received: int = 0
     since: float = field(default_factory=time.monotonic)  # last state change
+    renewed: float = field(default_factory=time.monotonic)  # last lease renewal (triggers)
+
+    @property
+    def leased(self) -> bool:
+        """True for a trigger copy (it lives by the lease the primary renews)."""
+        return self.item_path.split("/")[3:4] == ["triggers"]
 
     def set(self, state: str, reason: str = "") -> None:
         """A new state (and why)."""
@@ -122,6 +131,7 @@ class PeerLinks:
         self._by_owner[id(owner)] = entry
         links = [Link(o.gateway, _base(owner, o.remote_id, collection_word)) for o in peers]
         entry.links.extend(links)
+        body = copy_body(collection_word, body)
         await asyncio.gather(*(self._create(entry, link, body, request) for link in links))
 
     def reconcile(self, owners: list[Any],
@@ -141,6 +151,11 @@ class PeerLinks:
             have = {link.peer: link for link in entry.links}
             for origin in peers:
                 link = have.get(origin.gateway)
+                if link is not None and link.state == "linked" and link.leased \
+                        and now - link.renewed >= COPY_LEASE_S / 3:
+                    link.renewed = now  # the copy's lease: expiry = now + lease
+                    self._spawn(self._call("PUT", link.peer, link.item_path,
+                                           {"lifetime": COPY_LEASE_S}))
                 if link is not None and (link.state in ("linking", "linked") or now - link.since
                                          < relink_delay(entry.failures.get(link.peer, 0))):
                     continue
@@ -150,6 +165,7 @@ class PeerLinks:
                 if link is not None:
                     entry.links.remove(link)
                 word, body = body_of(owner)
+                body = copy_body(word, body)
                 fresh = Link(origin.gateway, _base(owner, origin.remote_id, word))
                 entry.links.append(fresh)
                 self._spawn(self._create(entry, fresh, body, None))
@@ -267,7 +283,8 @@ class PeerLinks:
             link.set("ended")
 
     def update(self, owner: Any, body: dict[str, Any]) -> None:
-        """A PUT on the owner goes to its peer copies too (best effort)."""
+        """A subscription PUT goes to its peer copies too (best effort; trigger copies live by
+        their lease and end with their owner)."""
         for link in self.of(owner):
             if link.state == "linked":
                 self._spawn(self._call("PUT", link.peer, link.item_path, body))
@@ -323,3 +340,10 @@ def _base(owner: Any, remote_id: str, word: str) -> str:
 def relink_delay(failures: int) -> float:
     """Seconds before a link is created again after `failures` failed links in a row."""
     return min(RELINK_MAX_S, RELINK_S * 2 ** max(0, failures - 1))
+
+
+def copy_body(word: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The create body of a copy on a peer: a trigger copy is never persistent and leased."""
+    if word != "triggers":
+        return dict(body)
+    return {**body, "persistent": False, "lifetime": COPY_LEASE_S}

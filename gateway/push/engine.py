@@ -397,7 +397,7 @@ class PushEngine:
     def _peer_body(owner: Trigger | Subscription) -> tuple[str, dict[str, Any]]:
         """(collection word, create body) of an owner's copies on peers."""
         if isinstance(owner, Trigger):
-            return "triggers", {**owner.raw, "persistent": False}
+            return "triggers", dict(owner.raw)
         return "cyclic-subscriptions", {
             "resource": owner.ref.uri, "interval": owner.interval,
             "duration": max(1, int(owner.expires_at - time.time()))}

@@ -62,8 +62,8 @@ async def create(request: web.Request) -> web.Response:
     body = await read_json_body(request)
     spec = trigger_create(body, entity.kind, entity.id)
     trig = engine.create_trigger(spec, dict(body), time.time())
-    if engine.links is not None:  # members on peers: a copy on each (never persistent there)
-        await engine.links.link(trig, "triggers", {**body, "persistent": False}, request)
+    if engine.links is not None:  # members on peers: a leased copy on each
+        await engine.links.link(trig, "triggers", dict(body), request)
     return json_response(_body(request, engine, trig), status=201,
                          headers={"Location": href(f"{entity.path}/triggers/{trig.id}")})
 
@@ -89,8 +89,6 @@ async def update(request: web.Request) -> web.Response:
     engine, trig = _find(request)
     lifetime = trigger_update(await read_json_body(request))
     engine.set_lifetime(trig, lifetime, time.time())
-    if engine.links is not None:
-        engine.links.update(trig, {"lifetime": lifetime})
     return json_response(_body(request, engine, trig))
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from federation.push_links import COPY_LEASE_S
 from gateway.demo.robot import Robot
 from tests.conftest import free_port
 from tests.harness import Gateway
@@ -96,6 +97,7 @@ def test_mixed_function_trigger_fires_on_a_peer_member(mixed: Mixed) -> None:
     copy = r.get(link["path"]).json()  # the copy on the robot, never persistent there
     assert copy["observed_resource"] == f"/api/v1/functions/engine-monitoring/{RPM}"
     assert copy["persistent"] is False and copy["multishot"] is True
+    assert copy["lifetime"] == COPY_LEASE_S  # renewed by the primary while it lives
     stream = Stream(p.port, body["event_source"])
     try:
         frames = stream.collect(2, 30)

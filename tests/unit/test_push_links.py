@@ -5,7 +5,14 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
-from federation.push_links import RELINK_MAX_S, RELINK_S, relink_delay
+from federation.push_links import (
+    COPY_LEASE_S,
+    RELINK_MAX_S,
+    RELINK_S,
+    Link,
+    copy_body,
+    relink_delay,
+)
 from gateway.push.rules import subscription_create, trigger_create
 from tests.unit.test_push_engine import engine
 
@@ -14,6 +21,18 @@ def test_relink_delay_doubles_per_failure_up_to_the_cap() -> None:
     assert relink_delay(0) == RELINK_S and relink_delay(1) == RELINK_S
     assert relink_delay(2) == 2 * RELINK_S and relink_delay(3) == 4 * RELINK_S
     assert relink_delay(50) == RELINK_MAX_S
+
+
+def test_trigger_copies_are_leased_and_never_persistent() -> None:
+    body = {"resource": "/api/v1/areas/a/faults", "persistent": True, "lifetime": 9999,
+            "trigger_condition": {"condition_type": "OnChange"}}
+    copy = copy_body("triggers", body)
+    assert copy["persistent"] is False and copy["lifetime"] == COPY_LEASE_S
+    assert body["persistent"] is True  # the owner's body is untouched
+    sub = {"resource": "/api/v1/functions/f/faults", "interval": "fast", "duration": 30}
+    assert copy_body("cyclic-subscriptions", sub) == sub
+    assert Link("robot", "/areas/a/triggers/trig_4").leased
+    assert not Link("robot", "/functions/f/cyclic-subscriptions/sub_2").leased
 
 
 def _trigger_body(multishot: bool) -> dict[str, object]:
