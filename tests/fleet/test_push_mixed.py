@@ -56,7 +56,8 @@ def mixed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mixed]:
             *hybrid, f"state_dir={logs / 'ps'}", "aggregation.enabled=true",
             f"aggregation.peer_urls=[http://127.0.0.1:{robot.port}]",
             "aggregation.peer_names=[robot]", "aggregation.timeout_ms=1000",
-            "aggregation.forward_timeout_ms=4000"], logs / "primary.log").start()
+            "aggregation.forward_timeout_ms=4000", "triggers.on_restart_behavior=restore"],
+            logs / "primary.log").start()
         gateways.append(primary)
         robot.wait_for("/apps", lambda b: {"rpm_sensor", "lidar_sensor"} <= {
             a["id"] for a in b["items"] if a["x-vendor"]["is_online"]}, timeout=40)
@@ -185,6 +186,29 @@ def test_mixed_component_subscription_merges_peer_items(mixed: Mixed) -> None:
         assert {f["data"]["payload"]["id"] for f in frames} == {"/powertrain/engine/rpm"}
     finally:
         stream.close()
+
+
+def test_a_restored_persistent_trigger_on_a_mixed_entity_links_again(mixed: Mixed) -> None:
+    p = mixed.primary
+    body = create(p, "functions", "engine-monitoring", "triggers",
+                  on_change("functions", "engine-monitoring", RPM, path="/data",
+                            multishot=True, persistent=True))
+    old_copy = body["x-vendor"]["peers"]["robot"]["path"]
+    path = f"/functions/engine-monitoring/triggers/{body['id']}"
+    kill_gateway(p)
+    p.start()
+    restored = p.wait_for(path, lambda b: b.get("x-vendor", {}).get("peers", {}).get(
+        "robot", {}).get("state") == "linked", timeout=60)
+    assert restored["persistent"] is True
+    assert restored["x-vendor"]["peers"]["robot"]["path"] != old_copy  # a new copy
+    stream = Stream(p.port, body["event_source"])
+    try:
+        assert isinstance(stream.next(30)["data"]["payload"]["data"], float)
+    finally:
+        stream.close()
+    assert p.request("DELETE", path).status == 204
+    # the copy of the primary's former life ends by its lease; remove it now
+    assert mixed.robot.request("DELETE", old_copy).status == 204
 
 
 def test_a_peer_dying_puts_an_error_event_in_the_mixed_stream(mixed: Mixed) -> None:
