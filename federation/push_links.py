@@ -23,6 +23,7 @@ from urllib.parse import quote
 import aiohttp
 import orjson
 
+from .fleet import FleetView, Origin
 from .relay import parse_frames
 from .service import FederationService
 
@@ -102,11 +103,9 @@ class PeerLinks:
         return self._session
 
     def peers_of(self, entity_type: str, entity_id: str) -> list[Any]:
-        """Peers contributing a mixed entity (empty when it is local-only or peer-owned)."""
-        view = self.fed.view
-        if "local" not in view.contributors(entity_type, entity_id):
-            return []
-        return view.peers_of(entity_type, entity_id)
+        """Peers contributing a merged entity answered here (several peers, or this gateway
+        and peers); empty when it is local-only (or a peer alone owns it: forwarded)."""
+        return mixed_peers(self.fed.view, entity_type, entity_id)
 
     def of(self, owner: Any) -> list[Link]:
         """The links of an owner."""
@@ -347,3 +346,10 @@ def copy_body(word: str, body: dict[str, Any]) -> dict[str, Any]:
     if word != "triggers":
         return dict(body)
     return {**body, "persistent": False, "lifetime": COPY_LEASE_S}
+
+
+def mixed_peers(view: FleetView, entity_type: str, entity_id: str) -> list[Origin]:
+    """The peers whose members a trigger or subscription answered here must also cover."""
+    if view.owner(entity_type, entity_id) is not None:
+        return []  # a peer alone owns it: requests for it are forwarded
+    return view.peers_of(entity_type, entity_id)

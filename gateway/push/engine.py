@@ -377,10 +377,16 @@ class PushEngine:
 
     # peer links (mixed entities on a primary) ------------------------------------------------
     def relayed(self, owner: Trigger | Subscription, link: Any, envelope_: Any) -> None:
-        """An event of a peer's copy: a trigger fires; a subscription keeps the peer's items."""
+        """An event of a peer's copy: a trigger fires; a subscription keeps the peer's items.
+
+        Relayed trigger events and collection items carry `x-vendor.peer` (as relayed fault
+        stream events do).
+        """
         if not isinstance(envelope_, dict):
             return
+        xv = self.state.xv
         if isinstance(owner, Trigger):
+            envelope_[xv] = {**(envelope_.get(xv) or {}), "peer": link.peer}
             now = time.time()
             if owner.status != ACTIVE or owner.id not in self.triggers:
                 return
@@ -391,6 +397,12 @@ class PushEngine:
             return
         payload = envelope_.get("payload")
         if isinstance(payload, dict) and "data" in payload:
+            if isinstance(payload["data"], list):
+                for item in payload["data"]:
+                    if isinstance(item, dict):
+                        vendor = item.get(xv)
+                        item[xv] = {**(vendor if isinstance(vendor, dict) else {}),
+                                    "peer": link.peer}
             link.latest, link.has_latest = payload, True
 
     @staticmethod

@@ -104,6 +104,7 @@ def test_mixed_function_trigger_fires_on_a_peer_member(mixed: Mixed) -> None:
         frames = stream.collect(2, 30)
         values = [f["data"]["payload"]["data"] for f in frames]
         assert all(isinstance(v, float) for v in values) and values[0] != values[1]
+        assert all(f["data"]["x-vendor"] == {"peer": "robot"} for f in frames)
     finally:
         stream.close()
     # deleting it here deletes the robot's copy
@@ -172,7 +173,8 @@ def test_mixed_component_subscription_merges_peer_items(mixed: Mixed) -> None:
         def lidar() -> bool:
             payload = stream.next(10)["data"]["payload"]
             assert payload["id"] == "faults"
-            return any(i["fault_code"].startswith("LIDAR_") for i in payload["data"])
+            return any(i["fault_code"].startswith("LIDAR_") and i["x-vendor"]["peer"] == "robot"
+                       for i in payload["data"])
         wait_until(lidar, 40, "the robot's lidar faults in the primary's frames")
     finally:
         stream.close()
