@@ -70,7 +70,7 @@ class PushEngine:
         self.orphans = OrphanClock(float(s.get("triggers.orphan_grace_sec", 10.0)))
         # trigger id -> (ended trigger, until when its undelivered events are kept)
         self.parked: dict[str, tuple[Trigger, float]] = {}
-        self.links: Any = None  # peers.PeerLinks on a primary (members on peers)
+        self.links: Any = None  # federation.push_links.PeerLinks on a primary
         self.fired = 0
         self.evaluated = 0
         self.orphaned = 0
