@@ -197,8 +197,7 @@ class PeerLinks:
             self._delete(peer_name, link.item_path)
             return
         link.set("linked")
-        entry.failures.pop(peer_name, None)
-        link.task = asyncio.ensure_future(self._follow(entry.owner, link, dict(
+        link.task = asyncio.ensure_future(self._follow(entry, link, dict(
             self._headers(request, peer))))
 
     @staticmethod
@@ -212,11 +211,17 @@ class PeerLinks:
         headers["Content-Type"] = "application/json"
         return headers
 
-    async def _follow(self, owner: Any, link: Link, headers: dict[str, str]) -> None:
-        """Read the peer's event stream into the owner until either ends."""
+    async def _follow(self, entry: _Links, link: Link, headers: dict[str, str]) -> None:
+        """Read the peer's event stream into the owner until either ends.
+
+        A link that fails puts one error event in the owner's stream (not again while its
+        peer keeps failing), and its copy is deleted (a dead peer's ends by its lease).
+        """
         fed = self.fed
+        owner = entry.owner
         peer = fed.table.peers.get(link.peer)
         reason = ""
+        refused = False
         headers.pop("Content-Type", None)
         headers["Accept"] = "text/event-stream"
         try:
@@ -225,18 +230,24 @@ class PeerLinks:
             async with self.session.get(peer.client.api(link.item_path + "/events"),
                                         headers=headers) as resp:
                 if resp.status != 200:
-                    reason = f"its stream answered {resp.status}"
+                    reason, refused = f"its stream answered {resp.status}", True
                 else:
+                    entry.failures.pop(link.peer, None)  # streaming: the peer is fine
                     reason = await self._read(owner, link, peer, resp)
         except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
             reason = f"the connection broke ({type(exc).__name__})"
         if id(owner) not in self._by_owner:
             return  # ended here: nothing to tell
-        link.set("ended")
-        if reason:
-            link.set("failed", reason)
+        self._delete(link.peer, link.item_path)
+        if not reason:
+            link.set("ended")
+            return
+        first = entry.failures.get(link.peer, 0) == 0
+        self._failed(entry, link, reason)
+        self.peer_errors += 1
+        if not refused:
             fed.table.suspect(link.peer)
-            self.peer_errors += 1
+        if first:
             self.engine.peer_failed(owner, link.peer, reason)
 
     async def _read(self, owner: Any, link: Link, peer: Any,

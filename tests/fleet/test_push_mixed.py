@@ -26,6 +26,7 @@ pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 RPM = "data/powertrain/engine/rpm"
+ROBOT_SSE = 6
 TEMP = "data/powertrain/engine/temperature"
 
 
@@ -49,7 +50,8 @@ def mixed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mixed]:
               "discovery.refresh_debounce_ms=100", "sse.max_clients=20"]
     gateways: list[Gateway] = []
     try:
-        robot = Gateway(free_port(), robot_domain, [*hybrid, f"state_dir={logs / 'rs'}"],
+        robot = Gateway(free_port(), robot_domain, [*hybrid, f"state_dir={logs / 'rs'}",
+                                                     f"sse.max_clients={ROBOT_SSE}"],
                         logs / "robot.log").start()
         gateways.append(robot)
         primary = Gateway(free_port(), primary_domain, [
@@ -211,6 +213,44 @@ def test_a_restored_persistent_trigger_on_a_mixed_entity_links_again(mixed: Mixe
     assert p.request("DELETE", path).status == 204
     # the copy of the primary's former life ends by its lease; remove it now
     assert mixed.robot.request("DELETE", old_copy).status == 204
+
+
+def test_a_copy_stream_the_peer_refuses_fails_once_and_leaves_no_copy(mixed: Mixed) -> None:
+    p, r = mixed.primary, mixed.robot
+    hogs: list[Stream] = []
+    try:
+        for _ in range(ROBOT_SSE):  # take every SSE slot of the robot
+            hog = Stream(r.port, "/api/v1/faults/stream")
+            assert hog.status == 200
+            hogs.append(hog)
+        body = create(p, "functions", "engine-monitoring", "triggers",
+                      on_change("functions", "engine-monitoring", RPM, path="/data",
+                                multishot=True))
+        path = f"/functions/engine-monitoring/triggers/{body['id']}"
+        detail = p.wait_for(path, lambda b: b["x-vendor"]["peers"]["robot"]["state"]
+                            == "failed", timeout=20)
+        assert "503" in detail["x-vendor"]["peers"]["robot"]["reason"]
+        stream = Stream(p.port, body["event_source"])
+        try:
+            error = stream.next(10)
+            assert error["event"] == "error"
+            assert error["data"]["vendor_code"] == "x-vendor-peer-unavailable"
+            # the refused copy is deleted, and copies do not pile up while it is retried
+            wait_until(lambda: r.get("/functions/engine-monitoring/triggers").json()[
+                "items"] == [], 20, "the refused copy deleted")
+            for hog in hogs:
+                hog.close()
+            hogs.clear()
+            p.wait_for(path, lambda b: b["x-vendor"]["peers"]["robot"]["state"] == "linked",
+                       timeout=60)
+            frames = [stream.next(30) for _ in range(2)]
+            assert [f["event"] for f in frames] == ["message", "message"]  # one error only
+        finally:
+            stream.close()
+        assert p.request("DELETE", path).status == 204
+    finally:
+        for hog in hogs:
+            hog.close()
 
 
 def test_a_peer_dying_puts_an_error_event_in_the_mixed_stream(mixed: Mixed) -> None:
