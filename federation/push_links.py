@@ -191,9 +191,13 @@ class PeerLinks:
             self._failed(entry, link, f"status {resp.status}: "
                          f"{answer[:200].decode('utf-8', 'replace')}")
             return
-        created = orjson.loads(answer)
-        link.item_path = f"{path}/{quote(str(created['id']), safe='')}"
-        if id(entry.owner) not in self._by_owner:  # the owner ended meanwhile
+        try:
+            created = orjson.loads(answer)
+            link.item_path = f"{path}/{quote(str(created['id']), safe='')}"
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            self._failed(entry, link, "its answer names no copy id")
+            return
+        if self._by_owner.get(id(entry.owner)) is not entry:  # the owner ended meanwhile
             self._delete(peer_name, link.item_path)
             return
         link.set("linked")
@@ -236,7 +240,7 @@ class PeerLinks:
                     reason = await self._read(owner, link, peer, resp)
         except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
             reason = f"the connection broke ({type(exc).__name__})"
-        if id(owner) not in self._by_owner:
+        if self._by_owner.get(id(owner)) is not entry:
             return  # ended here: nothing to tell
         self._delete(link.peer, link.item_path)
         if not reason:
