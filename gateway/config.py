@@ -152,6 +152,9 @@ SETTINGS: tuple[Setting, ...] = (
        "SQLite file of persistent triggers (default: triggers.db under state_dir)"),
     _s("triggers.on_restart_behavior", str, "reset",
        "restore: persistent triggers come back after a restart", choices=("reset", "restore")),
+    _s("triggers.orphan_grace_sec", float, 10.0,
+       "seconds an entity may be gone from discovery before its triggers and cyclic "
+       "subscriptions end (only once it was seen)", minimum=0.0, maximum=86400.0),
     _s("fault_triggers.enabled", bool, True,
        "serve fault-trigger rules (false: their routes answer 501)"),
     _s("fault_triggers.poll_interval_ms", int, 1000,

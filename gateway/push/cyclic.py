@@ -57,13 +57,17 @@ class CyclicSampler:
         now = time.time()
         stamp = iso_ms(now)
         built: dict[tuple[str, ...], bytes | None] = {}
+        links = self.engine.links
         for sub in tuple(self.engine.subscriptions.values()):
             if sub.interval != name or sub.channel is None or not sub.channel.connected:
                 continue
             if sub.expired(now):
                 self.engine.remove_subscription(sub)
                 continue
-            key = (sub.ref.collection, sub.entity_type, sub.entity_id, sub.ref.path)
+            key: tuple[str, ...] = (sub.ref.collection, sub.entity_type, sub.entity_id,
+                                    sub.ref.path)
+            if links is not None and links.of(sub):
+                key = (*key, sub.id)  # merged with its own peer copies
             if key not in built:
                 built[key] = self._frame(sub, stamp)
             raw = built[key]
@@ -73,15 +77,27 @@ class CyclicSampler:
         self.ticks += 1
 
     def _frame(self, sub: Subscription, stamp: str) -> bytes | None:
-        """The frame of a subscription's current value; None when there is none yet."""
+        """The frame of a subscription's current value; None when there is none yet.
+
+        On a mixed entity the newest items of its peer copies join the local ones (a data
+        topic the local members lack comes from a peer).
+        """
         col = sub.ref.collection
+        links = self.engine.links
+        peers = [link.latest for link in links.of(sub) if link.has_latest] if links else []
         try:
             if col == "data":
-                return self._data_frame(sub, stamp)
+                raw = self._data_frame(sub, stamp)
+                if raw is None and peers:
+                    raw = data_frame({"timestamp": stamp, "payload": peers[0]})
+                return raw
             items = self._items(sub)
         except Exception as exc:
             log.warning("sampling %s failed", sub.ref.uri, exc_info=True)
             return error_frame("internal-error", f"sampling {sub.ref.uri} failed: {exc}")
+        for payload in peers:
+            if isinstance(payload.get("data"), list):
+                items = [*(items or ()), *payload["data"]]
         if items is None:
             return None
         return data_frame({"timestamp": stamp, "payload": {"id": col, "data": items}})

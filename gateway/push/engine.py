@@ -15,8 +15,9 @@ from ..events import DATA, FAULTS, LOCKS, LOGS, OPERATIONS, UPDATES, Event
 from ..http.errors import SERVICE_UNAVAILABLE, ApiError
 from ..http.jsonutil import dumps
 from .model import ACTIVE, TERMINATED, Subscription, Trigger, envelope
+from .orphans import OrphanClock
 from .rules import SubscriptionSpec, TriggerSpec, trigger_create
-from .sse import Channel, SseHub, data_frame
+from .sse import Channel, SseHub, data_frame, error_frame
 from .store import TriggerStore
 from .topics import TopicWatch
 from .uris import topic_matches
@@ -25,6 +26,9 @@ log = logging.getLogger(__name__)
 
 HOUSEKEEPING_S = 0.25
 PREVIOUS_FLUSH_S = 1.0
+ORPHAN_SWEEP_S = 1.0
+PARKED_MAX = 100  # ended triggers whose undelivered events wait for a client
+PARKED_TTL_S = 300.0
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "fatal": 50}
 _TRIGGER_ID = re.compile(r"^trig_(\d+)$")
 # event kind of each observable trigger collection
@@ -63,8 +67,13 @@ class PushEngine:
         self._unsubscribe: list[Callable[[], None]] = []
         self._tasks: list[asyncio.Task[Any]] = []
         self.store = TriggerStore(_store_path(state))
+        self.orphans = OrphanClock(float(s.get("triggers.orphan_grace_sec", 10.0)))
+        # trigger id -> (ended trigger, until when its undelivered events are kept)
+        self.parked: dict[str, tuple[Trigger, float]] = {}
+        self.links: Any = None  # federation.push_links.PeerLinks on a primary
         self.fired = 0
         self.evaluated = 0
+        self.orphaned = 0
 
     # lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -133,6 +142,7 @@ class PushEngine:
                            now + spec.duration, client_id)
         sub.channel = Channel(self.hub)
         self.subscriptions[sub.id] = sub
+        self.orphans.saw((sub.entity_type, sub.entity_id))
         if spec.ref.collection == "data":
             self.topics.want(sub, sub.entity_type, sub.entity_id, spec.ref.path, events=False)
         return sub
@@ -147,6 +157,8 @@ class PushEngine:
         if self.subscriptions.pop(sub.id, None) is None:
             return
         self.topics.drop(sub)
+        if self.links is not None:
+            self.links.drop(sub)
         if sub.channel is not None:
             sub.channel.close()
 
@@ -179,6 +191,8 @@ class PushEngine:
                                f"The trigger could not be stored: {exc}") from None
         self.triggers[tid] = trig
         self._trigger_version += 1
+        if trigger_id is None:  # created on an existing entity (a restored one may wait)
+            self.orphans.saw((trig.entity_type, trig.entity_id))
         kind = KIND_OF.get(trig.collection, trig.collection)
         self._observed[kind] = self._observed.get(kind, 0) + 1
         if spec.ref.collection == "data":
@@ -210,8 +224,32 @@ class PushEngine:
                 self.store.delete(trig.id)
             except Exception:
                 log.exception("stored trigger %s could not be deleted", trig.id)
+        if self.links is not None:
+            self.links.drop(trig)
+        if terminated and trig.pending:
+            self._park(trig, time.time())
         if trig.channel is not None:
             trig.channel.close()
+
+    def _park(self, trig: Trigger, now: float) -> None:
+        """Keep an ended trigger's undelivered events for the next client (bounded)."""
+        self.parked[trig.id] = (trig, now + PARKED_TTL_S)
+        while len(self.parked) > PARKED_MAX:
+            del self.parked[next(iter(self.parked))]
+
+    def take_parked(self, entity_type: str, entity_id: str, trigger_id: str,
+                    now: float) -> list[bytes] | None:
+        """The undelivered events of an ended trigger of the entity (handed out once)."""
+        parked = self.parked.get(trigger_id)
+        if parked is None or (parked[0].entity_type, parked[0].entity_id) != (
+                entity_type, entity_id):
+            return None
+        del self.parked[trigger_id]
+        if parked[1] <= now:
+            return None
+        events = list(parked[0].pending)
+        parked[0].pending.clear()
+        return events
 
     def set_lifetime(self, trig: Trigger, lifetime: int, now: float) -> None:
         """PUT: expiry = now + lifetime."""
@@ -307,14 +345,14 @@ class PushEngine:
         except KeyError:
             return False
 
-    def _fire(self, trig: Trigger, raw: bytes, now: float) -> None:
+    def _fire(self, trig: Trigger, raw: bytes, now: float, inject: bool = True) -> None:
         self.fired += 1
         trig.fired += 1
         if trig.channel is not None and trig.channel.connected:
             trig.channel.send(raw)
         else:
             trig.pending.append(raw)
-        if trig.spec.log_settings is not None:
+        if inject and trig.spec.log_settings is not None:
             self._inject_log(trig, now)
         if not trig.spec.multishot:
             self.remove_trigger(trig, terminated=True)
@@ -337,6 +375,57 @@ class PushEngine:
         rosout.add(node.strip("/").replace("/", "."), LEVELS[settings.get("severity", "info")],
                    message, int(now * 1e9))
 
+    # peer links (mixed entities on a primary) ------------------------------------------------
+    def relayed(self, owner: Trigger | Subscription, link: Any, envelope_: Any) -> None:
+        """An event of a peer's copy: a trigger fires; a subscription keeps the peer's items.
+
+        Relayed trigger events and collection items carry `x-vendor.peer` (as relayed fault
+        stream events do).
+        """
+        if not isinstance(envelope_, dict):
+            return
+        xv = self.state.xv
+        if isinstance(owner, Trigger):
+            envelope_[xv] = {**(envelope_.get(xv) or {}), "peer": link.peer}
+            now = time.time()
+            if owner.status != ACTIVE or owner.id not in self.triggers:
+                return
+            if owner.expired(now):
+                self.remove_trigger(owner, terminated=True)
+                return
+            self._fire(owner, data_frame(envelope_), now, inject=False)  # logged on the peer
+            return
+        payload = envelope_.get("payload")
+        if isinstance(payload, dict) and "data" in payload:
+            if isinstance(payload["data"], list):
+                for item in payload["data"]:
+                    if isinstance(item, dict):
+                        vendor = item.get(xv)
+                        item[xv] = {**(vendor if isinstance(vendor, dict) else {}),
+                                    "peer": link.peer}
+            link.latest, link.has_latest = payload, True
+
+    @staticmethod
+    def _peer_body(owner: Trigger | Subscription) -> tuple[str, dict[str, Any]]:
+        """(collection word, create body) of an owner's copies on peers."""
+        if isinstance(owner, Trigger):
+            return "triggers", dict(owner.raw)
+        return "cyclic-subscriptions", {
+            "resource": owner.ref.uri, "interval": owner.interval,
+            "duration": max(1, int(owner.expires_at - time.time()))}
+
+    def peer_failed(self, owner: Trigger | Subscription, peer: str, reason: str) -> None:
+        """A peer's copy stopped answering: an error event the client can act on."""
+        raw = error_frame("vendor-error",
+                          f"Peer gateway '{peer}' stopped answering: {reason}; events of its "
+                          f"members of {owner.entity_type} '{owner.entity_id}' stop here, "
+                          "local members go on (create it again once the peer is back)",
+                          vendor_code=f"x-{self.state.vendor}-peer-unavailable", peer=peer)
+        if owner.channel is not None and owner.channel.connected:
+            owner.channel.send(raw)
+        elif isinstance(owner, Trigger):
+            owner.pending.append(raw)
+
     def _on_lock(self, event: Event) -> None:
         """An expired lock ends the entity's cyclic subscriptions (when it covered them)."""
         if event.change != "expired" or not isinstance(event.payload, dict):
@@ -353,7 +442,7 @@ class PushEngine:
 
     # housekeeping ---------------------------------------------------------------------------
     async def _housekeeping(self) -> None:
-        last_flush = time.monotonic()
+        last_flush = last_sweep = time.monotonic()
         while True:
             await asyncio.sleep(HOUSEKEEPING_S)
             now = time.time()
@@ -361,10 +450,38 @@ class PushEngine:
                 self.remove_subscription(sub)
             for trig in [t for t in self.triggers.values() if t.expired(now)]:
                 self.remove_trigger(trig, terminated=True)
+            for tid in [k for k, (_, until) in self.parked.items() if until <= now]:
+                del self.parked[tid]
+            if time.monotonic() - last_sweep >= ORPHAN_SWEEP_S:
+                last_sweep = time.monotonic()
+                self.sweep_orphans(now)
+                if self.links is not None:
+                    self.links.reconcile([*self.triggers.values(),
+                                          *self.subscriptions.values()], self._peer_body)
             await self.topics.reconcile()
             if time.monotonic() - last_flush >= PREVIOUS_FLUSH_S:
                 last_flush = time.monotonic()
                 self._flush_previous()
+
+    def sweep_orphans(self, now: float) -> None:
+        """End triggers and subscriptions whose entity left discovery past the grace period."""
+        owners: list[Trigger | Subscription] = [*self.triggers.values(),
+                                                 *self.subscriptions.values()]
+        entities = self.state.cache.entities
+        gone = self.orphans.orphans({(o.entity_type, o.entity_id) for o in owners},
+                                    lambda kind, eid: entities.get(kind, eid) is not None, now)
+        if not gone:
+            return
+        for owner in owners:
+            if (owner.entity_type, owner.entity_id) not in gone:
+                continue
+            self.orphaned += 1
+            log.info("%s %s ends: %s '%s' left discovery %.0f s ago", type(owner).__name__,
+                     owner.id, owner.entity_type, owner.entity_id, self.orphans.grace_s)
+            if isinstance(owner, Trigger):
+                self.remove_trigger(owner, terminated=True)
+            else:
+                self.remove_subscription(owner)
 
     def _flush_previous(self) -> None:
         rows = []
@@ -384,6 +501,7 @@ class PushEngine:
                 "max_subscriptions": self.max_subscriptions,
                 "triggers": len(self.triggers), "max_triggers": self.max_triggers,
                 "triggers_fired": self.fired, "trigger_evaluations": self.evaluated,
+                "orphans_ended": self.orphaned, "parked_triggers": len(self.parked),
                 "watched_topics": len(self.topics.watched), **self.hub.health()}
 
 

@@ -27,6 +27,13 @@ async def start(state: Any) -> None:
     topics = TopicWatch(state)
     engine = PushEngine(state, hub, topics)
     await engine.start()
+    from federation.service import service_of
+
+    fed = service_of(state)
+    if fed is not None:  # a primary: mixed entities also cover their members on peers
+        from federation.push_links import PeerLinks
+
+        engine.links = PeerLinks(engine, fed)
     faults = FaultTriggerEngine(state, topics)
     if faults.enabled:
         await faults.start()
@@ -44,7 +51,8 @@ async def start(state: Any) -> None:
                     "pushed", exc_info=True)
     state.extras["parameter_events"] = params
     health = state.extras.setdefault("health", {})
-    health["x-vendor-push"] = lambda: {**engine.health(), "fault_triggers": faults.health()}
+    health["x-vendor-push"] = lambda: {**engine.health(), "fault_triggers": faults.health(),
+                                       **(engine.links.health() if engine.links else {})}
 
 
 async def on_shutdown(state: Any) -> None:
@@ -68,5 +76,7 @@ async def stop(state: Any) -> None:
         await faults.stop()
     engine = state.extras.pop("push", None)
     if engine is not None:
+        if engine.links is not None:
+            await engine.links.close()
         await engine.hub.close()
         await engine.stop()

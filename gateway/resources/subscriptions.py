@@ -39,6 +39,15 @@ def _find(request: web.Request) -> tuple[PushEngine, Subscription]:
     return engine, sub
 
 
+def _body(engine: PushEngine, sub: Subscription, xv: str) -> dict[str, Any]:
+    """The subscription body; x-vendor `peers` shows its copies on peers (mixed entities)."""
+    body = sub.body(xv)
+    peers = engine.links.body(sub) if engine.links is not None else None
+    if peers:
+        body[xv]["peers"] = peers
+    return body
+
+
 async def create(request: web.Request) -> web.Response:
     """Create a cyclic subscription (201 with Location)."""
     state = state_of(request)
@@ -49,8 +58,11 @@ async def create(request: web.Request) -> web.Response:
     spec = subscription_create(body, entity.kind, entity.id, engine.max_duration,
                                {name: True for name in providers})
     sub = engine.create_subscription(spec, request.headers.get("X-Client-Id"), time.time())
+    if engine.links is not None:  # members on peers: a copy on each, merged per tick
+        await engine.links.link(sub, "cyclic-subscriptions", dict(body), request)
     location = href(f"{entity.path}/cyclic-subscriptions/{sub.id}")
-    return json_response(sub.body(state.xv), status=201, headers={"Location": location})
+    return json_response(_body(engine, sub, state.xv), status=201,
+                         headers={"Location": location})
 
 
 async def list_subscriptions(request: web.Request) -> web.Response:
@@ -58,14 +70,14 @@ async def list_subscriptions(request: web.Request) -> web.Response:
     state = state_of(request)
     engine = engine_of(request)
     entity = resolve_entity(request)
-    return json_response({"items": [s.body(state.xv) for s in
+    return json_response({"items": [_body(engine, s, state.xv) for s in
                                     engine.subscriptions_of(entity.kind, entity.id)]})
 
 
 async def detail(request: web.Request) -> web.Response:
     """One subscription."""
-    _, sub = _find(request)
-    return json_response(sub.body(state_of(request).xv))
+    engine, sub = _find(request)
+    return json_response(_body(engine, sub, state_of(request).xv))
 
 
 async def update(request: web.Request) -> web.Response:
@@ -74,7 +86,10 @@ async def update(request: web.Request) -> web.Response:
     body = await read_json_body(request)
     interval, duration = subscription_update(body, engine.max_duration)
     engine.update_subscription(sub, interval, duration, time.time())
-    return json_response(sub.body(state_of(request).xv))
+    if engine.links is not None:
+        engine.links.update(sub, {k: v for k, v in (("interval", interval),
+                                                    ("duration", duration)) if v is not None})
+    return json_response(_body(engine, sub, state_of(request).xv))
 
 
 async def delete(request: web.Request) -> web.Response:

@@ -8,12 +8,13 @@ from typing import Any
 from aiohttp import web
 
 from ..auth.roles import Role
-from ..http.errors import not_found, not_implemented
+from ..http.errors import ApiError, not_found, not_implemented
 from ..http.jsonutil import json_response, read_json_body
-from ..http.routes import Registry
+from ..http.routes import Registry, entity_type_of
 from ..push.engine import PushEngine
 from ..push.model import ACTIVE, Trigger
 from ..push.rules import trigger_create, trigger_update
+from ..push.sse import CLOSE, Channel
 from ..state import state_of
 from .common import href, resolve_entity
 from .subscriptions import engine_of
@@ -33,6 +34,9 @@ def _body(request: web.Request, engine: PushEngine, trig: Trigger) -> dict[str, 
     resolved = engine.topics.resolved(trig)
     if resolved is not None:
         xv.update(topic=resolved[0], type=resolved[1])
+    peers = engine.links.body(trig) if engine.links is not None else None
+    if peers:
+        xv["peers"] = peers
     body[state_of(request).xv] = xv
     return body
 
@@ -58,6 +62,8 @@ async def create(request: web.Request) -> web.Response:
     body = await read_json_body(request)
     spec = trigger_create(body, entity.kind, entity.id)
     trig = engine.create_trigger(spec, dict(body), time.time())
+    if engine.links is not None:  # members on peers: a leased copy on each
+        await engine.links.link(trig, "triggers", dict(body), request)
     return json_response(_body(request, engine, trig), status=201,
                          headers={"Location": href(f"{entity.path}/triggers/{trig.id}")})
 
@@ -94,8 +100,24 @@ async def delete(request: web.Request) -> web.Response:
 
 
 async def events(request: web.Request) -> web.StreamResponse:
-    """The SSE stream of the trigger's firings (queued ones first)."""
-    engine, trig = _find(request)
+    """The SSE stream of the trigger's firings (queued ones first).
+
+    A trigger that ended (one-shot fired, lifetime, entity gone) while no client was attached
+    hands its undelivered events to the next client once, then the stream closes.
+    """
+    try:
+        engine, trig = _find(request)
+    except ApiError as exc:
+        if exc.status != 404:
+            raise
+        engine = _engine(request)
+        kind, entity_id = entity_type_of(request)  # the entity itself may have left
+        held = engine.take_parked(kind, entity_id, request.match_info["trigger_id"],
+                                  time.time())
+        if not held:
+            raise
+        engine.hub.acquire()
+        return await engine.hub.serve(request, Channel(engine.hub), [*held, CLOSE])
     if trig.status != ACTIVE:
         raise not_found(f"Trigger '{trig.id}' is not active", trigger_id=trig.id)
     engine.hub.acquire()

@@ -1,0 +1,370 @@
+"""Push delivery on mixed entities: a trigger or subscription also covers the members on peers.
+
+An area, component or function that this gateway and peers both contribute (merged by id)
+gets, next to its local trigger or subscription, one on each contributing peer's copy of the
+entity (created within aggregation.forward_timeout_ms). Each peer's `/events` stream is read
+by a link task: trigger firings go into the one trigger's stream, subscription frames keep the
+peer's newest items for the sampler to merge. A peer that stops answering (connection cut or
+health check failing) puts an `event: error` `x-vendor-peer-unavailable` frame in the stream;
+the local members keep streaming.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+import orjson
+
+from .fleet import FleetView, Origin
+from .relay import parse_frames
+from .service import FederationService
+
+log = logging.getLogger(__name__)
+
+PEER_CHECK_S = 0.25  # how often an idle link looks at its peer's health
+RELINK_S = 5.0  # a failed or ended link is created again this long after, once its peer is up
+RELINK_MAX_S = 60.0  # ... doubling per failure in a row up to this
+# A trigger copy lives this long unless renewed (every third of it) by the primary: copies of
+# a primary that died or restarted end on their own.
+COPY_LEASE_S = 120
+
+
+@dataclass(eq=False)
+class Link:
+    """One peer's copy of a trigger or subscription and the task reading its stream."""
+
+    peer: str
+    item_path: str  # /{kind}/{id}/{triggers|cyclic-subscriptions}/{remote id} on the peer
+    state: str = "linking"  # linking, linked, failed, ended
+    reason: str = ""
+    latest: Any = None  # newest relayed payload `data` (subscriptions)
+    has_latest: bool = False
+    task: asyncio.Task[None] | None = None
+    received: int = 0
+    since: float = field(default_factory=time.monotonic)  # last state change
+    renewed: float = field(default_factory=time.monotonic)  # last lease renewal (triggers)
+
+    @property
+    def leased(self) -> bool:
+        """True for a trigger copy (it lives by the lease the primary renews)."""
+        return self.item_path.split("/")[3:4] == ["triggers"]
+
+    def set(self, state: str, reason: str = "") -> None:
+        """A new state (and why)."""
+        self.state, self.reason, self.since = state, reason, time.monotonic()
+        if state != "linked":
+            self.latest, self.has_latest = None, False  # no stale peer items in frames
+
+    def body(self) -> dict[str, Any]:
+        """The link as shown in the owner's x-vendor `peers`."""
+        out: dict[str, Any] = {"state": self.state, "path": self.item_path}
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass(eq=False)
+class _Links:
+    owner: Any
+    links: list[Link] = field(default_factory=list)
+    failures: dict[str, int] = field(default_factory=dict)  # failed links in a row, per peer
+    local_only: bool = False  # created with X-Vendor-No-Fan-Out: never linked
+
+
+class PeerLinks:
+    """The peer links of every trigger and subscription on a mixed entity of this primary."""
+
+    def __init__(self, engine: Any, fed: FederationService) -> None:
+        self.engine = engine
+        self.fed = fed
+        self._by_owner: dict[int, _Links] = {}
+        self._session: aiohttp.ClientSession | None = None
+        self._calls: set[asyncio.Task[Any]] = set()
+        self.relayed = 0
+        self.peer_errors = 0
+        self.sweeps = 0
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        """One session for link streams (kept out of the peers' pools for fan-out reads)."""
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                trust_env=False, auto_decompress=False,
+                timeout=aiohttp.ClientTimeout(total=None,
+                                              connect=self.fed.settings.budgets.timeout_s))
+        return self._session
+
+    def peers_of(self, entity_type: str, entity_id: str) -> list[Any]:
+        """Peers contributing a merged entity answered here (several peers, or this gateway
+        and peers); empty when it is local-only (or a peer alone owns it: forwarded)."""
+        return mixed_peers(self.fed.view, entity_type, entity_id)
+
+    def of(self, owner: Any) -> list[Link]:
+        """The links of an owner."""
+        entry = self._by_owner.get(id(owner))
+        return entry.links if entry is not None else []
+
+    def body(self, owner: Any) -> dict[str, Any] | None:
+        """x-vendor `peers` of an owner: per peer, its link state; None without links."""
+        links = self.of(owner)
+        return {link.peer: link.body() for link in links} if links else None
+
+    async def link(self, owner: Any, collection_word: str, body: dict[str, Any],
+                   request: Any) -> None:
+        """Create the owner's copy on each contributing peer (in parallel, within budget)."""
+        peers = self.peers_of(owner.entity_type, owner.entity_id)
+        if self.fed.no_fan_out(request):  # a peer's own copy, or a caller wanting this robot
+            self._by_owner[id(owner)] = _Links(owner, local_only=True)
+            return
+        if not peers:
+            return
+        entry = _Links(owner)
+        self._by_owner[id(owner)] = entry
+        links = [Link(o.gateway, _base(owner, o.remote_id, collection_word)) for o in peers]
+        entry.links.extend(links)
+        body = copy_body(collection_word, body)
+        await asyncio.gather(*(self._create(entry, link, body, request) for link in links))
+
+    def reconcile(self, owners: list[Any],
+                  body_of: Callable[[Any], tuple[str, dict[str, Any]]]) -> None:
+        """Link owners to peers that joined their entity, came back after failing, or ended
+        their copy; restored triggers get their links here too. `body_of(owner)` gives the
+        collection word and create body of a copy."""
+        now = time.monotonic()
+        self.sweeps += 1
+        for owner in owners:
+            peers = self.peers_of(owner.entity_type, owner.entity_id)
+            if not peers:
+                continue
+            entry = self._by_owner.setdefault(id(owner), _Links(owner))
+            if entry.local_only:
+                continue
+            have = {link.peer: link for link in entry.links}
+            for origin in peers:
+                link = have.get(origin.gateway)
+                if link is not None and link.state == "linked" and link.leased \
+                        and now - link.renewed >= COPY_LEASE_S / 3:
+                    link.renewed = now  # the copy's lease: expiry = now + lease
+                    self._spawn(self._call("PUT", link.peer, link.item_path,
+                                           {"lifetime": COPY_LEASE_S}))
+                if link is not None and (link.state in ("linking", "linked") or now - link.since
+                                         < relink_delay(entry.failures.get(link.peer, 0))):
+                    continue
+                peer = self.fed.table.peers.get(origin.gateway)
+                if peer is None or not peer.online:
+                    continue
+                if link is not None:
+                    entry.links.remove(link)
+                word, body = body_of(owner)
+                body = copy_body(word, body)
+                fresh = Link(origin.gateway, _base(owner, origin.remote_id, word))
+                entry.links.append(fresh)
+                self._spawn(self._create(entry, fresh, body, None))
+
+    async def _create(self, entry: _Links, link: Link, body: dict[str, Any],
+                      request: Any) -> None:
+        fed = self.fed
+        peer_name, path = link.peer, link.item_path
+        peer = fed.table.peers.get(peer_name)
+        if peer is None or not peer.online:
+            self._failed(entry, link, "the peer fails its health check")
+            return
+        budget = fed.settings.budgets.forward_s
+        try:
+            async with self.session.post(peer.client.api(path), data=orjson.dumps(body),
+                                         headers=self._headers(request, peer),
+                                         timeout=aiohttp.ClientTimeout(total=budget)) as resp:
+                answer = await resp.read()
+        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+            fed.table.suspect(peer_name)
+            self._failed(entry, link, f"no answer: {type(exc).__name__}")
+            return
+        if resp.status != 201:
+            self._failed(entry, link, f"status {resp.status}: "
+                         f"{answer[:200].decode('utf-8', 'replace')}")
+            return
+        try:
+            created = orjson.loads(answer)
+            link.item_path = f"{path}/{quote(str(created['id']), safe='')}"
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            self._failed(entry, link, "its answer names no copy id")
+            return
+        if self._by_owner.get(id(entry.owner)) is not entry:  # the owner ended meanwhile
+            self._delete(peer_name, link.item_path)
+            return
+        link.set("linked")
+        link.task = asyncio.ensure_future(self._follow(entry, link, dict(
+            self._headers(request, peer))))
+
+    @staticmethod
+    def _failed(entry: _Links, link: Link, reason: str) -> None:
+        link.set("failed", reason)
+        entry.failures[link.peer] = entry.failures.get(link.peer, 0) + 1
+
+    def _headers(self, request: Any, peer: Any) -> dict[str, str]:
+        headers = self.fed.peer_headers(request, peer)
+        headers[self.fed.no_fan_out_header] = "1"
+        headers["Content-Type"] = "application/json"
+        return headers
+
+    async def _follow(self, entry: _Links, link: Link, headers: dict[str, str]) -> None:
+        """Read the peer's event stream into the owner until either ends.
+
+        A link that fails puts one error event in the owner's stream (not again while its
+        peer keeps failing), and its copy is deleted (a dead peer's ends by its lease).
+        """
+        fed = self.fed
+        owner = entry.owner
+        peer = fed.table.peers.get(link.peer)
+        reason = ""
+        refused = False
+        headers.pop("Content-Type", None)
+        headers["Accept"] = "text/event-stream"
+        try:
+            if peer is None:
+                raise OSError("peer removed")
+            async with self.session.get(peer.client.api(link.item_path + "/events"),
+                                        headers=headers) as resp:
+                if resp.status != 200:
+                    reason, refused = f"its stream answered {resp.status}", True
+                else:
+                    entry.failures.pop(link.peer, None)  # streaming: the peer is fine
+                    reason = await self._read(owner, link, peer, resp)
+        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+            reason = f"the connection broke ({type(exc).__name__})"
+        if self._by_owner.get(id(owner)) is not entry:
+            return  # ended here: nothing to tell
+        self._delete(link.peer, link.item_path)
+        if not reason:
+            link.set("ended")
+            return
+        first = entry.failures.get(link.peer, 0) == 0
+        self._failed(entry, link, reason)
+        self.peer_errors += 1
+        if not refused:
+            fed.table.suspect(link.peer)
+        if first:
+            self.engine.peer_failed(owner, link.peer, reason)
+
+    async def _read(self, owner: Any, link: Link, peer: Any,
+                    resp: aiohttp.ClientResponse) -> str:
+        """Frames into the owner; the reason the peer failed, or '' when it ended the stream."""
+        buffer = bytearray()
+        while True:
+            read = asyncio.ensure_future(resp.content.readany())
+            try:
+                while True:
+                    done, _ = await asyncio.wait({read}, timeout=PEER_CHECK_S)
+                    if done:
+                        break
+                    if not peer.online or self.fed.table.peers.get(link.peer) is not peer:
+                        return "its health check failed"
+                chunk = read.result()
+            finally:
+                if not read.done():
+                    read.cancel()
+            if not chunk:
+                return ""
+            buffer.extend(chunk)
+            for event, data in parse_frames(buffer):
+                try:
+                    parsed = orjson.loads(data)
+                except orjson.JSONDecodeError:
+                    continue
+                link.received += 1
+                self.relayed += 1
+                if event == "message":
+                    self.engine.relayed(owner, link, parsed)
+
+    def drop(self, owner: Any) -> None:
+        """The owner ended: stop its link tasks and delete its copies on the peers."""
+        entry = self._by_owner.pop(id(owner), None)
+        if entry is None:
+            return
+        for link in entry.links:
+            if link.task is not None:
+                link.task.cancel()
+            if link.state == "linked":
+                self._delete(link.peer, link.item_path)
+            link.set("ended")
+
+    def update(self, owner: Any, body: dict[str, Any]) -> None:
+        """A subscription PUT goes to its peer copies too (best effort; trigger copies live by
+        their lease and end with their owner)."""
+        for link in self.of(owner):
+            if link.state == "linked":
+                self._spawn(self._call("PUT", link.peer, link.item_path, body))
+
+    def _delete(self, peer: str, path: str) -> None:
+        self._spawn(self._call("DELETE", peer, path, None))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._calls.add(task)
+        task.add_done_callback(self._calls.discard)
+
+    async def _call(self, method: str, peer_name: str, path: str,
+                    body: dict[str, Any] | None) -> None:
+        peer = self.fed.table.peers.get(peer_name)
+        if peer is None:
+            return
+        headers = self._headers(None, peer)
+        budget = self.fed.settings.budgets.forward_s
+        try:
+            async with self.session.request(
+                    method, peer.client.api(path), headers=headers,
+                    data=orjson.dumps(body) if body is not None else None,
+                    timeout=aiohttp.ClientTimeout(total=budget)) as resp:
+                await resp.read()
+        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+            log.info("%s %s on peer %s failed: %s", method, path, peer_name,
+                     type(exc).__name__)
+
+    async def close(self) -> None:
+        """Drop every link and close the session."""
+        for entry in list(self._by_owner.values()):
+            self.drop(entry.owner)
+        if self._calls:  # the peers' copies are deleted before the session goes
+            await asyncio.wait(set(self._calls), timeout=2.0)
+        if self._session is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._session.close(), 2.0)
+
+    def health(self) -> dict[str, int]:
+        """Figures for /health."""
+        linked = sum(1 for e in self._by_owner.values() for link in e.links
+                     if link.state == "linked")
+        return {"peer_links": linked, "peer_events_relayed": self.relayed,
+                "peer_link_failures": self.peer_errors, "peer_link_sweeps": self.sweeps}
+
+
+def _base(owner: Any, remote_id: str, word: str) -> str:
+    """The collection path of an owner's copies on a peer."""
+    return f"/{owner.entity_type}/{quote(remote_id, safe='')}/{word}"
+
+
+def relink_delay(failures: int) -> float:
+    """Seconds before a link is created again after `failures` failed links in a row."""
+    return min(RELINK_MAX_S, RELINK_S * 2 ** max(0, failures - 1))
+
+
+def copy_body(word: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The create body of a copy on a peer: a trigger copy is never persistent and leased."""
+    if word != "triggers":
+        return dict(body)
+    return {**body, "persistent": False, "lifetime": COPY_LEASE_S}
+
+
+def mixed_peers(view: FleetView, entity_type: str, entity_id: str) -> list[Origin]:
+    """The peers whose members a trigger or subscription answered here must also cover."""
+    if view.owner(entity_type, entity_id) is not None:
+        return []  # a peer alone owns it: requests for it are forwarded
+    return view.peers_of(entity_type, entity_id)
