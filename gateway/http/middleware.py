@@ -10,6 +10,7 @@ from urllib.parse import unquote_to_bytes
 from aiohttp import web
 from aiohttp.web_urldispatcher import MatchInfoError
 
+from .drain import Drain
 from .errors import ApiError, bad_request, http_layer_error
 from .jsonutil import JSON_TYPE, dumps
 from .ranges import RangeError, parse_range
@@ -48,12 +49,21 @@ def check_uri(raw_path: str, max_len: int) -> None:
                                   path=path) from None
 
 
+def allow_header(exc: Any) -> str:
+    """The Allow value of aiohttp's 405: its methods, HEAD wherever GET is served."""
+    methods = set(getattr(exc, "allowed_methods", ()) or ())
+    if "GET" in methods:
+        methods.add("HEAD")
+    return ", ".join(sorted(methods))
+
+
 def make_middleware(state: Any) -> Any:
     """The gateway's single middleware; state gives vendor, max URI length, routes and guard."""
     vendor = state.settings.vendor
     max_uri = state.settings["server.max_uri_length"]
     routes = state.route_table
     guard = state.guard
+    drain = state.extras.setdefault("drain", Drain())  # bounded stop (cli.serve)
 
     # Raw paths that passed check_uri recently: a set lookup instead of two regex scans on
     # the hot path (bounded; cleared when full).
@@ -78,9 +88,12 @@ def make_middleware(state: Any) -> Any:
             if isinstance(match_info, MatchInfoError):
                 status = match_info.http_exception.status
                 if status == 405:
-                    raise http_layer_error(
-                        405, f"Method {request.method} is not allowed on {request.path}"
-                    )
+                    allowed = allow_header(match_info.http_exception)
+                    err = http_layer_error(
+                        405, f"Method {request.method} is not allowed on {request.path}; "
+                             f"allowed: {allowed}")
+                    err.headers = {"Allow": allowed}
+                    raise err
                 raise http_layer_error(status, f"No resource at {request.path}")
             route = routes.get(match_info.route)
             if route is not None and route.multi_segment and request.method == "GET" \
@@ -90,15 +103,19 @@ def make_middleware(state: Any) -> Any:
                 route = state.docs_route
                 handler = route.handler
             if route is not None:
+                if request.method == "HEAD" and route.streaming:
+                    # an event stream never ends: HEAD answers with its headers only
+                    return web.Response(status=200, content_type="text/event-stream",
+                                        headers={"Cache-Control": "no-cache"})
                 if guard.active:
                     await guard(request, route)
                 # Aggregation: requests for peer-owned entities and items go to the peer.
                 forward = state.extras.get("forwarder")
                 if forward is not None:
-                    answer = await forward(request, route)
+                    answer = await drain.run(forward(request, route), False)
                     if answer is not None:
                         return answer  # type: ignore[no-any-return]
-            return await handler(request)
+            return await drain.run(handler(request), route is not None and route.streaming)
         except ApiError as err:
             return error_response(err, vendor)
         except web.HTTPException as exc:

@@ -221,7 +221,7 @@ def test_server_resources(gw: Gateway) -> None:
     assert root["capabilities"]["aggregation"] is False
     info = gw.get("/version-info").json()["items"][0]
     assert info["base_uri"] == "/api/v1" and info["vendor_info"]["name"] == "diag-gateway"
-    health = gw.get("/health").json()
+    health = gw.wait_for("/health", lambda h: h["ready"], timeout=30)
     assert health["status"] == "healthy" and health["warning_schema_version"] == 2
     assert health["warnings"] == []
     assert health["discovery"]["mode"] == "runtime_only"
