@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_urldispatcher import MatchInfoError
 
+from .clientlog import client_warning
 from .drain import Drain
 from .errors import ApiError, bad_request, http_layer_error
 from .jsonutil import JSON_TYPE, dumps
@@ -122,6 +125,13 @@ def make_middleware(state: Any) -> Any:
             if exc.status < 400:
                 raise
             return error_response(http_layer_error(exc.status, exc.reason), vendor)
+        except HttpProcessingError as exc:  # the client's malformed body (multipart headers)
+            status = exc.code if 400 <= exc.code < 500 else 400
+            text = " ".join(str(exc.message).split())[:200]
+            client_warning(request.remote, f"{request.method} {request.path}: {text}",
+                           time.monotonic())
+            return error_response(http_layer_error(status, f"Malformed request body: {text}"),
+                                  vendor)
         except Exception:
             log.exception("Unhandled error on %s %s", request.method, request.path)
             return error_response(
