@@ -60,6 +60,11 @@ class Drain:
         """Calls (not event streams) running now."""
         return len(self._calls)
 
+    def stats(self) -> dict[str, Any]:
+        """The /health figures: calls and event streams in flight, and whether stopping."""
+        return {"in_flight": len(self._calls), "streams": len(self._streams),
+                "stopping": self.stopping}
+
     async def stop(self, grace_s: float) -> int:
         """Refuse new calls, wait up to grace_s for running ones, abandon the rest (503).
 

@@ -67,6 +67,7 @@ def make_middleware(state: Any) -> Any:
     routes = state.route_table
     guard = state.guard
     drain = state.extras.setdefault("drain", Drain())  # bounded stop (cli.serve)
+    state.extras.setdefault("health", {})["x-vendor-requests"] = drain.stats
 
     # Raw paths that passed check_uri recently: a set lookup instead of two regex scans on
     # the hot path (bounded; cleared when full).

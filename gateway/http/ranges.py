@@ -74,6 +74,8 @@ def plan(ranges: list[tuple[int | None, int | None]], size: int,
     spans = coalesce(resolve(ranges, size))
     if not spans:
         return []
+    if spans == [(0, size - 1)]:
+        return None  # the whole file: a plain 200
     if len(spans) == 1:
         return spans
     cost = sum(e - s + 1 + PART_OVERHEAD + ctype_len for s, e in spans)
