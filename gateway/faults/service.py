@@ -107,8 +107,10 @@ class FaultService:
         slots = self.state.extras.get("sse_slots")
         if slots is None:
             slots = self.state.extras["sse_slots"] = SseSlots(s["sse.max_clients"])
+        store = self.store
         self.stream = FaultStream(slots, s["sse.keepalive_sec"],
-                                  int(self.store.get_meta("event_seq", 0)))
+                                  int(store.get_meta("event_seq", 0)),
+                                  persist=lambda seq: store.set_meta("event_seq", seq))
         # hook of the global clear: predicates (request, code, sources) -> True to skip
         self.state.extras.setdefault("fault_clear_filters", [])
         health = self.state.extras.setdefault("health", {})
@@ -350,7 +352,7 @@ class FaultService:
             if batch.cleared and not self.retain_on_clear:
                 self.store.delete_snapshots(batch.cleared)
             if batch.events:
-                self.store.set_meta("event_seq", self.stream.last_id + len(batch.events))
+                self.store.set_meta("event_seq", self.stream.reserve(len(batch.events)))
         us = (time.perf_counter_ns() - start) // 1000
         self.stats["commits"] += 1
         self.stats["commit_us_total"] += us
