@@ -119,6 +119,8 @@ def _operation(route: Route, vendor: str, with_roles: bool) -> dict[str, Any]:
     request = doc.request if doc is not None else route.request
     if request and not route.extra.get("stub"):
         content = _content(doc.request_type if doc is not None else "application/json", request)
+        if doc is not None and doc.encoding:
+            content[doc.request_type]["encoding"] = doc.encoding
         if doc is not None and doc.oauth:  # RFC 6749: form-encoded; JSON accepted too
             content.update(_content("application/x-www-form-urlencoded", request))
         # An execution may be started without a body (all fields optional).

@@ -162,8 +162,9 @@ def components(vendor: str) -> dict[str, Any]:
         "BulkDataFile": {"type": "string", "format": "binary"},
         "BulkDataUpload": {**_obj(("file",), file={"type": "string", "format": "binary"},
                                   description=STR,
-                                  metadata={**STR, "contentMediaType": "application/json",
-                                            "description": "JSON object as text"}),
+                                  metadata={"type": "object",
+                                            "description": "arbitrary key-values, sent as a "
+                                                           "JSON part"}),
                            # other fields are ignored; multipart names are header tokens
                            "propertyNames": {"pattern": "^[A-Za-z0-9_.-]+$"}},
     }
@@ -180,6 +181,7 @@ class OperationDoc:
     errors: dict[int, str] = field(default_factory=dict)
     alternates: bool = False
     oauth: bool = False
+    encoding: dict[str, Any] = field(default_factory=dict)  # multipart parts' media types
 
 
 _E405 = {405: "Read-only entity type: upload and delete on components and apps only"}
@@ -248,7 +250,8 @@ ROUTE_DOCS: dict[tuple[str, str], OperationDoc] = {
         alternates=True, errors={416: "Range not satisfiable"}),
     ("POST", "/bulk-data/{category}"): OperationDoc(
         {201: "BulkDataDescriptor"}, request="BulkDataUpload",
-        request_type="multipart/form-data", errors=_E413),
+        request_type="multipart/form-data", errors=_E413,
+        encoding={"metadata": {"contentType": "application/json"}}),
     ("DELETE", "/bulk-data/{category}/{bulk_id}"): OperationDoc({204: None}),
 }
 # Read-only entity types: the spec's 405 is the documented answer.

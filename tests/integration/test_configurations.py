@@ -156,7 +156,8 @@ def test_hung_calls_do_not_block_health_or_data(robot: Robot, domain: int,
         threads = [threading.Thread(target=hang) for _ in range(20)]
         for t in threads:
             t.start()
-        time.sleep(0.2)  # the twenty requests are in the gateway now
+        # the twenty requests are in the gateway now (the /health read is one more)
+        g.wait_for("/health", lambda h: h["x-vendor-requests"]["in_flight"] >= 21, timeout=30)
         quick_done = []
         for _ in range(5):
             assert g.get("/health").status == 200

@@ -96,9 +96,8 @@ def test_live_temperature_sample(gw: Gateway) -> None:
     assert xv["publisher_count"] == 1 and xv["subscriber_count"] == 1  # temp_monitor
     assert isinstance(xv["timestamp"], int) and abs(xv["timestamp"] - time.time_ns()) < 60e9
     # a later read shows a newer sample (2 Hz)
-    time.sleep(1.2)
-    again = gw.get(f"/apps/temp_sensor/data/{enc(TEMPERATURE)}").json()
-    assert again["x-vendor"]["timestamp"] > xv["timestamp"]
+    gw.wait_for(f"/apps/temp_sensor/data/{enc(TEMPERATURE)}",
+                lambda b: b["x-vendor"]["timestamp"] > xv["timestamp"], timeout=30)
 
 
 def test_data_list_with_type_info(gw: Gateway) -> None:
