@@ -93,3 +93,59 @@ def test_drain_waits_for_calls_then_answers_the_rest_503() -> None:
     assert quick == "quick" and abandoned == 1
     assert isinstance(slow, ApiError) and slow.status == 503
     assert isinstance(stream, asyncio.CancelledError)
+
+
+def _document() -> dict:
+    from gateway.app import build_registry
+    from gateway.http.openapi import build
+
+    return build(build_registry("vendor", set()), vendor="vendor", version="0", with_roles=False)
+
+
+def test_the_document_types_every_request_and_response() -> None:
+    doc = _document()
+    assert len(doc["components"]["schemas"]) > 30
+    untyped = []
+    for path, ops in doc["paths"].items():
+        for method, op in ops.items():
+            for status, resp in op["responses"].items():
+                for media in resp.get("content", {}).values():
+                    if "$ref" not in media["schema"]:
+                        untyped.append(f"{method} {path} {status}")
+            for media in op.get("requestBody", {}).get("content", {}).values():
+                if "$ref" not in media["schema"]:
+                    untyped.append(f"{method} {path} request")
+    assert untyped == []
+
+
+def test_the_document_states_oauth_errors_405s_alternates_and_multipart() -> None:
+    paths = _document()["paths"]
+    revoke = paths["/auth/revoke"]["post"]
+    assert revoke["responses"]["400"]["content"]["application/json"]["schema"]["$ref"] \
+        .endswith("/OAuthError")
+    assert "application/x-www-form-urlencoded" in revoke["requestBody"]["content"]
+    assert set(paths["/areas/{area_id}/bulk-data/{category}"]["post"]["responses"]) >= {"405"}
+    upload = paths["/apps/{app_id}/bulk-data/{category}"]["post"]
+    assert "201" in upload["responses"] and "multipart/form-data" in upload["requestBody"][
+        "content"]
+    for path, method in (("/apps/{app_id}/operations/{op_id}/executions", "post"),
+                         ("/apps/{app_id}/faults/{fault_code}", "delete"),
+                         ("/apps/{app_id}/configurations", "delete")):
+        assert paths[path][method]["x-vendor-alternates"] is True, path
+    assert "x-vendor-alternates" not in paths["/apps/{app_id}/data"]["get"]
+
+
+def test_head_is_routed_wherever_get_is() -> None:
+    from aiohttp import web
+
+    from gateway.app import build_registry
+
+    reg = build_registry("vendor", set())
+    app = web.Application()
+    reg.install(app)
+    methods: dict[str, set[str]] = {}
+    for route in app.router.routes():
+        info = route.resource.get_info() if route.resource is not None else {}
+        key = str(info.get("formatter") or info.get("path"))
+        methods.setdefault(key, set()).add(route.method)
+    assert methods and all("HEAD" in m for m in methods.values() if "GET" in m)
