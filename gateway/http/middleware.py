@@ -125,7 +125,10 @@ def make_middleware(state: Any) -> Any:
         except web.HTTPException as exc:
             if exc.status < 400:
                 raise
-            return error_response(http_layer_error(exc.status, exc.reason), vendor)
+            layer = http_layer_error(exc.status, exc.reason)
+            if exc.status == 405:
+                layer.headers = {"Allow": allow_header(exc)}
+            return error_response(layer, vendor)
         except HttpProcessingError as exc:  # the client's malformed body (multipart headers)
             status = exc.code if 400 <= exc.code < 500 else 400
             text = " ".join(str(exc.message).split())[:200]
