@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 import re
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -211,6 +212,7 @@ class Forwarder:
         else:
             sent.set()
         url = peer.client.api(target.path)
+        started = time.monotonic()
         call = asyncio.ensure_future(peer.client.session.request(
             request.method, url, headers=headers, data=data, allow_redirects=False))
         try:
@@ -236,13 +238,17 @@ class Forwarder:
             raise vendor_error(502, "x-vendor-peer-unavailable",
                                f"Peer gateway '{peer.name}' did not answer: "
                                f"{type(exc).__name__}", peer=peer.name) from None
+        # The whole answer (headers and body) fits in forward_timeout_ms after the request
+        # went out: a peer trickling its body cannot hold the forward open.
+        streamed_body = data is not None and not isinstance(data, bytes)
+        deadline = started + budgets.forward_s + (budgets.write_s if streamed_body else 0.0)
         try:
-            return await self._relay(request, route, target, resp)
+            return await self._relay(request, route, target, resp, deadline)
         finally:
             resp.release()
 
     async def _relay(self, request: web.Request, route: Route, target: Target,
-                     resp: aiohttp.ClientResponse) -> web.StreamResponse:
+                     resp: aiohttp.ClientResponse, deadline: float) -> web.StreamResponse:
         fed = self.fed
         out_headers = {k: v for k, v in resp.headers.items() if k.lower() not in RESPONSE_DROP}
         if "Location" in out_headers:
@@ -251,21 +257,30 @@ class Forwarder:
         streaming = route.streaming or ctype.startswith("text/event-stream")
         length = resp.content_length
         renamed = target.entity is not None and target.entity[1] != target.entity[2]
-        if renamed and ctype.startswith("application/json") and not streaming \
-                and (length is None or length <= SMALL_BODY):
-            body = await asyncio.wait_for(resp.read(), fed.settings.budgets.forward_s)
-            assert target.entity is not None
-            body = _rename_body(body, *target.entity)
-            return web.Response(status=resp.status, body=body, headers=out_headers)
+        head: list[bytes] = []
+        if not streaming:
+            # Up to SMALL_BODY is read before any header goes out, so a peer too slow to
+            # send it within the budget still gets the spec's 504.
+            done = await _read_head(resp, head, deadline, target.peer)
+            if done:
+                body = b"".join(head)
+                if renamed and ctype.startswith("application/json"):
+                    assert target.entity is not None
+                    body = _rename_body(body, *target.entity)
+                return web.Response(status=resp.status, body=body, headers=out_headers)
         out = web.StreamResponse(status=resp.status, headers=out_headers)
         if length is not None:
             out.content_length = length
         await out.prepare(request)
         if ctype.startswith("text/event-stream") and resp.status == 200:
             return await self._relay_events(request, target, resp, out)
-        read_s = None if streaming else fed.settings.budgets.forward_s
         try:
+            for chunk in head:
+                await out.write(chunk)
             while True:
+                read_s = None if streaming else deadline - time.monotonic()
+                if read_s is not None and read_s <= 0:
+                    raise asyncio.TimeoutError
                 chunk = await asyncio.wait_for(resp.content.read(CHUNK), read_s)
                 if not chunk:
                     break
@@ -364,6 +379,32 @@ def _resolve_op(requested: str, paths: list[str], members: list[tuple[str, ...]]
                 ids: list[str]) -> int:
     items = [MemberItem(m[0] if m else "", p) for m, p in zip(members, paths, strict=True)]
     return resolve(requested, items, ids)
+
+
+async def _read_head(resp: aiohttp.ClientResponse, head: list[bytes], deadline: float,
+                     peer: str) -> bool:
+    """Read up to SMALL_BODY of the answer into head by the deadline; True when complete."""
+    size = 0
+    while size <= SMALL_BODY:
+        left = deadline - time.monotonic()
+        try:
+            if left <= 0:
+                raise asyncio.TimeoutError
+            chunk = await asyncio.wait_for(resp.content.read(CHUNK), left)
+        except asyncio.TimeoutError:
+            raise not_responding(
+                f"Peer gateway '{peer}' did not send its whole answer within "
+                "aggregation.forward_timeout_ms; the request may still run there",
+                peer=peer, budget="aggregation.forward_timeout_ms") from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise vendor_error(502, "x-vendor-peer-unavailable",
+                               f"Peer gateway '{peer}' broke off its answer: "
+                               f"{type(exc).__name__}", peer=peer) from None
+        if not chunk:
+            return True
+        head.append(chunk)
+        size += len(chunk)
+    return False
 
 
 async def _body(request: web.Request, sent: asyncio.Event) -> AsyncIterator[bytes]:

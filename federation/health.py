@@ -2,8 +2,9 @@
 
 mDNS reports a crashed peer only after ~19 minutes, so liveness comes from these probes:
 online, a probe every interval; a failed probe is retried after RETRY_S and the peer goes
-offline after OFFLINE_AFTER consecutive failures (at once for a refused connection or an
-error status); offline, probes back off along BACKOFF_S and one success brings it back.
+offline after OFFLINE_AFTER consecutive failures (at once for a refused connection, an
+error status, or an answer that is not a gateway's health document); offline, probes back
+off along BACKOFF_S and one success brings it back.
 """
 
 from __future__ import annotations
@@ -23,7 +24,14 @@ RETRY_S = 0.2
 OFFLINE_AFTER = 2
 BACKOFF_S = (0.25, 0.5, 1.0, 2.0)
 # Failures that prove the peer down at once (no second probe needed).
-HARD = frozenset({UNREACHABLE, ERROR_STATUS})
+HARD = frozenset({UNREACHABLE, ERROR_STATUS, INVALID_RESPONSE})
+
+
+def is_health_document(body: object) -> bool:
+    """True for a gateway's /health body: a status word, a timestamp and the warning schema."""
+    return (isinstance(body, dict) and isinstance(body.get("status"), str)
+            and isinstance(body.get("timestamp"), int)
+            and isinstance(body.get("warning_schema_version"), int))
 
 
 @dataclass

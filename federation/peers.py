@@ -15,7 +15,7 @@ from gateway.model.entities import EntitySet
 
 from .client import PeerClient, PeerError, base_url
 from .fleet import PeerSet
-from .health import ERROR_STATUS, PeerHealth
+from .health import ERROR_STATUS, INVALID_RESPONSE, PeerHealth, is_health_document
 from .peer_auth import PeerAuth
 from .settings import FederationSettings
 from .wire import WireError, load
@@ -154,6 +154,13 @@ class PeerTable:
             return False, exc.reason
         if answer.status != 200:
             return False, ERROR_STATUS
+        # A port answering 200 is not yet a gateway: only its health document counts.
+        try:
+            document = answer.json()
+        except PeerError as exc:
+            return False, exc.reason
+        if not is_health_document(document):
+            return False, INVALID_RESPONSE
         return True, None
 
     async def refresh(self, peer: Peer) -> bool:

@@ -8,7 +8,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from . import __version__
 from .config import ConfigError, Settings, load
@@ -92,17 +92,22 @@ def _settings(args: argparse.Namespace) -> Settings:
     return load(args.config, overrides)
 
 
-async def serve(settings: Settings, ready_message: str | None = None) -> None:
-    """Serve until SIGINT or SIGTERM."""
+async def serve(settings: Settings, ready_message: str | None = None,
+                on_force_exit: Callable[[], object] | None = None) -> None:
+    """Serve until SIGINT or SIGTERM; stop within the grace period, at once on a second one."""
     from aiohttp import web
 
     from .app import make_app
     from .http.server import GatewayRunner
     from .http.tls import server_context
+    from .state import STATE
 
     ssl_context = server_context(settings)  # ConfigError names a bad server.tls.* setting
     app = make_app(settings)
-    runner = GatewayRunner(app, settings.vendor, access_log=None)
+    # Calls in flight are abandoned (503) by the drain before the runner's cleanup, which
+    # then only has answers to write: a short shutdown timeout is enough.
+    runner = GatewayRunner(app, settings.vendor, access_log=None, shutdown_timeout=2.0,
+                           client_log_per_minute=settings["server.client_error_log_per_minute"])
     await runner.setup()
     host, port = settings["server.host"], settings["server.port"]
     site = web.TCPSite(runner, host, port, reuse_address=True, ssl_context=ssl_context)
@@ -117,11 +122,27 @@ async def serve(settings: Settings, ready_message: str | None = None) -> None:
         print(ready_message, flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def on_signal() -> None:
+        if stop.is_set():  # the second signal: no more waiting
+            log.warning("second stop signal: exiting now")
+            if on_force_exit is not None:
+                on_force_exit()
+            logging.shutdown()
+            os._exit(130)
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, on_signal)
     await stop.wait()
-    log.info("stopping")
+    grace = settings["server.shutdown_grace_sec"]
+    drain = app[STATE].extras["drain"]
+    log.info("stopping: %d calls in flight get up to %g s", drain.in_flight, grace)
+    abandoned = await drain.stop(grace)
+    if abandoned:
+        log.warning("stopping: %d calls still running after %g s answered 503", abandoned, grace)
     await runner.cleanup()
+    log.info("stopped")
 
 
 def _logging(level: str) -> None:
@@ -152,7 +173,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     settings = _settings(args)
     scheme = "https" if settings["server.tls.enabled"] else "http"
     base = f"{scheme}://{settings['server.host']}:{settings['server.port']}/api/v1"
-    with Robot.start(domain):
+    with Robot.start(domain) as robot:
         message = (
             f"\nDemo robot running in ROS domain {domain}; gateway at {base}\n"
             f"  curl {base}/apps\n"
@@ -164,7 +185,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"  curl {base}/x-{settings.vendor}-watchdog\n"
             f"  OpenAPI document: {base}/docs\n"
             "Ctrl-C stops the gateway and the robot.\n")
-        asyncio.run(serve(settings, message))
+        asyncio.run(serve(settings, message, on_force_exit=lambda: robot.stop(timeout=0.5)))
     return 0
 
 
@@ -186,8 +207,10 @@ def cmd_settings(args: argparse.Namespace) -> int:
     """Print the settings reference (and resolved values when a file or overrides are given)."""
     from .config import SETTINGS
 
-    resolved = load(args.config, args.overrides).as_dict() if (
-        args.config or args.overrides) else None
+    loaded = load(args.config, args.overrides) if (args.config or args.overrides) else None
+    # Compare real values (a redacted secret always differs from its default), show redacted.
+    actual = loaded.as_dict(redact=False) if loaded is not None else None
+    resolved = loaded.as_dict() if loaded is not None else None
     for s in SETTINGS:
         default = list(s.default) if isinstance(s.default, tuple) else s.default
         bounds = ""
@@ -196,7 +219,7 @@ def cmd_settings(args: argparse.Namespace) -> int:
         elif s.minimum is not None or s.maximum is not None:
             bounds = f" range {s.minimum:g}..{s.maximum:g}"
         line = f"{s.key} = {default!r}  ({s.type.__name__}{bounds})  {s.help}"
-        if resolved is not None and resolved.get(s.key) != s.default:
+        if actual is not None and resolved is not None and actual.get(s.key) != s.default:
             line += f"\n    now: {resolved[s.key]!r}"
         print(line)
     return 0

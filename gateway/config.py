@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -9,6 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from .settings_unbuilt import built_features, unbuilt_feature, unbuilt_keys
+from .settings_unbuilt import pattern as unbuilt_pattern
 
 log = logging.getLogger(__name__)
 
@@ -111,14 +115,16 @@ SETTINGS: tuple[Setting, ...] = (
     _s("sse.max_duration_sec", int, 3600, "longest cyclic subscription", minimum=1,
        maximum=86400),
     _s("state_dir", str, "", "directory for persistent state (default: ~/.local/state/diag-gateway)"),
-    # Fault manager (docs/faults.md). snapshots.default_topics (a list) and
-    # faults.diagnostics_bridge.code_map.<status name> are open keys.
+    # Fault manager (docs/faults.md). faults.diagnostics_bridge.code_map.<status name> is an
+    # open key (OPEN_KEYS).
     _s("sse.keepalive_sec", float, 30.0, "seconds between keep-alive comments on SSE streams",
        minimum=0.05, maximum=3600.0),
     _s("faults.confirmation_threshold", int, -1,
-       "debounce counter at or below which a fault confirms (must be < 0)"),
+       "debounce counter at or below which a fault confirms (must be < 0)",
+       minimum=-1000000, maximum=-1, clamp=False),
     _s("faults.healing_enabled", bool, False, "PASSED reports can heal a confirmed fault"),
-    _s("faults.healing_threshold", int, 3, "debounce counter at which a fault heals (>= 0)"),
+    _s("faults.healing_threshold", int, 3, "debounce counter at which a fault heals (>= 0)",
+       minimum=0, maximum=1000000, clamp=False),
     _s("faults.critical_immediate_confirm", bool, True, "CRITICAL reports confirm at once"),
     _s("faults.auto_confirm_after_sec", float, 0.0,
        "confirm PREFAILED faults older than this (0: off)", minimum=0.0, maximum=31536000.0),
@@ -326,6 +332,19 @@ SETTINGS: tuple[Setting, ...] = (
     _s("aggregation.cache.max_age_ms", int, 10000,
        "oldest cached peer answer a merged read may use (its x-vendor cache block says so)",
        minimum=100, maximum=600000),
+    # Hardening (docs/hardening.md): bounded stop, client log flooding, open keys declared.
+    _s("server.shutdown_grace_sec", float, 5.0,
+       "on SIGINT/SIGTERM, how long calls in flight may finish before they are answered 503 "
+       "(a second signal stops at once; keep well inside the service manager's stop timeout)",
+       minimum=0.0, maximum=300.0),
+    _s("server.client_error_log_per_minute", int, 10,
+       "WARNING lines logged per client and minute about malformed requests (more: dropped)",
+       minimum=0, maximum=100000),
+    _s("server.max_json_body_bytes", int, 1 << 20,
+       "largest request body of a JSON route, whatever its content type (larger: 413)",
+       minimum=1024, maximum=16 << 20),
+    _s("snapshots.default_topics", tuple, (),
+       "topics captured for every confirmed fault (overrides the config file's default_topics)"),
 )
 
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
@@ -345,13 +364,30 @@ REMOVED = frozenset(
     )
 )
 
-# Prefixes whose keys belong to features of later builds: accepted and kept, not validated.
-OPEN_PREFIXES = (
-    "auth.", "aggregation.", "snapshots.", "correlation.", "faults.",
-    "bulk_data.", "rate_limiting.", "cors.", "triggers.", "fault_triggers.", "recorder.",
-    "entity_freeze_frame.", "updates.", "plugins.",
-    "discovery.merge_pipeline.layers.",  # <layer>.<group> = policy (docs/manifest.md)
+# Open-ended keys that are maps by design: (pattern, feature that must be built or None).
+# `<name>` is one dotted segment, a trailing `.*` any number of them.
+OPEN_KEYS: tuple[tuple[str, str | None], ...] = (
+    ("faults.diagnostics_bridge.code_map.<name>", None),  # DiagnosticStatus name -> code
+    ("plugins.<name>.*", "plugins"),  # each plugin's own configuration object
+    ("discovery.merge_pipeline.layers.<layer>.<group>", None),  # = policy (docs/manifest.md)
 )
+_OPEN = tuple((unbuilt_pattern(key), feature) for key, feature in OPEN_KEYS)
+
+
+def _open_key(key: str, built: frozenset[str]) -> bool:
+    return any(rx.fullmatch(key) and (need is None or need in built) for rx, need in _OPEN)
+
+
+def unknown_setting(key: str) -> ConfigError:
+    """The refusal of an undeclared key: names the feature it needs, or the closest setting."""
+    feature = unbuilt_feature(key, BY_KEY)
+    if feature is not None:
+        return ConfigError(f"setting '{key}': the '{feature}' feature is not in this build "
+                           "(feature not in this build)")
+    close = difflib.get_close_matches(key, [*BY_KEY, *unbuilt_keys()], n=1, cutoff=0.6)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    return ConfigError(f"unknown setting '{key}'{hint} (`diag-gateway settings` lists "
+                       "every setting)")
 
 
 def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -516,10 +552,10 @@ def resolve(raw: Mapping[str, Any]) -> Settings:
             continue
         setting = BY_KEY.get(key)
         if setting is None:
-            if key.startswith(OPEN_PREFIXES):
+            if _open_key(key, built_features(BY_KEY)):
                 values[key] = value
                 continue
-            raise ConfigError(f"unknown setting '{key}'")
+            raise unknown_setting(key)
         values[key] = _check(setting, _coerce(setting, value), warnings)
     if values["discovery.mode"] != "runtime_only" and not values["discovery.manifest_path"]:
         raise ConfigError(

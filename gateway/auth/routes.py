@@ -146,7 +146,7 @@ async def _token(request: web.Request, grants: Grants, params: Body) -> dict[str
 
 
 async def _revoke(request: web.Request, grants: Grants, params: Body) -> dict[str, Any]:
-    """Revoke a refresh token (or access token) and its whole family; 200 even when unknown."""
+    """Revoke a refresh token and its whole family; 200 for anything else (no effect)."""
     token = _require(params, "token")
     await asyncio.to_thread(grants.revoke, token, time.time())
     return {"status": "revoked"}

@@ -360,14 +360,11 @@ class Grants:
                          new, role)
 
     def revoke(self, token: str, now: float) -> None:
-        """Revoke the family of a refresh token, or of a valid access token; unknown: no-op."""
+        """Revoke the family of a refresh token; anything else (an access token too): no-op."""
+        # Access tokens travel on every request: holding one must not end its owner's session.
         family = self.store.revoke_token(token_hash(token), now)
         if family is not None:
             self._mark_revoked({family: self._family_until(family, now)})
-            return
-        claims = self.tokens.peek_uncached(token, now) if self.tokens is not None else None
-        if claims is not None:
-            self._revoke_family(claims.family, now, "revoked")
 
     def _revoke_family(self, family: str, now: float, reason: str) -> None:
         self.store.revoke_family(family, now, reason)

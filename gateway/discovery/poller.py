@@ -10,6 +10,7 @@ from ..ros.bridge import RosBridge
 from ..ros.graph import GraphSnapshot, take_snapshot
 from ..ros.topics import SamplePool
 from .cache import EntityCache
+from .readiness import Readiness
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +31,8 @@ class GraphPoller:
         self.debounce_s = debounce_s
         self.events = 0
         self.first = asyncio.Event()
+        self.ready = asyncio.Event()  # discovery settled (readiness.py): /health says so
+        self.readiness = Readiness(time.monotonic())
         self._last: GraphSnapshot | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -61,14 +64,17 @@ class GraphPoller:
                 log.exception("graph poll failed")
                 await asyncio.sleep(self.interval_s)
                 continue
-            if snap != self._last:
+            changed = snap != self._last
+            if changed:
                 if self._last is not None:
                     self.events += 1
                 self._last = snap
                 pending = snap
             now = time.monotonic()
-            if pending is not None and (not self.first.is_set()
-                                        or now - started < STARTUP_UNDEBOUNCED_S
+            starting = not self.ready.is_set()
+            # While starting, every change is applied at once: no debounce before readiness
+            # (and none for the first seconds, so the first listing is complete early).
+            if pending is not None and (starting or now - started < STARTUP_UNDEBOUNCED_S
                                         or now - last_apply >= self.debounce_s):
                 self.cache.apply(pending)
                 log.debug("entities refreshed: generation %d, %d apps", self.cache.generation,
@@ -76,4 +82,7 @@ class GraphPoller:
                 pending = None
                 last_apply = now
                 self.first.set()
+            if starting and self.readiness.observe(changed, now):
+                log.info("discovery settled: %d apps; ready", len(self.cache.entities.apps))
+                self.ready.set()
             await asyncio.sleep(self.interval_s)

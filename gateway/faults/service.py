@@ -114,7 +114,10 @@ class FaultService:
         slots = self.state.extras.get("sse_slots")
         if slots is None:
             slots = self.state.extras["sse_slots"] = SseSlots(s["sse.max_clients"])
-        self.stream = FaultStream(slots, s["sse.keepalive_sec"], int(event_seq))
+        # Event ids survive restarts: ids are handed out only below the stored reservation
+        # (relayed events reserve a block through the writer thread).
+        self.stream = FaultStream(slots, s["sse.keepalive_sec"], int(event_seq),
+                                  persist=self._persist_event_seq)
         # hook of the global clear: predicates (request, code, sources) -> True to skip
         self.state.extras.setdefault("fault_clear_filters", [])
         health = self.state.extras.setdefault("health", {})
@@ -406,11 +409,14 @@ class FaultService:
             rows.drop_snapshots = list(batch.cleared)
         if n_events:
             self._unpublished += n_events
-            rows.meta["event_seq"] = orjson.dumps(self.stream.last_id + self._unpublished)
+            rows.meta["event_seq"] = orjson.dumps(self.stream.reserve(self._unpublished))
         fut = self.writer.call(_write_timed, rows)
         self._pending.add(fut)
         fut.add_done_callback(self._pending.discard)
         return fut
+
+    def _persist_event_seq(self, seq: int) -> None:
+        self.writer.call(FaultStore.set_meta, "event_seq", seq)
 
     async def settled(self) -> None:
         """Wait for every commit queued so far; raises the first commit failure."""

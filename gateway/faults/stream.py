@@ -7,6 +7,7 @@ import contextlib
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ from ..http.jsonutil import dumps
 log = logging.getLogger(__name__)
 
 REPLAY_EVENTS = 100
+ID_BLOCK = 1000  # event ids reserved (stored) at a time
 CLIENT_QUEUE = 1024
 FANOUT_SLICE = 32  # clients woken per loop step when an event goes to many
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
@@ -52,6 +54,16 @@ def frame(event_id: int, event: str, data: Any) -> bytes:
     return b"id: %d\nevent: %s\ndata: %s\n\n" % (event_id, event.encode(), dumps(data))
 
 
+def refetch_frame(last_event_id: int, oldest: int, newest: int) -> bytes:
+    """The event telling a resuming client that events it missed are gone: refetch."""
+    reason = "unknown_event_id" if last_event_id > newest else "events_not_kept"
+    data = {"event_type": "refetch", "reason": reason, "last_event_id": last_event_id,
+            "oldest_kept_id": oldest, "refetch": "/api/v1/faults",
+            "message": "Events after your Last-Event-ID are no longer kept; read the fault "
+                       "list again, then follow this stream"}
+    return frame(oldest - 1, "refetch", data)
+
+
 _CLOSE = b""
 _KEEPALIVE = b":keepalive\n\n"
 
@@ -66,10 +78,15 @@ class _Client:
 class FaultStream:
     """Publishes events to every connected client and keeps the last 100 for replay."""
 
-    def __init__(self, slots: SseSlots, keepalive_s: float, first_id: int = 0) -> None:
+    def __init__(self, slots: SseSlots, keepalive_s: float, first_id: int = 0,
+                 persist: Callable[[int], None] | None = None) -> None:
         self.slots = slots
         self.keepalive_s = keepalive_s
         self.last_id = first_id
+        # Ids survive restarts: `reserved` is the highest id stored (fault store meta), ids
+        # are used only below it, so a new process never hands out an id seen before.
+        self.reserved = first_id
+        self.persist = persist
         self.ring: deque[tuple[int, bytes, bool]] = deque(maxlen=REPLAY_EVENTS)
         self.clients: set[_Client] = set()
         self.published = 0
@@ -79,8 +96,18 @@ class FaultStream:
         self._outbox: deque[tuple[bytes, list[_Client]]] = deque()  # frames being delivered
         self._pumping = False
 
+    def reserve(self, n: int) -> int:
+        """Make room for n more ids; the value to store (in the caller's transaction)."""
+        if self.last_id + n > self.reserved:
+            self.reserved = self.last_id + n + ID_BLOCK
+        return self.reserved
+
     def publish(self, event: str, data: Any, *, relayed: bool = False) -> int:
         """Number, keep and fan out one event (relayed: from a peer); returns its id."""
+        if self.last_id + 1 > self.reserved:  # relayed events, or a caller that did not reserve
+            stored = self.reserve(1)
+            if self.persist is not None:
+                self.persist(stored)
         self.last_id += 1
         raw = frame(self.last_id, event, data)
         self.ring.append((self.last_id, raw, relayed))
@@ -156,11 +183,19 @@ class FaultStream:
                 self._fan_out(_KEEPALIVE)
 
     def replay(self, last_event_id: int | None, local_only: bool = False) -> list[bytes]:
-        """Kept frames newer than last_event_id (none without a Last-Event-ID)."""
+        """Kept frames newer than last_event_id (none without a Last-Event-ID).
+
+        When events after last_event_id are no longer kept (the ring moved on, or the
+        gateway restarted), a `refetch` event comes first: never a silent gap.
+        """
         if last_event_id is None:
             return []
-        return [raw for i, raw, relayed in self.ring
-                if i > last_event_id and not (relayed and local_only)]
+        oldest = self.ring[0][0] if self.ring else self.last_id + 1
+        frames = [raw for i, raw, relayed in self.ring
+                  if i > last_event_id and not (relayed and local_only)]
+        if last_event_id < oldest - 1 or last_event_id > self.last_id:
+            frames.insert(0, refetch_frame(last_event_id, oldest, self.last_id))
+        return frames
 
     async def serve(self, request: web.Request, local_only: bool = False) -> web.StreamResponse:
         """The SSE response for one client until it disconnects (503 past the cap); a

@@ -27,10 +27,39 @@ async def read_json_body(request: web.Request) -> Any:
     """The request body parsed as JSON; ApiError 400 naming the problem otherwise."""
     from .errors import bad_request
 
-    raw = await request.read()
+    limit = max_json_body(request)
+    length = request.content_length
+    if length is not None and length > limit:
+        raise body_too_large(length, limit)
+    raw = await request.read()  # any content type: `curl -d` sends form-urlencoded
+    if len(raw) > limit:  # chunked: no Content-Length to check first
+        raise body_too_large(len(raw), limit)
     if not raw:
         raise bad_request("Request body is empty; a JSON object is required")
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise bad_request(f"Request body is not valid JSON: {exc}") from None
+
+
+DEFAULT_MAX_JSON_BODY = 1 << 20
+
+
+def max_json_body(request: web.Request) -> int:
+    """The JSON body limit in bytes (setting server.max_json_body_bytes)."""
+    from ..state import STATE
+
+    state = request.app.get(STATE)
+    if state is None:
+        return DEFAULT_MAX_JSON_BODY
+    return int(state.settings.get("server.max_json_body_bytes", DEFAULT_MAX_JSON_BODY))
+
+
+def body_too_large(size: int, limit: int) -> Exception:
+    """413 for a body over the JSON limit, whatever its content type."""
+    from .errors import INVALID_REQUEST, ApiError
+
+    return ApiError(413, INVALID_REQUEST,
+                    f"Request body is {size} bytes; bodies of this route are limited to {limit} "
+                    "bytes (setting server.max_json_body_bytes)",
+                    parameters={"size": size, "limit": limit})

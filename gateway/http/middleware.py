@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_urldispatcher import MatchInfoError
 
 from ..model.ids import invalid_id_reason
+from .clientlog import client_warning
+from .drain import Drain
 from .errors import ApiError, bad_request, http_layer_error
 from .jsonutil import JSON_TYPE, dumps
 from .ranges import RangeError, parse_range
@@ -61,12 +65,22 @@ def _collection_of(path: str, collections: dict[str, set[str]]
     return (parts[0], parts[1], parts[2]) if served and parts[0] not in served else None
 
 
+def allow_header(exc: Any) -> str:
+    """The Allow value of aiohttp's 405: its methods, HEAD wherever GET is served."""
+    methods = set(getattr(exc, "allowed_methods", ()) or ())
+    if "GET" in methods:
+        methods.add("HEAD")
+    return ", ".join(sorted(methods))
+
+
 def make_middleware(state: Any) -> Any:
     """The gateway's single middleware; state gives vendor, max URI length, routes and guard."""
     vendor = state.settings.vendor
     max_uri = state.settings["server.max_uri_length"]
     routes = state.route_table
     guard = state.guard
+    drain = state.extras.setdefault("drain", Drain())  # bounded stop (cli.serve)
+    state.extras.setdefault("health", {})["x-vendor-requests"] = drain.stats
 
     # Raw paths that passed check_uri recently: a set lookup instead of two regex scans on
     # the hot path (bounded; cleared when full).
@@ -100,9 +114,12 @@ def make_middleware(state: Any) -> Any:
             if isinstance(match_info, MatchInfoError):
                 status = match_info.http_exception.status
                 if status == 405:
-                    raise http_layer_error(
-                        405, f"Method {request.method} is not allowed on {request.path}"
-                    )
+                    allowed = allow_header(match_info.http_exception)
+                    err = http_layer_error(
+                        405, f"Method {request.method} is not allowed on {request.path}; "
+                             f"allowed: {allowed}")
+                    err.headers = {"Allow": allowed}
+                    raise err
                 unsupported = _collection_of(request.path, collections)
                 if unsupported is not None:  # served for other entity types only
                     refused = state.wire.errors.unsupported_collection(*unsupported)
@@ -117,6 +134,10 @@ def make_middleware(state: Any) -> Any:
                 route = state.docs_route
                 handler = route.handler
             if route is not None:
+                if request.method == "HEAD" and route.streaming:
+                    # an event stream never ends: HEAD answers with its headers only
+                    return web.Response(status=200, content_type="text/event-stream",
+                                        headers={"Cache-Control": "no-cache"})
                 if guard.active:
                     await guard(request, route)
                 for param in id_params.get(id(route), ()):
@@ -126,16 +147,26 @@ def make_middleware(state: Any) -> Any:
                 # Aggregation: requests for peer-owned entities and items go to the peer.
                 forward = state.extras.get("forwarder")
                 if forward is not None:
-                    answer = await forward(request, route)
+                    answer = await drain.run(forward(request, route), False)
                     if answer is not None:
                         return answer  # type: ignore[no-any-return]
-            return await handler(request)
+            return await drain.run(handler(request), route is not None and route.streaming)
         except ApiError as err:
             return error_response(err, vendor)
         except web.HTTPException as exc:
             if exc.status < 400:
                 raise
-            return error_response(http_layer_error(exc.status, exc.reason), vendor)
+            layer = http_layer_error(exc.status, exc.reason)
+            if exc.status == 405:
+                layer.headers = {"Allow": allow_header(exc)}
+            return error_response(layer, vendor)
+        except HttpProcessingError as exc:  # the client's malformed body (multipart headers)
+            status = exc.code if 400 <= exc.code < 500 else 400
+            text = " ".join(str(exc.message).split())[:200]
+            client_warning(request.remote, f"{request.method} {request.path}: {text}",
+                           time.monotonic())
+            return error_response(http_layer_error(status, f"Malformed request body: {text}"),
+                                  vendor)
         except Exception:
             log.exception("Unhandled error on %s %s", request.method, request.path)
             return error_response(

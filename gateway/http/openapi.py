@@ -8,6 +8,7 @@ from urllib.parse import quote
 
 from ..auth.roles import Role
 from .routes import API_PREFIX, Registry, Route
+from .schemas import OperationDoc, components, doc_for
 
 SOVD_VERSION = "1.1.0"
 
@@ -70,7 +71,50 @@ def add_schemas(schemas: dict[str, Any]) -> None:
 
 
 _STATUS_TEXT = {200: "OK", 201: "Created", 202: "Accepted", 204: "No Content",
-                206: "Partial Content", 207: "Multi-Status"}
+                206: "Partial Content", 207: "Multi-Status", 405: "Method Not Allowed"}
+
+
+def _content(ctype: str, schema: str | None) -> dict[str, Any]:
+    return {ctype: {"schema": {"$ref": f"#/components/schemas/{schema}"} if schema
+                    else {"type": "object"}}}
+
+
+def _responses(route: Route, vendor: str) -> tuple[dict[str, Any], OperationDoc | None]:
+    """Success and error responses of a route (its contract row when it has one)."""
+    responses: dict[str, Any] = {}
+    error = {"application/json": {"schema": _ERROR}}
+    doc = None if route.extra.get("stub") else doc_for(route.method, route.path, route.status,
+                                                       vendor)
+    if route.extra.get("stub"):
+        pass  # an absent feature answers 501 and nothing else of its own
+    elif doc is not None:
+        for status, schema in doc.responses.items():
+            resp: dict[str, Any] = {"description": _STATUS_TEXT.get(status, "Success")}
+            if status != 204:
+                resp["content"] = _content(doc.response_type, schema)
+            responses[str(status)] = resp
+        for status, text in doc.errors.items():
+            responses[str(status)] = {"description": text, "content": error}
+    else:
+        for status in (route.status, *route.alternates):
+            resp = {"description": _STATUS_TEXT.get(status, "Success")}
+            if status != 204:
+                ctype = "text/event-stream" if route.streaming else "application/json"
+                resp["content"] = _content(ctype, route.response)
+            responses[str(status)] = resp
+    if doc is not None and doc.oauth:
+        oauth = {"application/json": {"schema": {"$ref": "#/components/schemas/OAuthError"}}}
+        responses["400"] = {"description": "OAuth2 error (RFC 6749)", "content": oauth}
+        responses["401"] = {"description": "Client authentication failed", "content": oauth}
+        responses["500"] = {"description": "Internal error", "content": oauth}
+        responses["503"] = {"description": "This gateway issues no tokens (no signing key)",
+                            "content": oauth}
+    for code, text in _ERROR_STATUSES.items():
+        responses.setdefault(code, {"description": text, "content": error})
+    if route.feature:
+        responses["501"] = {"description": f"Feature '{route.feature}' not available",
+                            "content": error}
+    return responses, doc
 
 
 def _operation(route: Route, vendor: str, with_roles: bool) -> dict[str, Any]:
@@ -78,21 +122,7 @@ def _operation(route: Route, vendor: str, with_roles: bool) -> dict[str, Any]:
         {"name": p, "in": "path", "required": True, "schema": {"type": "string"}}
         for p in route.params
     ]
-    responses: dict[str, Any] = {}
-    for status in (route.status, *route.alternates):
-        resp: dict[str, Any] = {"description": _STATUS_TEXT.get(status, "Success")}
-        if status != 204:
-            ctype = "text/event-stream" if route.streaming else "application/json"
-            schema = {"$ref": f"#/components/schemas/{route.response}"} if route.response \
-                else {"type": "object"}
-            resp["content"] = {ctype: {"schema": schema}}
-        responses[str(status)] = resp
-    for code, text in _ERROR_STATUSES.items():
-        responses.setdefault(code, {"description": text,
-                                    "content": {"application/json": {"schema": _ERROR}}})
-    if route.feature:
-        responses["501"] = {"description": f"Feature '{route.feature}' not available",
-                            "content": {"application/json": {"schema": _ERROR}}}
+    responses, doc = _responses(route, vendor)
     op: dict[str, Any] = {
         "operationId": route.operation_id,
         "summary": (route.summary or "").strip().split("\n")[0],
@@ -101,11 +131,17 @@ def _operation(route: Route, vendor: str, with_roles: bool) -> dict[str, Any]:
     }
     if params:
         op["parameters"] = params
-    if route.request:
+    request = doc.request if doc is not None else route.request
+    if request and not route.extra.get("stub"):
         ctype = route.extra.get("request_content_type", "application/json")
-        op["requestBody"] = {"required": True, "content": {ctype: {
-            "schema": {"$ref": f"#/components/schemas/{route.request}"}}}}
-    if route.alternates:
+        content = _content(doc.request_type if doc is not None else ctype, request)
+        if doc is not None and doc.encoding:
+            content[doc.request_type]["encoding"] = doc.encoding
+        if doc is not None and doc.oauth:  # RFC 6749: form-encoded; JSON accepted too
+            content.update(_content("application/x-www-form-urlencoded", request))
+        # An execution may be started without a body (all fields optional).
+        op["requestBody"] = {"required": request != "ExecutionRequest", "content": content}
+    if route.alternates or (doc is not None and doc.alternates):
         op[f"x-{vendor}-alternates"] = True
     if with_roles and not route.extra.get("public"):
         # Plugin-served routes need admin whatever role they declare (spec: admin wildcards).
@@ -132,7 +168,7 @@ def build(registry: Registry, *, vendor: str, version: str, with_roles: bool) ->
         "x-sovd-version": SOVD_VERSION,
         "servers": [{"url": API_PREFIX}],
         "paths": paths,
-        "components": {"schemas": _SCHEMAS},
+        "components": {"schemas": {**_SCHEMAS, **components(vendor)}},
     }
     if with_roles:
         doc["components"]["securitySchemes"] = {

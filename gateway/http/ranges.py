@@ -43,3 +43,42 @@ def resolve(ranges: list[tuple[int | None, int | None]], size: int) -> list[tupl
         if start < size and start <= end:
             out.append((start, end))
     return out
+
+
+# More ranges than this (after merging) are not worth a multipart body: the whole file is sent.
+MAX_RANGES = 16
+# Bytes a multipart part costs beyond its data (boundary line, two headers), a generous bound.
+PART_OVERHEAD = 160
+
+
+def coalesce(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Inclusive (start, end) pairs sorted, with overlapping and adjacent ones merged."""
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1] + 1:
+            if end > out[-1][1]:
+                out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
+
+
+def plan(ranges: list[tuple[int | None, int | None]], size: int,
+         ctype_len: int = 64) -> list[tuple[int, int]] | None:
+    """Spans to serve for a Range: [] unsatisfiable (416), None the whole file (200).
+
+    Overlapping and adjacent ranges are merged; more than MAX_RANGES, or ranges whose
+    answer would cost more bytes than the file itself, are answered with the whole file,
+    so no request makes the gateway send much more than one file's size.
+    """
+    spans = coalesce(resolve(ranges, size))
+    if not spans:
+        return []
+    if spans == [(0, size - 1)]:
+        return None  # the whole file: a plain 200
+    if len(spans) == 1:
+        return spans
+    cost = sum(e - s + 1 + PART_OVERHEAD + ctype_len for s, e in spans)
+    if len(spans) > MAX_RANGES or cost >= size:
+        return None
+    return spans

@@ -104,11 +104,14 @@ class Registry:
         """Add every route to the aiohttp router; returns aiohttp route -> Route."""
         table: dict[Any, Route] = {}
         for route in self.routes:
-            aio = app.router.add_route(route.method, route.aiohttp_path(), route.handler)
-            table[aio] = route
+            paths = [route.aiohttp_path()]
             if route.path == "/":  # the root answers with and without the trailing slash
-                aio = app.router.add_route(route.method, API_PREFIX + "/", route.handler)
-                table[aio] = route
+                paths.append(API_PREFIX + "/")
+            # HEAD is served wherever GET is (aiohttp sends the headers without the body).
+            methods = (route.method, "HEAD") if route.method == "GET" else (route.method,)
+            for path in paths:
+                for method in methods:
+                    table[app.router.add_route(method, path, route.handler)] = route
         return table
 
 

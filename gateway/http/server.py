@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from aiohttp import http_exceptions, web, web_protocol, web_server
 from aiohttp.web_request import BaseRequest
 
+from .clientlog import LIMITER, client_warning
 from .errors import http_layer_error
 from .jsonutil import JSON_TYPE, dumps
 
@@ -21,16 +23,22 @@ class _Handler(web_protocol.RequestHandler):
         self, request: BaseRequest, status: int = 500, exc: BaseException | None = None,
         message: str | None = None,
     ) -> web.StreamResponse:
-        resp = super().handle_error(request, status, exc, message)
+        # Not super(): it logs every client's malformed request with a traceback at ERROR.
         text = (message or "").strip() or f"HTTP error {status}"
         if isinstance(exc, http_exceptions.LineTooLong):
             status, text = 414, f"Request line or header longer than {MAX_LINE} bytes"
         elif status == 400:
             text = f"Malformed HTTP request: {text[:200]}"
+        if status >= 500:  # the gateway's own fault: worth a traceback
+            self.log_exception("Error handling request from %s", request.remote, exc_info=exc)
+        else:
+            client_warning(request.remote, f"{status} {' '.join(text.split())}",
+                           time.monotonic())
+        if request.writer.output_size > 0:
+            raise ConnectionError("response already sent; cannot send the error body")
         body = http_layer_error(status, text).body(self.vendor)
         out = web.Response(status=status, body=dumps(body), content_type=JSON_TYPE)
         out.force_close()
-        del resp
         return out
 
 
@@ -42,7 +50,9 @@ class _Server(web_server.Server):
 class GatewayRunner(web.AppRunner):
     """AppRunner whose low-level parse errors carry the spec's error body."""
 
-    def __init__(self, app: web.Application, vendor: str, **kwargs: Any) -> None:
+    def __init__(self, app: web.Application, vendor: str, client_log_per_minute: int = 10,
+                 **kwargs: Any) -> None:
+        LIMITER.per_minute = client_log_per_minute
         kwargs.setdefault("handler_cancellation", True)
         kwargs.setdefault("max_line_size", MAX_LINE)
         kwargs.setdefault("max_field_size", MAX_LINE)

@@ -33,7 +33,7 @@ from ..faults.scope import in_scope
 from ..faults.snapshots import NEVER_CAPTURED
 from ..http.errors import INVALID_REQUEST, ApiError, bad_request, not_found
 from ..http.jsonutil import json_response
-from ..http.ranges import parse_range, resolve
+from ..http.ranges import parse_range, plan
 from ..http.routes import Registry
 from ..model.entities import Entity, EntitySet
 from ..state import GatewayState, state_of
@@ -411,6 +411,10 @@ def read_only(kind: str) -> Any:
 
 
 # file responses ---------------------------------------------------------------------------------
+DOWNLOAD_SAFETY = {"X-Content-Type-Options": "nosniff",
+                   "Content-Security-Policy": "sandbox; default-src 'none'"}
+
+
 async def serve_file(request: web.Request, path: Path, ctype: str, filename: str,
                      etag: str) -> web.StreamResponse:
     """200, 206 (one range) or 206 multipart/byteranges; 416 for an unsatisfiable Range."""
@@ -428,13 +432,17 @@ async def serve_file(request: web.Request, path: Path, ctype: str, filename: str
         if_range = request.headers.get(hdrs.IF_RANGE)
         spans: list[tuple[bytes, int, int]] = []  # (prefix, start, end inclusive)
         trailer = b""
+        # Whatever the uploader named as media type, a browser must not sniff or run it.
+        headers.update(DOWNLOAD_SAFETY)
+        ranges = None
         if header is not None and (if_range is None or if_range == etag):
-            ranges = resolve(parse_range(header), size)  # unparseable: 416 by the middleware
-            if not ranges:
+            ranges = plan(parse_range(header), size, len(ctype))  # unparseable: 416 earlier
+            if ranges == []:
                 raise ApiError(416, INVALID_REQUEST,
                                f"Range '{header}' does not overlap the {size} bytes of "
                                f"'{filename}'", parameters={"size": size},
                                headers={hdrs.CONTENT_RANGE: f"bytes */{size}"})
+        if ranges:
             status = 206
             if len(ranges) == 1:
                 start, end = ranges[0]

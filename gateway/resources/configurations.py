@@ -253,7 +253,7 @@ async def reset_configuration(request: web.Request) -> web.Response:
 
 
 async def reset_all_configurations(request: web.Request) -> web.Response:
-    """Reset every parameter of every member node: 204, or 207 naming what was not reset."""
+    """Reset every parameter of every member node: 204; 207 naming members of other gateways."""
     state = state_of(request)
     entity = resolve_entity(request)
     store = _store(state)
@@ -273,6 +273,7 @@ async def reset_all_configurations(request: web.Request) -> web.Response:
         else:
             entry["status"] = 204
         results.append(entry)
+    _raise_local_failure(entity, outcomes, results)
     fed = federation(state)
     if fed is not None:  # members run by another gateway are not reset from here
         for app in state.cache.entities.member_apps(entity):
@@ -286,6 +287,31 @@ async def reset_all_configurations(request: web.Request) -> web.Response:
         return web.Response(status=204)
     body = state.wire.configurations.reset_report(entity.id, results, _partial(outcomes))
     return json_response(body, status=207)
+
+
+def _raise_local_failure(entity: Entity, outcomes: list[tuple[Entity, Any]],
+                         results: list[dict[str, Any]]) -> None:
+    """A member of this gateway that was not reset is an error, not a 207 (spec: 207 is
+    only for members run by another gateway); `results` tells what was reset."""
+    failed = [(app, r) for app, r in outcomes if isinstance(r, BaseException) or r]
+    if not failed:
+        return
+    exceptions = [r for _, r in failed if isinstance(r, BaseException)]
+    errors = [parameter_error(e) if isinstance(e, ParameterError) else
+              vendor_error(500, "x-vendor-ros2-service-unavailable", str(e), node="")
+              for e in exceptions]
+    if errors:
+        err = max(errors, key=lambda e: (e.status == 500, e.status == 503))
+    else:
+        app, rejected = failed[0]
+        err = ApiError(400, "invalid-request",
+                       f"Node {app.node_fqn} refused to reset some parameters",
+                       parameters={"node": app.node_fqn, "rejected": rejected})
+    not_reset = [r["id"] for r in results if r["status"] != 204]
+    err.message = (f"{err.message}; not reset: {', '.join(not_reset)} (the other members of "
+                   f"'{entity.id}' were reset)")
+    err.parameters = {**(err.parameters or {}), "entity_id": entity.id, "items": results}
+    raise err
 
 
 def register(reg: Registry) -> None:

@@ -45,6 +45,8 @@ def validate_config(body: Any, current: dict[str, Any]) -> dict[str, Any]:
                         f"'severity_filter' must be one of {', '.join(SEVERITIES)}; got {value!r}"))
     if "max_entries" in body:
         value = body["max_entries"]
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)  # JSON Schema: 100.0 is an integer
         if isinstance(value, bool) or not isinstance(value, int) or not (
                 1 <= value <= MAX_ENTRIES):
             bad.append(("max_entries",

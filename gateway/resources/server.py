@@ -102,8 +102,12 @@ async def health(request: web.Request) -> web.Response:
     executor["graph_events_received"] = state.poller.events
     es = state.cache.entities
     disc = state.extras.get("discovery")  # manifest-backed modes (discovery/pipeline.py)
+    # Readiness: entity lists are complete only once discovery settled after the start.
+    ready = state.poller.ready.is_set()
+    status = "degraded" if not executor["worker_alive"] else "healthy" if ready else "starting"
     body: dict[str, Any] = {
-        "status": "healthy" if executor["worker_alive"] else "degraded",
+        "status": status,
+        "ready": ready,
         "timestamp": time.time_ns(),
         "warning_schema_version": 2,
         "warnings": _warnings(state) + (disc.warnings() if disc is not None else []),

@@ -13,9 +13,11 @@ from aiohttp import web
 from ..auth.roles import Role
 from ..http.errors import not_implemented
 from ..http.routes import Registry
+from ..state import state_of
 
 ALL = ("areas", "components", "apps", "functions")
 CA = ("components", "apps")
+CAF = ("components", "apps", "functions")
 VIEW, OPER, CONF = Role.VIEWER, Role.OPERATOR, Role.CONFIGURATOR
 
 # (feature, method, suffix, entity types, role); suffix "" rows are server-level paths.
@@ -46,7 +48,42 @@ ENTITY_ROWS: tuple[tuple[str, str, str, tuple[str, ...], Role], ...] = (
     ("bulk-data", "DELETE", "/bulk-data/{category}/{bulk_id}", CA, OPER),
     ("data-categories", "GET", "/data-categories", ALL, VIEW),
     ("data-groups", "GET", "/data-groups", ALL, VIEW),
+    ("cyclic-subscriptions", "GET", "/cyclic-subscriptions", CAF, VIEW),
+    ("cyclic-subscriptions", "POST", "/cyclic-subscriptions", CAF, OPER),
+    ("cyclic-subscriptions", "GET", "/cyclic-subscriptions/{subscription_id}", CAF, VIEW),
+    ("cyclic-subscriptions", "PUT", "/cyclic-subscriptions/{subscription_id}", CAF, OPER),
+    ("cyclic-subscriptions", "DELETE", "/cyclic-subscriptions/{subscription_id}", CAF, OPER),
+    ("cyclic-subscriptions", "GET", "/cyclic-subscriptions/{subscription_id}/events", CAF,
+     VIEW),
+    ("triggers", "GET", "/triggers", ALL, VIEW),
+    ("triggers", "POST", "/triggers", ALL, OPER),
+    ("triggers", "GET", "/triggers/{trigger_id}", ALL, VIEW),
+    ("triggers", "PUT", "/triggers/{trigger_id}", ALL, OPER),
+    ("triggers", "DELETE", "/triggers/{trigger_id}", ALL, OPER),
+    ("triggers", "GET", "/triggers/{trigger_id}/events", ALL, VIEW),
+    ("scripts", "GET", "/scripts", CA, VIEW),
+    ("scripts", "POST", "/scripts", CA, CONF),
+    ("scripts", "GET", "/scripts/{script_id}", CA, VIEW),
+    ("scripts", "DELETE", "/scripts/{script_id}", CA, CONF),
+    ("scripts", "POST", "/scripts/{script_id}/executions", CA, OPER),
+    ("scripts", "GET", "/scripts/{script_id}/executions", CA, VIEW),
+    ("scripts", "GET", "/scripts/{script_id}/executions/{execution_id}", CA, VIEW),
+    ("scripts", "PUT", "/scripts/{script_id}/executions/{execution_id}", CA, OPER),
+    ("scripts", "DELETE", "/scripts/{script_id}/executions/{execution_id}", CA, OPER),
+    ("locks", "GET", "/locks", CA, VIEW),
+    ("locks", "POST", "/locks", CA, OPER),
+    ("locks", "GET", "/locks/{lock_id}", CA, VIEW),
+    ("locks", "PUT", "/locks/{lock_id}", CA, OPER),
+    ("locks", "DELETE", "/locks/{lock_id}", CA, OPER),
     ("status", "GET", "/status", CA, VIEW),
+    ("lifecycle", "PUT", "/status/start", CA, OPER),
+    ("lifecycle", "PUT", "/status/restart", CA, OPER),
+    ("lifecycle", "PUT", "/status/force-restart", CA, OPER),
+    ("lifecycle", "PUT", "/status/shutdown", CA, CONF),
+    ("lifecycle", "PUT", "/status/force-shutdown", CA, CONF),
+    ("fault-triggers", "GET", "/fault-triggers", ("apps",), VIEW),
+    ("fault-triggers", "POST", "/fault-triggers", ("apps",), OPER),
+    ("fault-triggers", "DELETE", "/fault-triggers/{trigger_id}", ("apps",), OPER),
 )
 SERVER_ROWS: tuple[tuple[str, str, str, Role], ...] = (
     ("faults", "GET", "/faults", VIEW),
@@ -68,7 +105,10 @@ MESSAGES = {
 
 
 def _stub(feature: str) -> Any:
-    async def unbuilt(request: web.Request) -> web.Response:
+    async def unbuilt(request: web.Request) -> web.StreamResponse:
+        if request.method in ("GET", "HEAD") and request.path.endswith("/docs"):
+            # `<collection>/docs` on an item route is the scoped document, not an item id
+            return await state_of(request).docs_route.handler(request)  # type: ignore[no-any-return]
         if feature in MESSAGES:
             raise not_implemented(feature, MESSAGES[feature])
         if feature in ALWAYS_501:

@@ -26,7 +26,11 @@ from tests.fleet.junk import JunkProxy
 from tests.harness import Gateway, Response
 
 ROOT = Path(__file__).resolve().parents[2]
-PRIMARY_DOMAIN, R1, R2, R3, JUNK = 70, 71, 72, 73, 74
+# Five domains of their own: 70-74, or 20-24 above DIAG_TEST_DOMAIN_BASE when it is set (the
+# module counter of tests/conftest.py hands out the first ones; fleet modules run first).
+_FLEET_BASE = int(os.environ["DIAG_TEST_DOMAIN_BASE"]) + 20 \
+    if "DIAG_TEST_DOMAIN_BASE" in os.environ else 70
+PRIMARY_DOMAIN, R1, R2, R3, JUNK = range(_FLEET_BASE, _FLEET_BASE + 5)
 FAN_OUT_MS = 2000
 FORWARD_MS = 4000
 MAX_PEER_BODY = 256 * 1024

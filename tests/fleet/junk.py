@@ -72,6 +72,14 @@ class JunkProxy:
                                 content_type="application/json")
         if what == "hang":
             await asyncio.sleep(3600)
+        if what == "trickle":  # headers at once, then a byte of whitespace every 0.2 s
+            seen.status = 200
+            out = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+            await out.prepare(request)
+            for _ in range(3000):
+                await out.write(b" ")
+                await asyncio.sleep(0.2)
+            return out
         body = await request.read()
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP}
         assert self._session is not None

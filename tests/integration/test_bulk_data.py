@@ -284,7 +284,10 @@ def test_an_interrupted_upload_leaves_nothing(gw: Gateway, state_dir: Path) -> N
             f"Host: 127.0.0.1\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n\r\n")
     with socket.create_connection(("127.0.0.1", gw.port)) as sock:
         sock.sendall(head.encode() + body[:40_000])
-        time.sleep(0.5)  # the gateway is streaming the file part into a temporary file
+        # the gateway is streaming the file part into a temporary file
+        deadline = time.monotonic() + 30
+        while not leftovers(state_dir) and time.monotonic() < deadline:
+            time.sleep(0.02)
     deadline = time.monotonic() + 10
     while leftovers(state_dir) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -44,7 +44,7 @@ def publish_until(pub: Any, msg: Any, check: Any, what: str) -> Any:
         pub.publish(msg)
         time.sleep(0.2)
         return check()
-    return wait_until(attempt, 20, what)
+    return wait_until(attempt, 45, what)
 
 
 def test_diagnostics_raise_confirm_heal_and_clear(gw: Gateway, ros: RosSide) -> None:

@@ -187,16 +187,20 @@ def test_sigkill_loses_no_confirmed_fault(holder: Holder, ros: RosSide) -> None:
     kill_gateway(gw)
     rep.report("REPORTED_WHILE_DOWN", 2, "sent while the gateway was dead")
     gw = holder.restart()
+    # the reporter resends with a backoff that grew while the gateway was down: a loaded
+    # machine needs a generous budget
     after = wait_until(lambda: (lambda f: f if "REPORTED_WHILE_DOWN" in f else None)(
-        faults_by_code(gw, query="?status=all")), 20, "the retried report")
+        faults_by_code(gw, query="?status=all")), 60, "the retried report")
     for code, item in confirmed.items():
         assert after[code]["x-vendor"]["status"] in ("CONFIRMED", "HEALED"), code
         assert after[code]["x-vendor"]["first_occurrence"] == item["x-vendor"][
             "first_occurrence"]
-        assert after[code]["x-vendor"]["occurrence_count"] == item["x-vendor"][
+        # the lidar keeps reporting: a report that reached the gateway after `before` was
+        # read is a real new occurrence; none may be lost
+        assert after[code]["x-vendor"]["occurrence_count"] >= item["x-vendor"][
             "occurrence_count"]
     assert after["REPORTED_WHILE_DOWN"]["x-vendor"]["occurrence_count"] == 1
-    wait_until(lambda: rep.pending == 0, 10, "ack after restart")
+    wait_until(lambda: rep.pending == 0, 30, "ack after restart")
     health = gw.get("/health").json()["x-vendor-fault-manager"]
     assert health["persistent"] is True
 
@@ -218,17 +222,23 @@ def test_retried_report_is_applied_once_across_restart(holder: Holder, ros: RosS
 
     node.create_subscription(String, ACK_TOPIC, on_ack, qos)
 
-    def send_until_acked(seq: int) -> None:
+    def send_until(seq: int, condition: Any, what: str) -> None:
         text = encode_reports("raw-1", "/raw/raw_reporter", [
             {"seq": seq, "code": "DEDUP_X", "event": "FAILED", "severity": 2,
              "description": "once", "stamp_ns": 0}])
+
         def done() -> bool:
-            with lock:
-                if seq in acked:
-                    return True
+            if condition():
+                return True
             pub.publish(String(data=text))
             return False
-        wait_until(done, 20, f"ack of seq {seq}")
+        wait_until(done, 60, what)
+
+    def send_until_acked(seq: int) -> None:
+        def condition() -> bool:
+            with lock:
+                return seq in acked
+        send_until(seq, condition, f"ack of seq {seq}")
 
     send_until_acked(1)
     gw = holder.gw
@@ -239,11 +249,16 @@ def test_retried_report_is_applied_once_across_restart(holder: Holder, ros: RosS
     with lock:
         acked.clear()
     gw = holder.restart()
-    send_until_acked(1)  # the same report again: acknowledged, not applied
+
+    def duplicate_seen() -> bool:
+        return bool(gw.get("/health").json()["x-vendor-fault-manager"]["reports_duplicate"])
+    # The same report again: counted as a duplicate by the new process (an ack the killed
+    # process sent late may still arrive, so the ack alone proves nothing), not applied.
+    send_until(1, duplicate_seen, "the resent report counted as a duplicate")
+    send_until_acked(1)
     item = faults_by_code(gw, query="?status=all")["DEDUP_X"]
     assert item["x-vendor"]["status"] == "CLEARED"
     assert item["x-vendor"]["occurrence_count"] == 1
-    assert gw.get("/health").json()["x-vendor-fault-manager"]["reports_duplicate"] >= 1
     send_until_acked(2)  # a new report is a new occurrence
     item = faults_by_code(gw)["DEDUP_X"]
     assert item["x-vendor"]["status"] == "CONFIRMED"

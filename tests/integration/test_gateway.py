@@ -100,9 +100,8 @@ def test_live_temperature_sample(gw: Gateway) -> None:
     assert xv["publisher_count"] == 1 and xv["subscriber_count"] == 1  # temp_monitor
     assert isinstance(xv["timestamp"], int) and abs(xv["timestamp"] - time.time_ns()) < 60e9
     # a later read shows a newer sample (2 Hz)
-    time.sleep(1.2)
-    again = gw.get(f"/apps/temp_sensor/data/{enc(TEMPERATURE)}").json()
-    assert again["x-vendor"]["timestamp"] > xv["timestamp"]
+    gw.wait_for(f"/apps/temp_sensor/data/{enc(TEMPERATURE)}",
+                lambda b: b["x-vendor"]["timestamp"] > xv["timestamp"], timeout=30)
 
 
 def test_data_list_with_type_info(gw: Gateway) -> None:
@@ -232,7 +231,7 @@ def test_server_resources(gw: Gateway) -> None:
     assert root["capabilities"]["aggregation"] is False
     info = gw.get("/version-info").json()["items"][0]
     assert info["base_uri"] == "/api/v1" and info["vendor_info"]["name"] == "diag-gateway"
-    health = gw.get("/health").json()
+    health = gw.wait_for("/health", lambda h: h["ready"], timeout=30)
     assert health["status"] == "healthy" and health["warning_schema_version"] == 2
     assert health["warnings"] == []
     assert health["discovery"]["mode"] == "runtime_only"

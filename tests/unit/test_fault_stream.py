@@ -99,7 +99,8 @@ def test_replay_keeps_the_last_hundred() -> None:
     stream = FaultStream(SseSlots(1), keepalive_s=30.0)
     for i in range(150):
         stream.publish("fault_updated", {"n": i})
-    assert len(stream.replay(0)) == 100
+    replayed = stream.replay(0)  # 1..50 are gone: a refetch event, then the hundred kept
+    assert len(replayed) == 101 and b"event: refetch" in replayed[0]
     assert stream.replay(145)[0].startswith(b"id: 146\n")
     assert stream.replay(None) == [] and stream.replay(150) == []
 
@@ -199,3 +200,30 @@ def test_fan_out_to_many_clients_in_slices_keeps_order(monkeypatch: Any) -> None
                 resp.close()
 
     asyncio.run(scenario())
+
+
+def test_a_client_whose_last_event_left_the_ring_is_told_to_refetch() -> None:
+    stream = FaultStream(SseSlots(1), 30.0)
+    for k in range(150):
+        stream.publish("fault_confirmed", {"n": k})
+    frames = stream.replay(10)  # events 11..50 are gone
+    assert frames[0].startswith(b"id: 50\nevent: refetch\n")
+    assert b'"reason":"events_not_kept"' in frames[0] and b'"refetch":"/api/v1/faults"' in frames[0]
+    assert frames[1].startswith(b"id: 51\n") and len(frames) == 101
+    assert not any(b"refetch" in f for f in stream.replay(50))  # nothing missed
+    assert stream.replay(150) == []
+    assert b'"reason":"unknown_event_id"' in stream.replay(999)[0]
+
+
+def test_event_ids_survive_a_restart_without_reuse() -> None:
+    stored: list[int] = []
+    first = FaultStream(SseSlots(1), 30.0, persist=stored.append)
+    for k in range(5):
+        first.publish_relayed("fault_confirmed", {"n": k})  # relayed: persisted by reservation
+    assert stored and stored[-1] >= first.last_id == 5
+    stored.append(first.reserve(3))  # what a local commit stores with its faults
+    # a crash: the new process starts above every id the old one could have used
+    second = FaultStream(SseSlots(1), 30.0, first_id=stored[-1], persist=stored.append)
+    assert second.publish("fault_confirmed", {}) > 5 + 3
+    frames = second.replay(5)  # the client saw id 5 before the crash: told to refetch
+    assert b"event: refetch" in frames[0]

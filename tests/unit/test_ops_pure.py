@@ -210,8 +210,10 @@ def test_log_configuration_validation() -> None:
         "error"
     assert validate_config({"max_entries": 10000}, DEFAULT_CONFIG)["max_entries"] == 10000
     assert validate_config({"max_entries": 1}, DEFAULT_CONFIG)["max_entries"] == 1
+    # JSON Schema (the published contract): 2.0 is the integer 2
+    assert validate_config({"max_entries": 2.0}, DEFAULT_CONFIG)["max_entries"] == 2
     for body in ({"max_entries": 0}, {"max_entries": 10001}, {"max_entries": "5"},
-                 {"max_entries": True}, {"max_entries": 2.0}, {"severity_filter": "warn"},
+                 {"max_entries": True}, {"max_entries": 2.5}, {"severity_filter": "warn"},
                  {"severity_filter": None}, [1]):
         with pytest.raises(ApiError) as err:
             validate_config(body, DEFAULT_CONFIG)
