@@ -4,11 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..http.errors import ApiError, invalid_parameter, not_found
+from ..http.errors import NOT_IMPLEMENTED, ApiError, invalid_parameter, not_found
 from ..http.routes import ENTITY_PARAM, SINGULAR
 from ._base import WireBase
 
 ENTITY_NOT_FOUND = "entity-not-found"
+# 501 messages of absent features in the reference implementation's words (medkit-wire.md
+# section 13); the gateway's own hint goes in parameters.details.
+FEATURE_ABSENT = {
+    "data-categories": "Data categories are not implemented for ROS 2",
+    "data-groups": "Data groups are not implemented for ROS 2",
+    "updates": "Software updates not available",
+    "updates-backend": "Software updates backend not configured",
+    "scripts": "Scripts backend not configured",
+    "locks": "Locking is not enabled on this gateway",
+    "lifecycle": "Lifecycle control not available for this entity",
+    "triggers": "Triggers not available",
+    "fault-triggers": "Fault triggers not available",
+    "docs": "Capability description is disabled",
+}
 
 
 class SpecErrors(WireBase):
@@ -47,6 +61,13 @@ class SpecErrors(WireBase):
                                collection: str) -> ApiError | None:
         """A collection only other entity types serve: None (the router's 404)."""
         return None
+
+    def feature_absent(self, feature: str, details: str, **parameters: Any) -> ApiError:
+        """501 not-implemented in the reference's words; `details` says how to turn it on."""
+        message = FEATURE_ABSENT[feature]
+        word = feature.split("-backend")[0]
+        return ApiError(501, NOT_IMPLEMENTED, message,
+                        parameters={"feature": word, "details": details, **parameters})
 
 
 class MedkitErrors(SpecErrors):
