@@ -33,8 +33,10 @@ class SpecErrors(WireBase):
         return invalid_parameter(f"Invalid entity ID '{entity_id}': {details}",
                                  details=details, entity_id=entity_id)
 
-    def unknown_entity(self, kind: str, entity_id: str, relation: bool = False) -> ApiError:
-        """404 for an entity id no entity of the route's type has."""
+    def unknown_entity(self, kind: str, entity_id: str, relation: bool = False,
+                       nested: bool = False) -> ApiError:
+        """404 for an entity id no entity of the route's type has (`nested`: a nested
+        discovery route such as /areas/{id}/subareas)."""
         word = SINGULAR[kind]
         if relation:  # spec rule 5: relationship routes name the app
             return not_found(f"{word.capitalize()} not found", **{ENTITY_PARAM[kind]: entity_id})
@@ -79,10 +81,13 @@ class MedkitErrors(SpecErrors):
         """400 invalid-parameter "Invalid entity ID" with details and the id."""
         return invalid_parameter("Invalid entity ID", details=details, entity_id=entity_id)
 
-    def unknown_entity(self, kind: str, entity_id: str, relation: bool = False) -> ApiError:
-        """404 entity-not-found "Entity not found" naming the id."""
+    def unknown_entity(self, kind: str, entity_id: str, relation: bool = False,
+                       nested: bool = False) -> ApiError:
+        """404 entity-not-found "Entity not found" naming the id ("Area not found" etc. on
+        nested discovery routes)."""
         params: dict[str, Any] = {"entity_id": entity_id, ENTITY_PARAM[kind]: entity_id}
-        return ApiError(404, ENTITY_NOT_FOUND, "Entity not found", parameters=params)
+        message = f"{SINGULAR[kind].capitalize()} not found" if nested else "Entity not found"
+        return ApiError(404, ENTITY_NOT_FOUND, message, parameters=params)
 
     def wrong_entity_type(self, kind: str, entity_id: str, actual: str) -> ApiError:
         """400 invalid-parameter naming the expected and the actual type."""

@@ -2,7 +2,7 @@
 in both wire profiles against the demo robot.
 
 Per profile two gateways: `on` (the demo manifest in hybrid mode, a scripts directory, the graph
-plugin; locking and triggers on by default) and `off` (runtime discovery with locking, triggers,
+and update provider plugins; locking and triggers on by default) and `off` (runtime discovery with locking, triggers,
 fault triggers and /docs turned off, no scripts directory, no update provider).
 """
 
@@ -59,7 +59,8 @@ def gateways(robot: Robot, domain: int, tmp_path_factory: pytest.TempPathFactory
                 f"api.profile={profile}", "discovery.mode=hybrid",
                 f"discovery.manifest_path={MANIFEST}", f"scripts.scripts_dir={scripts}",
                 "scripts.max_concurrent_executions=1", "scripts.max_file_size_mb=1",
-                "plugins=[graph_provider]"])
+                "plugins=[graph_provider,update_provider]",
+                f"plugins.update_provider.install_root={tmp / profile / 'installed'}"])
             gws[profile, "off"] = _start(tmp, domain, f"{profile}-off", [
                 f"api.profile={profile}", "locking.enabled=false", "triggers.enabled=false",
                 "fault_triggers.enabled=false", "docs.enabled=false"])
@@ -174,8 +175,8 @@ def test_root_capabilities_follow_the_features(gateways: dict[tuple[str, str], G
                                                profile: str) -> None:
     on = gateways[profile, "on"].get("/").json()["capabilities"]
     off = gateways[profile, "off"].get("/").json()["capabilities"]
-    assert on["locking"] is True and on["scripts"] is True and on["triggers"] is True
-    assert off["locking"] is False and off["scripts"] is False and off["triggers"] is False
+    for key in ("locking", "scripts", "triggers", "updates"):
+        assert on[key] is True and off[key] is False, key
     assert "vendor_extensions" in on
 
 
@@ -267,3 +268,25 @@ def test_area_relationship_links(on: Gateway, profile: str) -> None:
     assert contains["_links"]["area"] == "/api/v1/areas/engine"
     assert {"engine-ecu", "engine-sensor-board"} <= {i["id"] for i in contains["items"]}
     assert xv(profile, contains)["total_count"] == len(contains["items"])
+
+
+def test_nested_discovery_unknown_id(on: Gateway, profile: str) -> None:
+    for path, kind in (("/areas/ghost/subareas", "area"), ("/areas/ghost/contains", "area"),
+                       ("/components/ghost/subcomponents", "component"),
+                       ("/functions/ghost/hosts", "function")):
+        if profile == "medkit":
+            body = assert_error(on.get(path), 404, "entity-not-found")
+            assert body["message"] == f"{kind.capitalize()} not found"
+        else:
+            body = assert_error(on.get(path), 404, "resource-not-found")
+        assert body["parameters"][f"{kind}_id"] == "ghost"
+
+
+# --- updates -----------------------------------------------------------------------------------
+
+
+def test_update_errors_carry_the_vendor_word(on: Gateway, profile: str) -> None:
+    body = assert_error(on.get("/updates/ghost/status"), 404, "vendor-error",
+                        f"{XV[profile]}-update-not-found")
+    assert body["parameters"]["update_id"] == "ghost"
+    assert on.get("/updates").json()["items"] == []
