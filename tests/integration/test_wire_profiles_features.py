@@ -16,7 +16,7 @@ import pytest
 
 from gateway.demo.robot import Robot
 from tests.conftest import free_port
-from tests.harness import ROOT, Gateway, Response, assert_error
+from tests.harness import ROOT, Gateway, Response, assert_error, enc
 from tests.integration.test_bulk_data import multipart
 from tests.integration.wire_support import PROFILES, XV, xv
 
@@ -114,7 +114,7 @@ def test_lock_body(on: Gateway, profile: str) -> None:
 
 
 def test_lock_conflict_is_409_lock_broken(on: Gateway, profile: str) -> None:
-    held = lock(on, APP, A, scopes=["configurations"])
+    held = lock(on, APP, A, scopes=["configurations", "faults"])
     try:
         for client in (B, None):  # no X-Client-Id counts as another client
             resp = on.request("PUT", f"{APP}/configurations/publish_rate", {"data": 2.0},
@@ -123,6 +123,12 @@ def test_lock_conflict_is_409_lock_broken(on: Gateway, profile: str) -> None:
             assert body["parameters"]["entity_id"] == "temp_sensor"
             assert body["parameters"]["collection"] == "configurations"
             assert body["parameters"]["lock_id"] == held["id"]
+        body = assert_error(on.request("DELETE", f"{APP}/faults/SOME_FAULT", headers=B), 409,
+                            "lock-broken")
+        assert body["parameters"]["collection"] == "faults"
+        resp = on.request("PUT", f"{APP}/data/{enc('/powertrain/engine/temperature')}",
+                          {"temperature": 300.0}, headers=B)
+        assert resp.status == 200, resp  # data: not in the lock's scopes
     finally:
         release(on, APP, held["id"], A)
 
@@ -244,6 +250,14 @@ def test_detail_uris_of_the_features(on: Gateway, profile: str) -> None:
     assert "hosts" in func
     area = on.get("/areas/powertrain").json()
     assert {"subareas", "components", "contains"} <= set(area)
+
+
+def test_detail_uris_of_absent_features(off: Gateway, profile: str) -> None:
+    detail = off.get(APP).json()
+    names = {c["name"] for c in detail["capabilities"]}
+    for word in ("locks", "scripts", "triggers"):  # only when served
+        assert word not in detail and word not in names, word
+    assert detail["cyclic-subscriptions"] == f"/api/v1{APP}/cyclic-subscriptions"
 
 
 def test_area_component_function_items(on: Gateway, profile: str) -> None:
