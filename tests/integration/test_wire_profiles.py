@@ -584,6 +584,7 @@ def test_fan_out_header_and_bulk_data(gw: Gateway, profile: str) -> None:
 # Rows this module does not exercise, each with where it is (or will be) covered.
 ELSEWHERE = {
     "lock conflict 409, lock required 409": "test_wire_profiles_features.py",
+    "global fault clear skips locked entities": "test_locks.py",
     "auth on (401/403 OAuth2 bodies, revoke answer, form authorize)": "needs auth on; "
     "tests/integration/test_security.py",
     "bulk-data descriptors and download headers": "needs the recorder; test_bulk_data.py",
