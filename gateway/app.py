@@ -95,6 +95,10 @@ def make_app(settings: Settings) -> web.Application:
     state.extras["plugins"] = plugins
     if settings["updates.enabled"] and plugins.provider("updates") is not None:
         state.features.add("updates")
+    for flag, feature in (("triggers.enabled", "triggers"),
+                          ("fault_triggers.enabled", "fault-triggers")):
+        if not settings[flag]:  # routes answer 501; root capability and detail links off
+            state.features.discard(feature)
     app = web.Application(client_max_size=16 * 1024 * 1024)
     app[STATE] = state
     state.route_table = state.registry.install(app)

@@ -13,16 +13,8 @@ from typing import Any
 from aiohttp import web
 
 from ..events import LOCKS, Event
-from ..http.errors import INVALID_REQUEST, ApiError
 from ..http.routes import ENTITY_PARAM, ENTITY_TYPES, Route
 from .locking import (
-    CONFLICT,
-    EXISTS,
-    INVALID,
-    NOT_BREAKABLE,
-    NOT_FOUND,
-    NOT_OWNER,
-    REQUIRED,
     Lock,
     LockConfig,
     LockError,
@@ -39,7 +31,6 @@ log = logging.getLogger(__name__)
 MANAGER = "locks"
 ENTITY_CONFIG = "lock_entity_config"
 CLIENT_HEADER = "X-Client-Id"
-LOCK_BROKEN = "lock-broken"
 # Path words under an entity whose writes count as another lock collection.
 COLLECTION_ALIASES = {"status": "modes"}  # lifecycle control changes the entity's mode
 NESTED = ("subcomponents", "subareas")
@@ -96,43 +87,6 @@ def ancestors(entities: Any, kind: str, entity_id: str) -> list[tuple[str, str]]
         chain.append(("components", comp))
         comp = entities.components[comp].parent
     return chain
-
-
-def iso_s(epoch_s: float) -> str:
-    """ISO 8601 UTC with millisecond precision."""
-    from ..faults.model import iso
-
-    return iso(int(epoch_s * 1e9))
-
-
-def api_error(err: LockError, lock_id: str | None = None) -> ApiError:
-    """The spec's error body for a refused lock operation or guarded write."""
-    params: dict[str, Any] = {}
-    if err.entity_id:
-        params["entity_id"] = err.entity_id
-    if err.kind == INVALID:
-        return ApiError(400, "invalid-parameter", err.message, parameters=params or None)
-    if err.kind == NOT_FOUND:
-        params["lock_id"] = lock_id or (err.lock.id if err.lock else "")
-        return ApiError(404, "resource-not-found", err.message, parameters=params)
-    if err.kind == NOT_OWNER:
-        params["lock_id"] = lock_id or (err.lock.id if err.lock else "")
-        return ApiError(403, "forbidden", err.message, parameters=params)
-    if err.kind in (EXISTS, NOT_BREAKABLE) and err.lock is not None:
-        params["existing_lock_id"] = err.lock.id
-        params["lock_expiration"] = iso_s(err.lock.expires_at)
-        return ApiError(409, INVALID_REQUEST, err.message, parameters=params)
-    if err.kind == REQUIRED:
-        params.update(details="A lock must be held to modify this resource collection",
-                      collection=err.collection)
-        if err.lock is not None:  # held by another client: name it
-            params.update(lock_id=err.lock.id, lock_expiration=iso_s(err.lock.expires_at))
-        return ApiError(409, INVALID_REQUEST, err.message, parameters=params)
-    if err.kind == CONFLICT and err.lock is not None:
-        params.update(collection=err.collection, lock_id=err.lock.id,
-                      lock_expiration=iso_s(err.lock.expires_at))
-        return ApiError(409, LOCK_BROKEN, err.message, parameters=params)
-    return ApiError(409, INVALID_REQUEST, err.message, parameters=params or None)
 
 
 def config_source(settings: Any, extras: dict[str, Any]) -> Callable[[str, str], LockConfig]:
@@ -197,7 +151,7 @@ class LockService:
         try:
             self.manager.check(target, request.headers.get(CLIENT_HEADER), time.time())
         except LockError as err:
-            raise api_error(err) from None
+            raise self.state.wire.locks.error(err) from None
 
     def _any_required(self) -> bool:
         s = self.state.settings

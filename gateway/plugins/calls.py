@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..http.errors import ApiError, not_responding
+from ..http.errors import NOT_IMPLEMENTED, ApiError, not_responding
 from .api import PluginError
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,8 @@ def map_error(exc: BaseException, plugin: str, entity_id: str | None) -> ApiErro
         if exc.vendor_code != PLUGIN_ERROR:  # a provider-specific vendor code
             err = plugin_error(exc.status, exc.message, entity_id)
             err.vendor_code = exc.vendor_code
+            if err.status == 501:  # feature absent: not-implemented, the vendor code beside it
+                err.error_code = NOT_IMPLEMENTED
             return err
         return plugin_error(exc.status, exc.message, entity_id)
     log.error("plugin %s raised", plugin, exc_info=exc)

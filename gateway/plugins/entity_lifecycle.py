@@ -6,7 +6,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..http.errors import ApiError, not_implemented
+from ..http.errors import ApiError
 from ..http.jsonutil import json_response
 from ..resources.common import href
 from .api import LIFECYCLE
@@ -57,11 +57,8 @@ async def serve(s: Served) -> web.StreamResponse:
                                parameters={"entity_id": s.eid}) from None
         return json_response({"id": s.eid, **body, s.state.xv: xv})
     if provider is None:
-        err = not_implemented("lifecycle", "Lifecycle control not available for this entity "
-                              f"({s.entity.type} '{s.eid}' of plugin '{s.owner.name}', which "
-                              "offers no lifecycle provider)")
-        assert err.parameters is not None
-        err.parameters["entity_id"] = s.eid
-        raise err
+        raise s.state.wire.errors.feature_absent(
+            "lifecycle", f"{s.entity.type} '{s.eid}' of plugin '{s.owner.name}' offers no "
+            "lifecycle provider", entity_id=s.eid)
     await s.call(provider.request_transition, s.eid, s.action, entity_id=s.eid)
     return web.Response(status=202, headers={"Location": href(f"{s.entity.path}/status")})

@@ -88,8 +88,9 @@ async def serve(s: Served) -> web.StreamResponse | None:
         return json_response(_script(s, await _find(s, provider, script_id)))
     if s.action == "delete":
         if not hasattr(provider, "delete_script"):
-            raise _vendor(409, "script-managed", f"Script '{script_id}' is managed by plugin "
-                          f"'{s.owner.name}' and cannot be deleted", script_id=script_id)
+            raise s.state.wire.scripts.error(
+                409, "script-managed", f"Script '{script_id}' is managed by plugin "
+                f"'{s.owner.name}' and cannot be deleted", script_id=script_id)
         await call(provider.delete_script, eid, script_id, entity_id=eid)
         return web.Response(status=204)
     if s.action == "execute":

@@ -33,8 +33,12 @@ def entity_not_found(kind: str, entity_id: str, request: web.Request | None = No
                      entity_id=entity_id, **{ENTITY_PARAM[kind]: entity_id})
 
 
-def resolve_entity(request: web.Request) -> Entity:
-    """The entity addressed by the request path; 404 when unknown (or of another type)."""
+def resolve_entity(request: web.Request, nested: bool = False) -> Entity:
+    """The entity addressed by the request path; 404 when unknown (or of another type).
+
+    `nested`: a nested discovery route (/areas/{id}/subareas, ...), whose unknown-id message
+    names the entity type in the medkit profile.
+    """
     kind, entity_id = entity_type_of(request)
     es = entities(request)
     entity = es.get(kind, entity_id)
@@ -43,7 +47,7 @@ def resolve_entity(request: web.Request) -> Entity:
         for other in ENTITY_PARAM:
             if other != kind and es.get(other, entity_id) is not None:
                 raise errors.wrong_entity_type(kind, entity_id, other)
-        raise errors.unknown_entity(kind, entity_id)
+        raise errors.unknown_entity(kind, entity_id, nested=nested)
     return entity
 
 

@@ -152,7 +152,7 @@ def _rel(request: web.Request, app: Entity, found: list[Entity | relations.Missi
 
 async def component_hosts(request: web.Request) -> web.Response:
     """Apps hosted on a component."""
-    comp = resolve_entity(request)
+    comp = resolve_entity(request, nested=True)
     es = entities(request)
     return _refs(request, [es.apps[a] for a in comp.hosts if a in es.apps], comp,
                  component=href(comp.path))
@@ -160,7 +160,7 @@ async def component_hosts(request: web.Request) -> web.Response:
 
 async def function_hosts(request: web.Request) -> web.Response:
     """Apps that host a function."""
-    func = resolve_entity(request)
+    func = resolve_entity(request, nested=True)
     es = entities(request)
     return _refs(request, [es.apps[a] for a in func.hosts if a in es.apps], func,
                  function=href(func.path))
@@ -169,7 +169,7 @@ async def function_hosts(request: web.Request) -> web.Response:
 async def component_depends_on(request: web.Request) -> web.Response:
     """Components this component depends on; unresolved ones marked missing."""
     state = state_of(request)
-    comp = resolve_entity(request)
+    comp = resolve_entity(request, nested=True)
     es = entities(request)
     items = [entity_ref(state, es.components[d]) if d in es.components
              else _missing(state, "component", d) for d in comp.depends_on]
@@ -180,7 +180,7 @@ async def component_depends_on(request: web.Request) -> web.Response:
 
 async def subcomponents(request: web.Request) -> web.Response:
     """Child components."""
-    comp = resolve_entity(request)
+    comp = resolve_entity(request, nested=True)
     return _refs(request, entities(request).subcomponents(comp.id), comp,
                  component=href(comp.path), parent=href(comp.path))
 
@@ -196,14 +196,14 @@ async def subcomponent(request: web.Request) -> web.Response:
 
 async def area_components(request: web.Request) -> web.Response:
     """Components of an area."""
-    area = resolve_entity(request)
+    area = resolve_entity(request, nested=True)
     comps = [c for c in entities(request).components.values() if c.area == area.id]
     return _refs(request, comps, area, area=href(area.path))
 
 
 async def subareas(request: web.Request) -> web.Response:
     """Child areas."""
-    area = resolve_entity(request)
+    area = resolve_entity(request, nested=True)
     return _refs(request, entities(request).subareas(area.id), area, area=href(area.path),
                  parent=href(area.path))
 

@@ -7,7 +7,7 @@ from typing import Any
 from aiohttp import web
 
 from ..auth.roles import Role
-from ..http.errors import SERVICE_UNAVAILABLE, ApiError, not_found, not_implemented
+from ..http.errors import SERVICE_UNAVAILABLE, ApiError, not_found
 from ..http.jsonutil import json_response, read_json_body
 from ..http.routes import Registry
 from ..push.fault_engine import FaultTriggerEngine
@@ -19,8 +19,8 @@ from .common import href, resolve_entity
 def _engine(request: web.Request) -> FaultTriggerEngine:
     state = state_of(request)
     if not state.settings.get("fault_triggers.enabled", True):
-        raise not_implemented("fault-triggers",
-                              "Fault triggers are disabled (setting fault_triggers.enabled)")
+        raise state.wire.errors.feature_absent("fault-triggers",
+                                               "Set fault_triggers.enabled to true")
     engine = state.extras.get("fault_triggers")
     if engine is None:
         raise ApiError(503, SERVICE_UNAVAILABLE, "The fault-trigger engine is not running yet")

@@ -16,7 +16,7 @@ from ..control.lifecycle_provider import (
     Unavailable,
     is_managed,
 )
-from ..http.errors import ApiError, not_implemented, vendor_error
+from ..http.errors import ApiError, vendor_error
 from ..http.jsonutil import json_response
 from ..http.routes import Registry
 from ..model.entities import Entity
@@ -65,16 +65,14 @@ def _managed_apps(state: GatewayState, entity: Entity) -> tuple[list[Entity], li
     return managed, skipped
 
 
-def _plain_node(entity: Entity, reasons: list[str]) -> ApiError:
+def _plain_node(state: GatewayState, entity: Entity, reasons: list[str]) -> ApiError:
     what = f"'{entity.node_fqn}'" if entity.kind == "apps" else f"component '{entity.id}'"
     detail = ("it offers no lifecycle_msgs GetState/ChangeState services (a plain node), and "
               "this gateway does not control node processes") if entity.kind == "apps" else \
         "none of its apps is an online managed (lifecycle) node"
-    err = not_implemented("lifecycle",
-                          f"Lifecycle control is not available for {what}: {detail}")
-    assert err.parameters is not None
-    err.parameters.update(entity_id=entity.id, details=reasons)
-    return err
+    return state.wire.errors.feature_absent(
+        "lifecycle", f"Lifecycle control is not available for {what}: {detail}",
+        entity_id=entity.id, reasons=reasons)
 
 
 async def _request(state: GatewayState, app: Entity, transition: str) -> TransitionRecord:
@@ -101,7 +99,7 @@ def handler(transition: str) -> Any:
             raise vendor_error(503, "x-vendor-ros2-node-unavailable",
                                f"'{entity.node_fqn}' is not on the ROS graph", entity_id=entity.id)
         if not apps:
-            raise _plain_node(entity, skipped)
+            raise _plain_node(state, entity, skipped)
         records: list[TransitionRecord] = []
         refused: list[tuple[Entity, ApiError]] = []
         for app in apps:  # a component: each managed app on its own; refusals are reported

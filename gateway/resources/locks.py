@@ -8,9 +8,9 @@ from typing import Any
 from aiohttp import web
 
 from ..auth.roles import Role
-from ..control.lockguard import CLIENT_HEADER, MANAGER, LockService, api_error, iso_s
-from ..control.locking import Lock, LockError, check_client_id
-from ..http.errors import invalid_parameter, not_implemented
+from ..control.lockguard import CLIENT_HEADER, MANAGER, LockService
+from ..control.locking import LockError, check_client_id
+from ..http.errors import invalid_parameter
 from ..http.jsonutil import json_response
 from ..http.routes import Registry
 from ..state import GatewayState, state_of
@@ -23,19 +23,8 @@ def service(state: GatewayState) -> LockService:
     """The lock service; 501 when locking is disabled."""
     svc: LockService | None = state.extras.get(MANAGER)
     if svc is None or not svc.enabled:
-        raise not_implemented("locks", "Locking is not enabled on this gateway (setting "
-                                       "locking.enabled)")
+        raise state.wire.errors.feature_absent("locks", "Set locking.enabled to true")
     return svc
-
-
-def lock_body(lock: Lock, client_id: str | None) -> dict[str, Any]:
-    """A lock as the API shows it; scopes omitted when the lock covers every collection."""
-    body: dict[str, Any] = {"id": lock.id, "owned": bool(client_id) and
-                            lock.client_id == client_id}
-    if lock.scopes:
-        body["scopes"] = list(lock.scopes)
-    body["lock_expiration"] = iso_s(lock.expires_at)
-    return body
 
 
 async def _json(request: web.Request) -> dict[str, Any]:
@@ -54,7 +43,7 @@ def _client(request: web.Request) -> str:
     try:
         return check_client_id(request.headers.get(CLIENT_HEADER))
     except LockError as err:
-        raise api_error(err) from None
+        raise state_of(request).wire.locks.error(err) from None
 
 
 async def acquire(request: web.Request) -> web.Response:
@@ -76,12 +65,13 @@ async def acquire(request: web.Request) -> web.Response:
                                              body["lock_expiration"], break_lock, time.time())
     except LockError as err:
         err.entity_id = err.entity_id or entity.id
-        raise api_error(err) from None
+        raise state_of(request).wire.locks.error(err) from None
     if replaced is not None:
         svc.publish(replaced, "broken")
     svc.publish(lock, "acquired")
     location = f"{request.path.rstrip('/')}/{lock.id}"
-    return json_response(lock_body(lock, client), status=201, headers={"Location": location})
+    return json_response(state_of(request).wire.locks.lock(lock, client), status=201,
+                         headers={"Location": location})
 
 
 async def list_locks(request: web.Request) -> web.Response:
@@ -90,7 +80,8 @@ async def list_locks(request: web.Request) -> web.Response:
     svc = service(state)
     entity = resolve_entity(request)
     client = request.headers.get(CLIENT_HEADER)
-    items = [lock_body(lk, client) for lk in svc.manager.entity_locks(entity.kind, entity.id)]
+    items = [state.wire.locks.lock(lk, client)
+             for lk in svc.manager.entity_locks(entity.kind, entity.id)]
     return json_response(envelope(state, items, entity.id))
 
 
@@ -105,8 +96,9 @@ async def get_lock(request: web.Request) -> web.Response:
     try:
         lock = svc.manager.get(entity.kind, entity.id, _lock_id(request))
     except LockError as err:
-        raise api_error(err, _lock_id(request)) from None
-    return json_response(lock_body(lock, request.headers.get(CLIENT_HEADER)))
+        raise state_of(request).wire.locks.error(err, _lock_id(request)) from None
+    client = request.headers.get(CLIENT_HEADER)
+    return json_response(state_of(request).wire.locks.lock(lock, client))
 
 
 async def extend(request: web.Request) -> web.Response:
@@ -121,7 +113,7 @@ async def extend(request: web.Request) -> web.Response:
         lock = svc.manager.extend(entity.kind, entity.id, _lock_id(request), client,
                                   body["lock_expiration"], time.time())
     except LockError as err:
-        raise api_error(err, _lock_id(request)) from None
+        raise state_of(request).wire.locks.error(err, _lock_id(request)) from None
     svc.publish(lock, "extended")
     return web.Response(status=204)
 
@@ -135,7 +127,7 @@ async def release(request: web.Request) -> web.Response:
         lock = svc.manager.release(entity.kind, entity.id, _lock_id(request), client,
                                    time.time())
     except LockError as err:
-        raise api_error(err, _lock_id(request)) from None
+        raise state_of(request).wire.locks.error(err, _lock_id(request)) from None
     svc.publish(lock, "released")
     return web.Response(status=204)
 

@@ -28,7 +28,7 @@ from ..control.scripts import (
     scrubbed_env,
     validate_parameters,
 )
-from ..http.errors import ApiError, bad_request, invalid_parameter, not_found, not_implemented
+from ..http.errors import ApiError, bad_request, invalid_parameter, not_found
 from ..http.jsonutil import json_response
 from ..http.routes import Registry
 from ..model.entities import Entity
@@ -129,8 +129,8 @@ def service(state: GatewayState) -> ScriptService:
     """The script service; 501 without a backend."""
     svc: ScriptService | None = state.extras.get(SERVICE)
     if svc is None or not svc.enabled:
-        raise not_implemented("scripts", "Scripts backend not configured (setting "
-                                         "scripts.scripts_dir)")
+        raise state.wire.errors.feature_absent(
+            "scripts", "Set scripts.scripts_dir to a directory of managed scripts")
     return svc
 
 
@@ -146,9 +146,9 @@ def _script_body(entity: Entity, sc: Script) -> dict[str, Any]:
     return body
 
 
-def _vendor(status: int, code: str, message: str, **params: Any) -> ApiError:
-    return ApiError(status, "vendor-error", message, vendor_code=code,
-                    parameters=params or None)
+def _vendor(request: web.Request, status: int, code: str, message: str,
+            **params: Any) -> ApiError:
+    return state_of(request).wire.scripts.error(status, code, message, **params)
 
 
 async def list_scripts(request: web.Request) -> web.Response:
@@ -167,7 +167,7 @@ async def get_script(request: web.Request) -> web.Response:
 
 async def _read_upload(request: web.Request, limit: int) -> tuple[str, bytes, dict[str, Any]]:
     """The file (name, bytes, never past limit) and metadata of a multipart upload."""
-    too_large = _vendor(413, "script-file-too-large",
+    too_large = _vendor(request, 413, "script-file-too-large",
                         f"The script is larger than {limit} bytes (setting "
                         "scripts.max_file_size_mb)", limit_bytes=limit)
     if request.content_length is not None and request.content_length > limit + 65536:
@@ -253,10 +253,10 @@ async def delete_script(request: web.Request) -> web.Response:
     _state, svc, entity = _context(request)
     sc = svc.script(entity, request.match_info["script_id"])
     if sc.managed:
-        raise _vendor(409, "script-managed", f"Script '{sc.id}' is managed (predefined) and "
+        raise _vendor(request, 409, "script-managed", f"Script '{sc.id}' is managed (predefined) and "
                       "cannot be deleted", script_id=sc.id)
     if _active_runs(svc, entity, sc.id):
-        raise _vendor(409, "script-running", f"Script '{sc.id}' has a running execution; stop "
+        raise _vendor(request, 409, "script-running", f"Script '{sc.id}' has a running execution; stop "
                       "it first", script_id=sc.id)
     svc.uploaded.pop(sc.id, None)
     await asyncio.get_running_loop().run_in_executor(None, svc.uploads.delete, sc)
@@ -298,7 +298,7 @@ async def start_execution(request: web.Request) -> web.Response:
             run_env(svc.env, sc, parameters, entity.kind, entity.id, exec_id),
             timeout, cwd=str(sc.path.parent), execution_id=exec_id)
     except CapacityReached as exc:
-        raise _vendor(429, "script-concurrency-limit", str(exc),
+        raise _vendor(request, 429, "script-concurrency-limit", str(exc),
                       max_concurrent_executions=runner.max_concurrent) from None
     location = href(f"{entity.path}/scripts/{sc.id}/executions/{record.id}")
     return json_response(record.body(state.xv), status=202, headers={"Location": location})
@@ -346,7 +346,7 @@ async def control_execution(request: web.Request) -> web.Response:
     try:
         svc.runner.stop(record, action)
     except NotRunning as exc:
-        raise _vendor(409, "script-not-running", str(exc), execution_id=record.id) from None
+        raise _vendor(request, 409, "script-not-running", str(exc), execution_id=record.id) from None
     return json_response(record.body(state.xv), status=202,
                          headers={"Location": request.path.rstrip("/")})
 
@@ -357,7 +357,7 @@ async def delete_execution(request: web.Request) -> web.Response:
     try:
         svc.runner.delete(record)
     except NotRunning as exc:
-        raise _vendor(409, "script-running", str(exc), execution_id=record.id) from None
+        raise _vendor(request, 409, "script-running", str(exc), execution_id=record.id) from None
     return web.Response(status=204)
 
 

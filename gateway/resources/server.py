@@ -9,7 +9,7 @@ from aiohttp import web
 
 from .. import __version__
 from .._fast import MSGCONV_IMPL
-from ..http.errors import not_found, not_implemented
+from ..http.errors import not_found
 from ..http.jsonutil import json_response
 from ..http.openapi import build, project
 from ..http.routes import API_PREFIX, ENTITY_TYPES, Registry
@@ -139,7 +139,8 @@ async def health(request: web.Request) -> web.Response:
 
 def _document(state: GatewayState) -> dict[str, Any]:
     if not state.settings["docs.enabled"]:
-        raise not_implemented("docs", "The OpenAPI document is disabled (setting docs.enabled)")
+        raise state.wire.errors.feature_absent(
+            "docs", "Set docs.enabled to true")
     return state.extras.setdefault("openapi", build(  # type: ignore[no-any-return]
         state.registry, vendor=state.vendor, version=__version__,
         with_roles=bool(state.settings.get("auth.enabled", False))))

@@ -8,7 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from ..auth.roles import Role
-from ..http.errors import ApiError, not_found, not_implemented
+from ..http.errors import ApiError, not_found
 from ..http.jsonutil import json_response, read_json_body
 from ..http.routes import Registry, entity_type_of
 from ..push.engine import PushEngine
@@ -23,7 +23,8 @@ from .subscriptions import engine_of
 def _engine(request: web.Request) -> PushEngine:
     engine = engine_of(request)
     if not engine.triggers_enabled:
-        raise not_implemented("triggers", "Triggers are disabled (setting triggers.enabled)")
+        raise state_of(request).wire.errors.feature_absent(
+            "triggers", "Set triggers.enabled to true")
     return engine
 
 

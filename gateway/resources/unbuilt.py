@@ -14,6 +14,7 @@ from ..auth.roles import Role
 from ..http.errors import not_implemented
 from ..http.routes import Registry
 from ..state import state_of
+from ..wire.errors import FEATURE_ABSENT
 
 ALL = ("areas", "components", "apps", "functions")
 CA = ("components", "apps")
@@ -93,15 +94,7 @@ SERVER_ROWS: tuple[tuple[str, str, str, Role], ...] = (
 # Features answered 501 always (spec: data-categories and data-groups).
 ALWAYS_501 = frozenset({"data-categories", "data-groups"})
 # The reference implementation's wording where the spec shows none (medkit-wire.md section 13).
-MESSAGES = {
-    "data-categories": "Data categories are not implemented for ROS 2",
-    "data-groups": "Data groups are not implemented for ROS 2",
-    "updates": "Software updates not available",
-    "scripts": "Scripts backend not configured",
-    "locks": "Locking is not enabled on this gateway",
-    "lifecycle": "Lifecycle control not available for this entity",
-    "triggers": "Triggers not available",
-}
+MESSAGES = FEATURE_ABSENT
 
 
 def _stub(feature: str) -> Any:

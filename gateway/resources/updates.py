@@ -7,7 +7,6 @@ from typing import Any
 from aiohttp import web
 
 from ..auth.roles import Role
-from ..http.errors import not_implemented
 from ..http.jsonutil import json_response, read_json_body
 from ..http.routes import API_PREFIX, Handler, Registry
 from ..state import state_of
@@ -18,8 +17,9 @@ from ..updates.manager import UpdateManager
 def _manager(request: web.Request) -> UpdateManager:
     manager: UpdateManager | None = state_of(request).extras.get("updates")
     if manager is None:
-        raise not_implemented("updates", "Software updates backend not configured: load an "
-                              "update provider plugin (setting plugins) and keep updates.enabled")
+        raise state_of(request).wire.errors.feature_absent(
+            "updates-backend", "Load an update provider plugin (setting plugins) and keep "
+            "updates.enabled")
     return manager
 
 

@@ -28,9 +28,33 @@ class SpecEntities(WireBase):
     """Apps carry `ros2.node`; details carry top-level collection URIs beside `capabilities`."""
 
     def ref_vendor(self, entity: Any, xv: dict[str, Any]) -> dict[str, Any]:
-        """Add the bound node to an entity's vendor block."""
+        """Add the reference's per-type keys to an entity's vendor block (all additive).
+
+        Apps: `ros2{node, namespace}`. Components: `ros2{node, namespace}` when declared with
+        a namespace, `type`, `variant`, `area`, `parentComponentId`, `dependsOn`. Areas:
+        `ros2.namespace`, `parent_area_id`. Functions: `hosts`.
+        """
         if entity.kind == "apps" and entity.node_fqn:
             xv["ros2"] = {"node": entity.node_fqn, "namespace": entity.namespace}
+        elif entity.kind == "components":
+            if entity.namespace:
+                xv["ros2"] = {"node": entity.attrs.get("fqn"), "namespace": entity.namespace}
+            for key in ("type", "variant"):
+                if entity.attrs.get(key):
+                    xv[key] = entity.attrs[key]
+            if entity.area:
+                xv["area"] = entity.area
+            if entity.parent:
+                xv["parentComponentId"] = entity.parent
+            if entity.depends_on:
+                xv["dependsOn"] = list(entity.depends_on)
+        elif entity.kind == "areas":
+            if entity.namespace:
+                xv["ros2"] = {"namespace": entity.namespace}
+            if entity.parent:
+                xv["parent_area_id"] = entity.parent
+        elif entity.kind == "functions":
+            xv["hosts"] = list(entity.hosts)
         return xv
 
     def is_located_on(self, entity: Any) -> str:

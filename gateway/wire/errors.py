@@ -4,11 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..http.errors import ApiError, invalid_parameter, not_found
+from ..http.errors import NOT_IMPLEMENTED, ApiError, invalid_parameter, not_found
 from ..http.routes import ENTITY_PARAM, SINGULAR
 from ._base import WireBase
 
 ENTITY_NOT_FOUND = "entity-not-found"
+# 501 messages of absent features in the reference implementation's words (medkit-wire.md
+# section 13); the gateway's own hint goes in parameters.details.
+FEATURE_ABSENT = {
+    "data-categories": "Data categories are not implemented for ROS 2",
+    "data-groups": "Data groups are not implemented for ROS 2",
+    "updates": "Software updates not available",
+    "updates-backend": "Software updates backend not configured",
+    "scripts": "Scripts backend not configured",
+    "locks": "Locking is not enabled on this gateway",
+    "lifecycle": "Lifecycle control not available for this entity",
+    "triggers": "Triggers not available",
+    "fault-triggers": "Fault triggers not available",
+    "docs": "Capability description is disabled",
+}
 
 
 class SpecErrors(WireBase):
@@ -19,8 +33,10 @@ class SpecErrors(WireBase):
         return invalid_parameter(f"Invalid entity ID '{entity_id}': {details}",
                                  details=details, entity_id=entity_id)
 
-    def unknown_entity(self, kind: str, entity_id: str, relation: bool = False) -> ApiError:
-        """404 for an entity id no entity of the route's type has."""
+    def unknown_entity(self, kind: str, entity_id: str, relation: bool = False,
+                       nested: bool = False) -> ApiError:
+        """404 for an entity id no entity of the route's type has (`nested`: a nested
+        discovery route such as /areas/{id}/subareas)."""
         word = SINGULAR[kind]
         if relation:  # spec rule 5: relationship routes name the app
             return not_found(f"{word.capitalize()} not found", **{ENTITY_PARAM[kind]: entity_id})
@@ -48,6 +64,13 @@ class SpecErrors(WireBase):
         """A collection only other entity types serve: None (the router's 404)."""
         return None
 
+    def feature_absent(self, feature: str, details: str, **parameters: Any) -> ApiError:
+        """501 not-implemented in the reference's words; `details` says how to turn it on."""
+        message = FEATURE_ABSENT[feature]
+        word = feature.split("-backend")[0]
+        return ApiError(501, NOT_IMPLEMENTED, message,
+                        parameters={"feature": word, "details": details, **parameters})
+
 
 class MedkitErrors(SpecErrors):
     """The reference's codes: entity-not-found, operation-not-found, 400 for a wrong type."""
@@ -58,10 +81,13 @@ class MedkitErrors(SpecErrors):
         """400 invalid-parameter "Invalid entity ID" with details and the id."""
         return invalid_parameter("Invalid entity ID", details=details, entity_id=entity_id)
 
-    def unknown_entity(self, kind: str, entity_id: str, relation: bool = False) -> ApiError:
-        """404 entity-not-found "Entity not found" naming the id."""
+    def unknown_entity(self, kind: str, entity_id: str, relation: bool = False,
+                       nested: bool = False) -> ApiError:
+        """404 entity-not-found "Entity not found" naming the id ("Area not found" etc. on
+        nested discovery routes)."""
         params: dict[str, Any] = {"entity_id": entity_id, ENTITY_PARAM[kind]: entity_id}
-        return ApiError(404, ENTITY_NOT_FOUND, "Entity not found", parameters=params)
+        message = f"{SINGULAR[kind].capitalize()} not found" if nested else "Entity not found"
+        return ApiError(404, ENTITY_NOT_FOUND, message, parameters=params)
 
     def wrong_entity_type(self, kind: str, entity_id: str, actual: str) -> ApiError:
         """400 invalid-parameter naming the expected and the actual type."""

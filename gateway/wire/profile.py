@@ -10,7 +10,9 @@ from .data import DATA, DataWire
 from .entities import ENTITIES, EntityWire
 from .errors import ERRORS, ErrorWire
 from .faults import FAULTS, FaultWire
+from .locks import LOCKS, LockWire
 from .operations import OPERATIONS, OperationWire
+from .scripts import SCRIPTS, ScriptWire
 
 PROFILES = ("spec", "medkit")
 
@@ -28,6 +30,8 @@ class Wire:
     configurations: ConfigurationWire
     data: DataWire
     auth: AuthWire
+    locks: LockWire
+    scripts: ScriptWire
 
     @property
     def xv(self) -> str:
@@ -44,5 +48,6 @@ def make_wire(profile: str, vendor: str) -> Wire:
         profile=profile, vendor=vendor,
         errors=ERRORS[profile](xv), entities=ENTITIES[profile](xv), faults=FAULTS[profile](xv),
         operations=OPERATIONS[profile](xv), configurations=CONFIGURATIONS[profile](xv),
-        data=DATA[profile](xv), auth=AUTH[profile](xv),
+        data=DATA[profile](xv), auth=AUTH[profile](xv), locks=LOCKS[profile](xv),
+        scripts=SCRIPTS[profile](xv),
     )

@@ -214,7 +214,9 @@ def test_force_shutdown_and_plain_nodes(gw: Gateway) -> None:
     body = wait_state(gw, "managed_lifecycle", "finalized")
     assert body["x-vendor"]["lifecycle"]["transition"]["done"] == ["active_shutdown"]
     body = assert_error(gw.request("PUT", "/apps/temp_sensor/status/restart"), 501)
-    assert "plain node" in body["message"] and "/powertrain/engine/temp_sensor" in body["message"]
+    assert body["message"] == "Lifecycle control not available for this entity"
+    details = body["parameters"]["details"]
+    assert "plain node" in details and "/powertrain/engine/temp_sensor" in details
 
 
 def test_lifecycle_control_is_lock_guarded(gw: Gateway) -> None:

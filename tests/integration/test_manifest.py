@@ -62,10 +62,12 @@ def ids(body: dict) -> list[str]:
 def test_hybrid_links_the_twelve_demo_nodes(hybrid: Gateway) -> None:
     items = {i["id"]: i for i in hybrid.get("/apps").json()["items"]}
     assert set(BOUND) <= set(items)
-    for node in BOUND:
-        assert items[node]["x-vendor"] == {"source": "manifest", "is_online": True}, node
-    assert items["tire_pressure_monitor"]["x-vendor"] == {"source": "manifest",
-                                                          "is_online": False}
+    for node in BOUND:  # beside component_id and ros2.node (the wire profiles' keys)
+        xv = items[node]["x-vendor"]
+        assert (xv["source"], xv["is_online"]) == ("manifest", True), node
+        assert xv["ros2"]["node"].endswith("/" + node) and xv["component_id"], node
+    xv = items["tire_pressure_monitor"]["x-vendor"]
+    assert (xv["source"], xv["is_online"]) == ("manifest", False) and "ros2" not in xv
     # nodes the manifest does not declare (policy warn) are heuristic apps
     assert all(i["x-vendor"]["source"] == "heuristic" for k, i in items.items()
                if k not in BOUND and k != "tire_pressure_monitor")
@@ -99,7 +101,8 @@ def test_components_subcomponents_dependencies_and_hosts(hybrid: Gateway) -> Non
     light = hybrid.get("/components/body-ecu/subcomponents/light-module").json()
     assert light["_links"] == {"self": "/api/v1/components/light-module",
                                "area": "/api/v1/areas/lights",
-                               "parent": "/api/v1/components/body-ecu"}
+                               "parent": "/api/v1/components/body-ecu",
+                               "collection": "/api/v1/components"}
     deps = hybrid.get("/components/brake-ecu/depends-on").json()
     assert ids(deps) == ["engine-ecu"] and "missing" not in deps["items"][0]["x-vendor"]
     assert ids(hybrid.get("/components/engine-ecu/hosts").json()) == [

@@ -27,7 +27,6 @@ COMMAND = "/body/lights/command"
 LIDAR = "/perception/lidar/lidar_sensor"
 CALIBRATE = "/apps/calibration/operations/calibrate/executions"
 FIB = "/apps/long_calibration/operations/long_calibration/executions"
-NOT_BUILT = "feature not built yet in this gateway"
 
 
 @pytest.fixture(scope="module")
@@ -518,8 +517,9 @@ def test_log_configuration_schema_in_docs(gw: Gateway, profile: str) -> None:
 def test_not_implemented_code(gw: Gateway, profile: str) -> None:
     body = assert_error(gw.get("/apps/temp_sensor/data-categories"), 501, "not-implemented")
     assert body["parameters"]["feature"] == "data-categories"
-    body = assert_error(gw.get("/apps/temp_sensor/locks"), 501, "not-implemented")
-    assert body["message"] == "Locking is not enabled on this gateway"
+    body = assert_error(gw.get("/apps/temp_sensor/scripts"), 501, "not-implemented")
+    assert body["message"] == "Scripts backend not configured"  # no scripts.scripts_dir
+    # the other features' 501s: test_wire_profiles_features.py
 
 
 def test_root_version_and_health(gw: Gateway, profile: str) -> None:
@@ -583,7 +583,8 @@ def test_fan_out_header_and_bulk_data(gw: Gateway, profile: str) -> None:
 
 # Rows this module does not exercise, each with where it is (or will be) covered.
 ELSEWHERE = {
-    "lock conflict 409": "locks are not built yet: " + NOT_BUILT,
+    "lock conflict 409, lock required 409": "test_wire_profiles_features.py",
+    "global fault clear skips locked entities": "test_locks.py",
     "auth on (401/403 OAuth2 bodies, revoke answer, form authorize)": "needs auth on; "
     "tests/integration/test_security.py",
     "bulk-data descriptors and download headers": "needs the recorder; test_bulk_data.py",

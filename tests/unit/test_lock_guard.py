@@ -174,7 +174,8 @@ def test_lock_routes_answer_501_when_locking_is_disabled(tmp_path: Path) -> None
                                   match_info={"app_id": "a1"})
     with pytest.raises(ApiError) as info:
         asyncio.run(locks.list_locks(request))
-    assert info.value.status == 501 and "locking.enabled" in info.value.message
+    assert info.value.status == 501 and info.value.error_code == "not-implemented"
+    assert info.value.parameters and "locking.enabled" in info.value.parameters["details"]
 
 
 def test_unknown_required_scope_is_refused_at_startup(tmp_path: Path) -> None:

@@ -128,7 +128,7 @@ def test_spec_error_codes_of_provider_errors() -> None:
         assert err.parameters == {"entity_id": "plc_1"}
     err = map_error(Unsupported("no"), "p", "plc_1")  # the gateway's feature-absent 501
     assert (err.status, err.error_code, err.vendor_code) == (
-        501, "vendor-error", "x-vendor-collection-not-available")
+        501, "not-implemented", "x-vendor-collection-not-available")
     err = map_error(PreconditionFailed("y" * 600), "p", None)
     assert len(err.message) == 515 and err.parameters is None
 
