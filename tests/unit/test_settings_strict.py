@@ -43,8 +43,8 @@ def test_a_misspelt_key_in_a_yaml_file_is_refused(tmp_path: Path) -> None:
     ("entity_freeze_frame.enabled", "entity-freeze-frame"),
 ])
 def test_settings_of_absent_features_are_refused_with_that_reason(key: str, feature: str) -> None:
-    if key in config.BY_KEY:
-        pytest.skip(f"{key} is declared: the feature is built")
+    if feature in settings_unbuilt.built_features(config.BY_KEY):
+        pytest.skip(f"{feature} declares settings: the feature is built")
     message = refusal(f"{key}=1")
     assert "feature not in this build" in message and f"'{feature}'" in message
 
@@ -56,6 +56,14 @@ def test_a_declared_setting_wins_over_the_unbuilt_table() -> None:
     # Once a feature declares any key, its other keys are ordinary unknown settings.
     assert settings_unbuilt.unbuilt_feature("locking.cleanup_interval", declared) is None
     assert settings_unbuilt.unbuilt_feature("scripts.scripts_dir", declared) == "scripts"
+
+
+def test_keys_of_built_features_are_checked_like_any_other() -> None:
+    assert "did you mean 'locking.enabled'" in refusal("locking.enabeld=true")
+    assert "feature not in this build" not in refusal("triggers.max_trigger=5")
+    s = config.load(None, ["plugins.graph_provider.window_sec=5",
+                           "discovery.merge_pipeline.layers.runtime.status=prefer"])
+    assert s.section("plugins.graph_provider.") == {"window_sec": 5}
 
 
 def test_open_map_keys_stay_allowed() -> None:
