@@ -8,7 +8,10 @@ export function graphPath(id) {
 
 export function renderGraph(el, ent) {
   return every(2000, async () => {
-    try { drawGraph(el, await get(graphPath(ent.id))); } catch (e) { clear(el, errorBox(e)); }
+    try {
+      const body = await get(graphPath(ent.id));
+      drawGraph(el, body[`${ctx.xv}-graph`] || body);  // the route wraps the graph in its own key
+    } catch (e) { clear(el, errorBox(e)); }
   });
 }
 
@@ -36,13 +39,14 @@ export function drawGraph(el, g) {
   const col = layers(nodes, edges);
   const byCol = new Map();
   for (const n of nodes) { const c = col.get(n); if (!byCol.has(c)) byCol.set(c, []); byCol.get(c).push(n); }
-  const W = 170, H = 60, pos = new Map();
-  for (const [c, ns] of byCol) ns.forEach((n, i) => pos.set(n, [20 + c * (W + 80), 20 + i * (H + 30)]));
-  const width = 40 + Math.max(1, byCol.size) * (W + 80);
+  const W = 170, H = 60, GAP = 170, pos = new Map();
+  for (const [c, ns] of byCol) ns.forEach((n, i) => pos.set(n, [20 + c * (W + GAP), 20 + i * (H + 30)]));
+  const width = 40 + Math.max(1, byCol.size) * (W + GAP) - GAP;
   const height = 40 + Math.max(1, ...[...byCol.values()].map((v) => v.length)) * (H + 30);
   const s = svg('svg', {width, height, viewBox: `0 0 ${width} ${height}`},
     svg('defs', {}, svg('marker', {id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 6, markerHeight: 6, orient: 'auto'},
       svg('path', {d: 'M0,0 L10,5 L0,10 z', fill: '#8c959f'}))));
+  const labels = [];  // drawn last, above the boxes
   for (const e of edges) {
     const a = pos.get(e.source), b = pos.get(e.target);
     if (!a || !b) continue;
@@ -50,7 +54,7 @@ export function drawGraph(el, g) {
     const x1 = a[0] + W, y1 = a[1] + H / 2, x2 = b[0], y2 = b[1] + H / 2;
     s.append(svg('path', {class: 'e ' + (m.metrics_status || ''), d: `M${x1},${y1} C${x1 + 40},${y1} ${x2 - 40},${y2} ${x2},${y2}`}));
     const label = `${topics.get(e.topic_id) || e.topic_id}${m.frequency_hz != null ? ` ${Number(m.frequency_hz).toFixed(1)} Hz` : ''}`;
-    s.append(svg('text', {x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 4, 'text-anchor': 'middle'}, label));
+    labels.push(svg('text', {class: 'lab', x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 4, 'text-anchor': 'middle'}, label));
   }
   for (const n of g.nodes || []) {
     const [x, y] = pos.get(n.entity_id);
@@ -59,6 +63,7 @@ export function drawGraph(el, g) {
       svg('text', {x: x + 8, y: y + 22}, n.entity_id),
       svg('text', {x: x + 8, y: y + 42, fill: '#687384'}, n.node_status || '')));
   }
+  s.append(...labels);
   clear(el, h('div', {class: 'graph'},
     h('p', {}, 'Pipeline: ', h('strong', {}, g.pipeline_status || '?'), g.bottleneck_edge ? `  bottleneck ${g.bottleneck_edge}` : ''), s));
 }
