@@ -237,6 +237,11 @@ def test_data_falls_back_to_polling_when_sse_slots_are_full(browser: Browser,
         # the subscription whose stream was refused was deleted again
         assert subscriptions(demo, "temp_sensor") == []
         browser.shot("data-polling")
+        go(browser, demo, "#/e/functions/powertrain/graph")
+        mode = browser.css('#panel .mode[data-mode="polling"]', "the graph polled")
+        assert "503" in mode.text
+        browser.css(".graph svg g.n", "the graph drawn from polling")
+        assert demo.get("/functions/powertrain/cyclic-subscriptions").json()["items"] == []
     finally:
         for conn in held:
             conn.close()
@@ -317,7 +322,14 @@ def test_function_graph_of_the_demo(browser: Browser, demo: Gateway) -> None:
     assert got["status"] in ("healthy", "degraded", "broken")
     status_now = demo.get("/functions/powertrain/x-vendor-graph").json()["x-vendor-graph"]
     assert got["status"] in (graph["pipeline_status"], status_now["pipeline_status"])
+    # pushed by a cyclic subscription of the graph, which ends with the tab
+    browser.css('#panel .mode[data-mode="subscription"]', "the subscription mode")
+    subs = demo.get("/functions/powertrain/cyclic-subscriptions").json()["items"]
+    assert [s["observed_resource"] for s in subs] == ["/api/v1/functions/powertrain/x-vendor-graph"]
     browser.shot("graph")
+    go(browser, demo, "#/e/functions/powertrain/faults")
+    demo.wait_for("/functions/powertrain/cyclic-subscriptions", lambda b: b["items"] == [],
+                  timeout=30)
     assert browser.console_errors() == []
 
 

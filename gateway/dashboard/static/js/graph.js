@@ -1,18 +1,36 @@
 // The function graph (x-vendor-graph): nodes in columns by topic flow, edges with rates.
 import {ctx, get} from './api.js';
-import {clear, errorBox, every, h, svg} from './dom.js';
+import {clear, describe, errorBox, every, h, svg} from './dom.js';
+import {INTERVAL, subscribe} from './live.js';
 
 export function graphPath(id) {
   return `/functions/${encodeURIComponent(id)}/${ctx.xv}-graph`;
 }
 
+// Pushed by a cyclic subscription of the graph; read every 2 s where the gateway refuses one.
 export function renderGraph(el, ent) {
-  return every(2000, async () => {
+  const mode = h('p', {class: 'mode muted', 'data-mode': 'starting'}, 'Subscribing…');
+  const view = h('div', {});
+  clear(el, mode, view);
+  const show = (body) => drawGraph(view, (body && body[`${ctx.xv}-graph`]) || body);  // the route wraps it
+  let gone = false, sub = null, stopPoll = null;
+  const poll = (err) => {
+    if (gone || stopPoll) return;
+    mode.dataset.mode = 'polling';
+    clear(mode, h('span', {class: 'pill poll'}, 'polling'), ` every 2 s${err ? ` (${describe(err)})` : ''}`);
+    stopPoll = every(2000, async () => {
+      try { show(await get(graphPath(ent.id))); } catch (e) { clear(view, errorBox(e)); }
+    });
+  };
+  (async () => {
     try {
-      const body = await get(graphPath(ent.id));
-      drawGraph(el, body[`${ctx.xv}-graph`] || body);  // the route wraps the graph in its own key
-    } catch (e) { clear(el, errorBox(e)); }
-  });
+      sub = await subscribe(ent, `/${ctx.xv}-graph`, show, poll);
+    } catch (e) { poll(e); return; }
+    if (gone) { sub.close(); return; }
+    mode.dataset.mode = 'subscription';
+    clear(mode, h('span', {class: 'pill live'}, 'cyclic subscription'), ` pushed every ${INTERVAL === 'slow' ? 500 : 200} ms over SSE`);
+  })();
+  return () => { gone = true; if (sub) sub.close(); if (stopPoll) stopPoll(); };
 }
 
 // Column of each node: longest path from a source (cycles cut by a visit bound).

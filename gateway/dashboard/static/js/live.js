@@ -1,4 +1,4 @@
-// Live topic values: one cyclic subscription per topic read over SSE; polling where refused.
+// Live values: one cyclic subscription per resource read over SSE; callers poll where refused.
 import {api, authHeaders, ApiError, BASE, enc} from './api.js';
 import {readEvents} from './sse.js';
 
@@ -16,13 +16,18 @@ addEventListener('pagehide', () => {
   }
 });
 
-// Subscribe to a topic of an entity; onData(message) per frame. Resolves once the stream is
+// Subscribe to a topic of an entity by a cyclic subscription; onData(message) per frame. Resolves once the stream is
 // open, rejects (ApiError) when the gateway refuses, with nothing left behind.
 // onEnd(error) runs when a live stream stops for good (not after close()).
-export async function subscribeTopic(ent, topic, onData, onEnd) {
+export function subscribeTopic(ent, topic, onData, onEnd) {
+  return subscribe(ent, `/data/${enc(topic)}`, onData, onEnd);
+}
+
+// The same for any resource of the entity below its path (e.g. `/x-vendor-graph`).
+export async function subscribe(ent, resource, onData, onEnd) {
   let sub = null, stopped = false, ctrl = null;
   const start = async () => {
-    const body = {resource: `${BASE}${ent.path}/data/${enc(topic)}`, interval: INTERVAL, duration: DURATION_S};
+    const body = {resource: `${BASE}${ent.path}${resource}`, interval: INTERVAL, duration: DURATION_S};
     const created = await api('POST', `${ent.path}/cyclic-subscriptions`, {body, noAuthRetry: true});
     sub = {url: `${BASE}${ent.path}/cyclic-subscriptions/${enc(created.id)}`, id: created.id};
     open.add(sub);
@@ -39,7 +44,7 @@ export async function subscribeTopic(ent, topic, onData, onEnd) {
       let b = null;
       try { b = await resp.json(); } catch (e) { /* not JSON */ }
       await drop();
-      throw new ApiError(resp.status, b, 'GET', sub ? sub.url : topic);
+      throw new ApiError(resp.status, b, 'GET', sub ? sub.url : resource);
     }
     return resp;
   };
