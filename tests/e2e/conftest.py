@@ -13,7 +13,7 @@ from tests.e2e.browser import Browser, chromium_paths
 from tests.harness import Gateway
 
 # The demo nodes the dashboard tests look at (a subset keeps the shared cores free).
-DEMO_NODES = ("temp_sensor", "lidar_sensor", "calibration", "long_calibration")
+DEMO_NODES = ("temp_sensor", "temp_monitor", "lidar_sensor", "calibration", "long_calibration")
 RECORDER = ["snapshots.rosbag.enabled=true", "snapshots.rosbag.duration_sec=2",
             "snapshots.rosbag.duration_after_sec=0.5"]
 
@@ -46,10 +46,11 @@ def start_gateway(domain: int, logs: Path, name: str, settings: list[str]) -> Ga
 
 @pytest.fixture(scope="module")
 def demo(domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    """The demo nodes and a gateway recording black-box bags, with an upload category."""
+    """The demo nodes; a gateway with recordings, uploads and the graph plugin (as the demo)."""
     logs = tmp_path_factory.mktemp("dash")
     with Robot.start(domain, nodes=DEMO_NODES, log_dir=logs / "robot"):
-        gw = start_gateway(domain, logs, "gw", [*RECORDER, "bulk_data.categories=[uploads]"])
+        gw = start_gateway(domain, logs, "gw", [*RECORDER, "bulk_data.categories=[uploads]",
+                                                  "plugins=[graph_provider]"])
         try:
             gw.wait_for("/apps", lambda b: {a["id"] for a in b["items"]} >= set(DEMO_NODES),
                         timeout=60)

@@ -3,6 +3,7 @@ parameters, data, logs and bulk data. Tests run in file order on one gateway and
 
 from __future__ import annotations
 
+import http.client
 import re
 from pathlib import Path
 
@@ -157,7 +158,13 @@ def test_data_values_live_with_sparklines_and_publish(browser: Browser, demo: Ga
     topic = '[data-topic="/powertrain/engine/temperature"]'
     value = browser.css(f'{topic} [data-field="temperature"]', "the temperature value")
     assert float(value.text) > 0
-    browser.css(f"{topic} svg.spark polyline", "a sparkline")
+    # The values come through a cyclic subscription of the topic, read over SSE.
+    browser.css('#panel .mode[data-mode="subscription"]', "the subscription mode")
+    browser.css(f'{topic}[data-mode="sse"]', "the topic pushed over SSE")
+    subs = demo.get("/apps/temp_sensor/cyclic-subscriptions").json()["items"]
+    assert "/api/v1/apps/temp_sensor/data/powertrain/engine/temperature" in [
+        s["observed_resource"] for s in subs]
+    browser.wait(lambda d: spark_points(browser, topic) >= 4, "a sparkline of pushed values")
     browser.shot("data")
     browser.css(f"{topic} button").click()
     form = browser.css(f"{topic} form.publish", "the publish form")
@@ -172,6 +179,77 @@ def test_data_values_live_with_sparklines_and_publish(browser: Browser, demo: Ga
     sec.send_keys("7")
     form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
     browser.text_in(f"{topic} form.publish", "Published.")
+
+
+def spark_points(browser: Browser, row: str) -> int:
+    """Points of the first sparkline in a data row (0 while there is none)."""
+    return int(browser.driver.execute_script(
+        "const p = document.querySelector(arguments[0] + ' svg.spark polyline');"
+        "return p ? p.getAttribute('points').split(' ').length : 0;", row))
+
+
+def subscriptions(demo: Gateway, app: str) -> list[dict]:
+    return demo.get(f"/apps/{app}/cyclic-subscriptions").json()["items"]
+
+
+def test_data_subscriptions_end_when_the_panel_closes_or_the_page_unloads(
+        browser: Browser, demo: Gateway) -> None:
+    go(browser, demo, "#/e/apps/temp_sensor/data")
+    browser.css('[data-topic="/powertrain/engine/temperature"][data-mode="sse"]', "a live topic")
+    assert subscriptions(demo, "temp_sensor")
+    go(browser, demo, "#/e/apps/temp_sensor/configurations")
+    demo.wait_for("/apps/temp_sensor/cyclic-subscriptions", lambda b: b["items"] == [],
+                  timeout=30)
+    go(browser, demo, "#/e/apps/temp_sensor/data")
+    browser.css('[data-topic="/powertrain/engine/temperature"][data-mode="sse"]', "a live topic")
+    browser.open("about:blank")
+    demo.wait_for("/apps/temp_sensor/cyclic-subscriptions", lambda b: b["items"] == [],
+                  timeout=30)
+
+
+def hold_sse_slots(demo: Gateway) -> list[http.client.HTTPConnection]:
+    """Open fault streams until the gateway refuses one (503): every SSE slot is taken."""
+    held = []
+    for _ in range(32):
+        conn = http.client.HTTPConnection("127.0.0.1", demo.port, timeout=30)
+        conn.request("GET", "/api/v1/faults/stream", headers={"Accept": "text/event-stream"})
+        resp = conn.getresponse()
+        if resp.status == 503:
+            conn.close()
+            return held
+        assert resp.status == 200, resp.status
+        held.append(conn)
+    raise AssertionError("the gateway never refused a stream")
+
+
+def test_data_falls_back_to_polling_when_sse_slots_are_full(browser: Browser,
+                                                            demo: Gateway) -> None:
+    go(browser, demo, "#/fleet")
+    browser.open("about:blank")  # no stream of the page holds a slot
+    held = hold_sse_slots(demo)
+    try:
+        go(browser, demo, "#/e/apps/temp_sensor/data")
+        mode = browser.css('#panel .mode[data-mode="polling"]', "the polling mode")
+        assert "503" in mode.text and "max_clients" in mode.text
+        topic = '[data-topic="/powertrain/engine/temperature"]'
+        browser.css(f'{topic}[data-mode="poll"]', "the topic polled")
+        browser.wait(lambda d: spark_points(browser, topic) >= 3, "a sparkline of polled values")
+        # the subscription whose stream was refused was deleted again
+        assert subscriptions(demo, "temp_sensor") == []
+        browser.shot("data-polling")
+        go(browser, demo, "#/e/functions/powertrain/graph")
+        mode = browser.css('#panel .mode[data-mode="polling"]', "the graph polled")
+        assert "503" in mode.text
+        browser.css(".graph svg g.n", "the graph drawn from polling")
+        assert demo.get("/functions/powertrain/cyclic-subscriptions").json()["items"] == []
+    finally:
+        for conn in held:
+            conn.close()
+    go(browser, demo, "#/e/apps/temp_sensor/configurations")
+    # The only console errors are the refused streams' 503s, logged by the browser itself.
+    refused = browser.console_errors()
+    assert refused and all("503" in e["message"] and ("/events" in e["message"] or
+                           "/faults/stream" in e["message"]) for e in refused), refused
 
 
 def test_logs_tail_with_severity_filter(browser: Browser, demo: Gateway) -> None:
@@ -207,8 +285,51 @@ def test_bulk_data_upload_and_list(browser: Browser, demo: Gateway, tmp_path: Pa
 def test_no_console_errors_while_browsing(browser: Browser, demo: Gateway) -> None:
     go(browser, demo, "#/e/functions/perception")
     browser.css('.tabs a[data-tab="data"]', "the function's tabs")
-    # no graph tab: the graph route is not built here, and the page did not even ask for it
-    assert not browser.driver.find_elements(By.CSS_SELECTOR, '.tabs a[data-tab="graph"]')
+    browser.css('.tabs a[data-tab="graph"]', "the graph tab (the graph plugin is loaded)")
+    assert browser.console_errors() == []
+
+
+def test_function_graph_of_the_demo(browser: Browser, demo: Gateway) -> None:
+    # The powertrain function: temp_sensor publishes the temperature that temp_monitor reads.
+    topic = "/powertrain/engine/temperature"
+
+    def active(b: dict) -> bool:
+        g = b["x-vendor-graph"]
+        names = {t["topic_id"]: t["name"] for t in g["topics"]}
+        return any(names[e["topic_id"]] == topic and e["metrics"]["metrics_status"] == "active"
+                   for e in g["edges"])
+    graph = demo.wait_for("/functions/powertrain/x-vendor-graph", active,
+                          timeout=60)["x-vendor-graph"]
+    go(browser, demo, "#/e/functions/powertrain/graph")
+    browser.css('.tabs a.sel[data-tab="graph"]', "the graph tab")
+    nodes = {n["entity_id"] for n in graph["nodes"]}
+    assert {"temp_sensor", "temp_monitor"} <= nodes
+
+    def drawn(d: object) -> dict | bool:
+        got = browser.driver.execute_script("""
+          const g = document.querySelector('.graph');
+          if (!g) return null;
+          return {nodes: [...g.querySelectorAll('g.n > text:first-of-type')].map((t) => t.textContent),
+                  edges: [...g.querySelectorAll('path.e')].map((p) => p.getAttribute('class')),
+                  labels: [...g.querySelectorAll('svg > text')].map((t) => t.textContent),
+                  status: g.querySelector('p strong').textContent};""")
+        ok = got and set(got["nodes"]) >= {"temp_sensor", "temp_monitor"} and any(
+            lab.startswith(topic + " ") and lab.endswith(" Hz") for lab in got["labels"])
+        return got if ok else False
+    got = browser.wait(drawn, "the powertrain graph with the temperature edge and its rate")
+    assert len(got["edges"]) == len(graph["edges"]) > 0
+    assert "path e active" in [" ".join(["path", *c.split()]) for c in got["edges"]]
+    assert got["status"] in ("healthy", "degraded", "broken")
+    status_now = demo.get("/functions/powertrain/x-vendor-graph").json()["x-vendor-graph"]
+    assert got["status"] in (graph["pipeline_status"], status_now["pipeline_status"])
+    # pushed by a cyclic subscription of the graph, which ends with the tab
+    browser.css('#panel .mode[data-mode="subscription"]', "the subscription mode")
+    subs = demo.get("/functions/powertrain/cyclic-subscriptions").json()["items"]
+    assert [s["observed_resource"] for s in subs] == ["/api/v1/functions/powertrain/x-vendor-graph"]
+    browser.shot("graph")
+    go(browser, demo, "#/e/functions/powertrain/faults")
+    demo.wait_for("/functions/powertrain/cyclic-subscriptions", lambda b: b["items"] == [],
+                  timeout=30)
     assert browser.console_errors() == []
 
 
@@ -241,8 +362,8 @@ def test_event_stream_parser_in_the_page(browser: Browser, demo: Gateway) -> Non
 
 
 def test_function_graph_drawing_in_the_page(browser: Browser, demo: Gateway) -> None:
-    # The graph route is not built in this gateway; the drawing is checked on a snapshot of
-    # the spec's shape: a chain scan -> filter -> planner and a stale edge.
+    # The layout on a snapshot of the spec's shape: a chain scan -> filter -> planner, a stale
+    # edge and an unreachable node (the demo's graph is checked above).
     go(browser, demo, "#/fleet")
     browser.driver.set_script_timeout(30)
     got = browser.driver.execute_async_script("""

@@ -1,45 +1,96 @@
-// Data: each topic's newest value polled every second, sparklines per numeric field, publish form.
+// Data: each topic's newest value (cyclic subscriptions, polling where refused), sparklines, publish form.
 import {api, enc, get, vx} from './api.js';
-import {clear, errorBox, every, h, json} from './dom.js';
+import {clear, describe, errorBox, every, h, json} from './dom.js';
 import {buildForm} from './form.js';
+import {INTERVAL, MAX_STREAMS, subscribeTopic} from './live.js';
 import {History, numericArrays, numericLeaves, sparkline} from './spark.js';
 
 const POLL_MS = 1000;
 const MAX_POLLED = 24;
+const INTERVAL_MS = {fast: 50, normal: 200, slow: 500};
 
 export function renderData(el, ent) {
   const history = new History(60);
-  let stop = () => {};
+  let stopPoll = () => {};
   let gone = false;
+  const subs = [];
   clear(el, h('p', {class: 'muted'}, 'Loading data items…'));
   (async () => {
     let items;
     try { items = (await get(`${ent.path}/data`)).items || []; } catch (e) { clear(el, errorBox(e)); return; }
     if (gone) return;
     if (!items.length) { clear(el, h('p', {class: 'muted'}, 'No topics.')); return; }
-    const rows = items.map((it) => dataRow(ent, it));
-    clear(el, h('table', {class: 'data'},
+    const rows = items.map((it) => dataRow(ent, it, history));
+    const mode = h('p', {class: 'mode muted', 'data-mode': 'starting'}, 'Live values: subscribing…');
+    clear(el, mode, h('table', {class: 'data'},
       h('tr', {}, h('th', {}, 'Topic'), h('th', {}, 'Type'), h('th', {}, 'Value'), h('th', {}, '')),
       rows.map((r) => r.tr)),
     items.length > MAX_POLLED ? h('p', {class: 'muted'}, `Live values for the first ${MAX_POLLED} topics; open a topic's entity for the rest.`) : null);
-    const polled = rows.slice(0, MAX_POLLED);
-    stop = every(POLL_MS, () => Promise.all(polled.map((r) => r.refresh(history))));
+    const watched = rows.slice(0, MAX_POLLED);
+    let reason = null;
+    const showMode = () => {
+      const live = watched.filter((r) => r.mode === 'sse').length;
+      const polled = watched.length - live;
+      const kind = !polled ? 'subscription' : live ? 'mixed' : 'polling';
+      mode.dataset.mode = kind;
+      clear(mode,
+        live ? h('span', {class: 'pill live'}, 'cyclic subscription') : null,
+        live ? ` ${live} topic${live > 1 ? 's' : ''} pushed every ${INTERVAL_MS[INTERVAL]} ms over SSE. ` : null,
+        polled ? h('span', {class: 'pill poll'}, 'polling') : null,
+        polled ? ` ${polled} topic${polled > 1 ? 's' : ''} read every ${POLL_MS / 1000} s` : null,
+        polled && reason ? h('span', {class: 'reason'}, ` (${reason})`) : null);
+    };
+    const fallBack = (row, err) => {
+      row.setMode('poll');
+      if (err && !reason) reason = describe(err);
+      showMode();
+    };
+    watched.forEach((r) => r.refresh());  // a first value (or 'no publisher') at once
+    // Subscribe in turn: the first refusal (e.g. 503 at sse.max_clients) leaves the rest polled.
+    for (const row of watched.slice(0, MAX_STREAMS)) {
+      if (reason) break;
+      try {
+        const sub = await subscribeTopic(ent, row.item.id, (data) => row.show(data), (err) => { if (!gone) fallBack(row, err); });
+        if (gone) { sub.close(); return; }
+        subs.push(sub);
+        row.setMode('sse');
+      } catch (err) {
+        if (gone) return;
+        fallBack(row, err);
+      }
+    }
+    if (watched.length > MAX_STREAMS && !reason) reason = `${MAX_STREAMS} streams at most per page`;
+    showMode();
+    stopPoll = every(POLL_MS, () => Promise.all(watched.filter((r) => r.mode !== 'sse').map((r) => r.refresh())));
   })();
-  return () => { gone = true; stop(); };
+  return () => { gone = true; stopPoll(); for (const s of subs) s.close(); };
 }
 
-function dataRow(ent, item) {
+function dataRow(ent, item, history) {
   const x = vx(item);
   const ros = x.ros2 || {};
   const valueCell = h('td', {class: 'value'}, h('span', {class: 'muted'}, '…'));
   const formCell = h('div', {});
   const publish = h('button', {type: 'button', onclick: () => togglePublish(ent, item, formCell)}, 'Publish…');
+  const badge = h('span', {class: 'pill'}, '');
   const tr = h('tr', {'data-topic': item.id},
-    h('td', {class: 'mono'}, item.id, h('div', {class: 'muted'}, ros.direction || ''), formCell),
+    h('td', {class: 'mono'}, item.id, h('div', {class: 'muted'}, ros.direction || '', ' ', badge), formCell),
     h('td', {class: 'mono'}, ros.type || ''),
     valueCell,
     h('td', {}, publish));
-  const refresh = async (history) => {
+  const show = (data) => {
+    const leaves = numericLeaves(data);
+    const texts = textLeaves(data).slice(0, 4);
+    const arrays = numericArrays(data).slice(0, 2);
+    clear(valueCell,
+      leaves.slice(0, 8).map(([k, v, bool]) => h('div', {class: 'leaf'}, h('span', {class: 'muted'}, k + ' '),
+        h('span', {class: 'num', 'data-field': k}, bool ? String(Boolean(v)) : fmt(v)), ' ', sparkline(history.push(item.id + '|' + k, v)))),
+      leaves.length > 8 ? h('div', {class: 'muted'}, `+${leaves.length - 8} more numeric fields`) : null,
+      texts.map(([k, v]) => h('div', {class: 'leaf'}, h('span', {class: 'muted'}, k + ' '), h('span', {class: 'mono', 'data-field': k}, v))),
+      arrays.map(([k, v]) => h('div', {class: 'leaf'}, h('span', {class: 'muted'}, `${k} (${v.length}) `), sparkline(v.map(Number), 240, 28))),
+      h('details', {}, h('summary', {}, 'message'), json(data)));
+  };
+  const refresh = async () => {
     try {
       const r = await get(`${ent.path}/data/${enc(item.id)}`);
       const rx = vx(r);
@@ -47,21 +98,19 @@ function dataRow(ent, item) {
         clear(valueCell, h('span', {class: 'muted'}, rx.publisher_count === 0 ? 'no publisher' : 'no sample yet'));
         return;
       }
-      const leaves = numericLeaves(r.data);
-      const texts = textLeaves(r.data).slice(0, 4);
-      const arrays = numericArrays(r.data).slice(0, 2);
-      clear(valueCell,
-        leaves.slice(0, 8).map(([k, v, bool]) => h('div', {class: 'leaf'}, h('span', {class: 'muted'}, k + ' '),
-          h('span', {class: 'num', 'data-field': k}, bool ? String(Boolean(v)) : fmt(v)), ' ', sparkline(history.push(item.id + '|' + k, v)))),
-        leaves.length > 8 ? h('div', {class: 'muted'}, `+${leaves.length - 8} more numeric fields`) : null,
-        texts.map(([k, v]) => h('div', {class: 'leaf'}, h('span', {class: 'muted'}, k + ' '), h('span', {class: 'mono', 'data-field': k}, v))),
-        arrays.map(([k, v]) => h('div', {class: 'leaf'}, h('span', {class: 'muted'}, `${k} (${v.length}) `), sparkline(v.map(Number), 240, 28))),
-        h('details', {}, h('summary', {}, 'message'), json(r.data)));
+      show(r.data);
     } catch (e) {
       clear(valueCell, errorBox(e));
     }
   };
-  return {tr, item, refresh};
+  const row = {tr, item, refresh, show, mode: 'poll'};
+  row.setMode = (m) => {
+    row.mode = m;
+    tr.dataset.mode = m;
+    badge.className = 'pill ' + (m === 'sse' ? 'live' : 'poll');
+    badge.textContent = m === 'sse' ? 'live' : 'polled';
+  };
+  return row;
 }
 
 function fmt(v) {

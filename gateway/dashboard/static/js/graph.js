@@ -1,15 +1,36 @@
 // The function graph (x-vendor-graph): nodes in columns by topic flow, edges with rates.
 import {ctx, get} from './api.js';
-import {clear, errorBox, every, h, svg} from './dom.js';
+import {clear, describe, errorBox, every, h, svg} from './dom.js';
+import {INTERVAL, subscribe} from './live.js';
 
 export function graphPath(id) {
   return `/functions/${encodeURIComponent(id)}/${ctx.xv}-graph`;
 }
 
+// Pushed by a cyclic subscription of the graph; read every 2 s where the gateway refuses one.
 export function renderGraph(el, ent) {
-  return every(2000, async () => {
-    try { drawGraph(el, await get(graphPath(ent.id))); } catch (e) { clear(el, errorBox(e)); }
-  });
+  const mode = h('p', {class: 'mode muted', 'data-mode': 'starting'}, 'Subscribing…');
+  const view = h('div', {});
+  clear(el, mode, view);
+  const show = (body) => drawGraph(view, (body && body[`${ctx.xv}-graph`]) || body);  // the route wraps it
+  let gone = false, sub = null, stopPoll = null;
+  const poll = (err) => {
+    if (gone || stopPoll) return;
+    mode.dataset.mode = 'polling';
+    clear(mode, h('span', {class: 'pill poll'}, 'polling'), ` every 2 s${err ? ` (${describe(err)})` : ''}`);
+    stopPoll = every(2000, async () => {
+      try { show(await get(graphPath(ent.id))); } catch (e) { clear(view, errorBox(e)); }
+    });
+  };
+  (async () => {
+    try {
+      sub = await subscribe(ent, `/${ctx.xv}-graph`, show, poll);
+    } catch (e) { poll(e); return; }
+    if (gone) { sub.close(); return; }
+    mode.dataset.mode = 'subscription';
+    clear(mode, h('span', {class: 'pill live'}, 'cyclic subscription'), ` pushed every ${INTERVAL === 'slow' ? 500 : 200} ms over SSE`);
+  })();
+  return () => { gone = true; if (sub) sub.close(); if (stopPoll) stopPoll(); };
 }
 
 // Column of each node: longest path from a source (cycles cut by a visit bound).
@@ -36,13 +57,14 @@ export function drawGraph(el, g) {
   const col = layers(nodes, edges);
   const byCol = new Map();
   for (const n of nodes) { const c = col.get(n); if (!byCol.has(c)) byCol.set(c, []); byCol.get(c).push(n); }
-  const W = 170, H = 60, pos = new Map();
-  for (const [c, ns] of byCol) ns.forEach((n, i) => pos.set(n, [20 + c * (W + 80), 20 + i * (H + 30)]));
-  const width = 40 + Math.max(1, byCol.size) * (W + 80);
+  const W = 170, H = 60, GAP = 170, pos = new Map();
+  for (const [c, ns] of byCol) ns.forEach((n, i) => pos.set(n, [20 + c * (W + GAP), 20 + i * (H + 30)]));
+  const width = 40 + Math.max(1, byCol.size) * (W + GAP) - GAP;
   const height = 40 + Math.max(1, ...[...byCol.values()].map((v) => v.length)) * (H + 30);
   const s = svg('svg', {width, height, viewBox: `0 0 ${width} ${height}`},
     svg('defs', {}, svg('marker', {id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 6, markerHeight: 6, orient: 'auto'},
       svg('path', {d: 'M0,0 L10,5 L0,10 z', fill: '#8c959f'}))));
+  const labels = [];  // drawn last, above the boxes
   for (const e of edges) {
     const a = pos.get(e.source), b = pos.get(e.target);
     if (!a || !b) continue;
@@ -50,7 +72,7 @@ export function drawGraph(el, g) {
     const x1 = a[0] + W, y1 = a[1] + H / 2, x2 = b[0], y2 = b[1] + H / 2;
     s.append(svg('path', {class: 'e ' + (m.metrics_status || ''), d: `M${x1},${y1} C${x1 + 40},${y1} ${x2 - 40},${y2} ${x2},${y2}`}));
     const label = `${topics.get(e.topic_id) || e.topic_id}${m.frequency_hz != null ? ` ${Number(m.frequency_hz).toFixed(1)} Hz` : ''}`;
-    s.append(svg('text', {x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 4, 'text-anchor': 'middle'}, label));
+    labels.push(svg('text', {class: 'lab', x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 4, 'text-anchor': 'middle'}, label));
   }
   for (const n of g.nodes || []) {
     const [x, y] = pos.get(n.entity_id);
@@ -59,6 +81,7 @@ export function drawGraph(el, g) {
       svg('text', {x: x + 8, y: y + 22}, n.entity_id),
       svg('text', {x: x + 8, y: y + 42, fill: '#687384'}, n.node_status || '')));
   }
+  s.append(...labels);
   clear(el, h('div', {class: 'graph'},
     h('p', {}, 'Pipeline: ', h('strong', {}, g.pipeline_status || '?'), g.bottleneck_edge ? `  bottleneck ${g.bottleneck_edge}` : ''), s));
 }

@@ -24,6 +24,19 @@ export function parseEvents(buffer) {
   return {events, rest};
 }
 
+// Read an event-stream response to its end, calling onEvent for each complete event.
+export async function readEvents(resp, onEvent) {
+  const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  for (;;) {
+    const {value, done} = await reader.read();
+    if (done) return;
+    const parsed = parseEvents(buf + value);
+    buf = parsed.rest;
+    for (const ev of parsed.events) onEvent(ev);
+  }
+}
+
 // Follow a stream until close(); onEvent(ev), onState('live'|'retrying'|'closed', detail).
 export function follow(path, onEvent, onState, fromId = null) {
   let lastId = fromId;
@@ -44,18 +57,10 @@ export function follow(path, onEvent, onState, fromId = null) {
         }
         onState('live');
         delay = 500;
-        const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
-        let buf = '';
-        for (;;) {
-          const {value, done} = await reader.read();
-          if (done) break;
-          const parsed = parseEvents(buf + value);
-          buf = parsed.rest;
-          for (const ev of parsed.events) {
-            if (ev.id !== null) lastId = ev.id;
-            if (ev.data) onEvent(ev);
-          }
-        }
+        await readEvents(resp, (ev) => {
+          if (ev.id !== null) lastId = ev.id;
+          if (ev.data) onEvent(ev);
+        });
         if (!stopped) onState('retrying', 'stream ended');
       } catch (e) {
         if (stopped) break;

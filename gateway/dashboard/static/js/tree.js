@@ -73,8 +73,11 @@ export function drawTree(el, m) {
   const areaNode = (a, seen = new Set()) => {
     const li = link('areas', a);
     const subs = (m.subAreas[a.id] || []).filter((id) => !seen.has(id) && id !== a.id);
+    const comps = m.areaComps[a.id] || [];
+    // a subcomponent whose parent is in the same area is drawn under its parent only
+    const own = comps.filter((id) => !comps.some((p) => p !== id && (m.subComps[p] || []).includes(id)));
     const kids = [...subs.map((id) => areaNode(byId(m.areas, id), new Set([...seen, a.id]))),
-      ...(m.areaComps[a.id] || []).map((id) => compNode(byId(m.components, id)))];
+      ...own.map((id) => compNode(byId(m.components, id)))];
     if (kids.length) li.append(h('ul', {}, kids));
     return li;
   };
