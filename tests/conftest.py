@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import os
 import socket
 
@@ -11,7 +10,7 @@ import pytest
 # Network rule: every ROS process started by the tests stays on loopback.
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 
-_domains = itertools.count(int(os.environ.get("DIAG_TEST_DOMAIN_BASE", "20")))
+from tests.domains import _domains  # noqa: E402  (one counter however a module imports it)
 
 
 def free_port() -> int:

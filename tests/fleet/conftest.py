@@ -1,9 +1,9 @@
 """A fleet of real gateways: a primary with one local node and four peers.
 
-robot1 (domain 71): temp_sensor (its id collides with the primary's), calibration,
-long_calibration. robot2 (72): lidar_sensor (faults, a `calibrate` service), rosbag
-recording on. robot3 (73): rpm_sensor, unresponsive_param and a node serving two services
-with one short name (item-id rule 3). junk (74): a gateway without nodes behind a proxy that
+robot1 (domain base+21): temp_sensor (its id collides with the primary's), calibration,
+long_calibration. robot2 (+22): lidar_sensor (faults, a `calibrate` service), rosbag
+recording on. robot3 (+23): rpm_sensor, unresponsive_param and a node serving two services
+with one short name (item-id rule 3). junk (+24): a gateway without nodes behind a proxy that
 can spoil its answers. Every ROS process stays on loopback (tests/conftest.py).
 """
 
@@ -22,15 +22,13 @@ import pytest
 
 from gateway.demo.robot import Robot, ros_env
 from tests.conftest import free_port
+from tests.domains import FLEET
 from tests.fleet.junk import JunkProxy
 from tests.harness import Gateway, Response
 
 ROOT = Path(__file__).resolve().parents[2]
-# Five domains of their own: 70-74, or 20-24 above DIAG_TEST_DOMAIN_BASE when it is set (the
-# module counter of tests/conftest.py hands out the first ones; fleet modules run first).
-_FLEET_BASE = int(os.environ["DIAG_TEST_DOMAIN_BASE"]) + 20 \
-    if "DIAG_TEST_DOMAIN_BASE" in os.environ else 70
-PRIMARY_DOMAIN, R1, R2, R3, JUNK = range(_FLEET_BASE, _FLEET_BASE + 5)
+# Five domains of their own, 20-24 above DIAG_TEST_DOMAIN_BASE (the module counter skips them).
+PRIMARY_DOMAIN, R1, R2, R3, JUNK = FLEET
 FAN_OUT_MS = 2000
 FORWARD_MS = 4000
 MAX_PEER_BODY = 256 * 1024
