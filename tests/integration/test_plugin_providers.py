@@ -172,8 +172,10 @@ def test_lifecycle_provider_controls_the_plugin_entity(gw: Gateway) -> None:
     assert gw.get("/apps/plc_1/status").json()["status"] == "ready"
     # no lifecycle provider: 501, and the status from the entity's online flag
     body = assert_error(gw.request("PUT", "/apps/sensor_1/status/start"), 501,
-                        "vendor-error", "x-vendor-collection-not-available")
+                        "not-implemented")
     assert "Lifecycle control not available for this entity" in body["message"]
+    assert "vendor_code" not in body
+    assert body["parameters"] == {"feature": "lifecycle", "entity_id": "sensor_1"}
     assert gw.get("/apps/sensor_1/status").json()["status"] == "ready"
 
 
