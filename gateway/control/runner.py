@@ -23,6 +23,7 @@ ACTIVE = frozenset({PREPARED, RUNNING})
 STOP, FORCED = "stop", "forced_termination"
 _CHUNK = 65536
 _DRAIN_S = 2.0  # how long output pipes may stay open after the group was killed
+_REAP_S = 10.0  # how long a close waits for a killed script to be reaped (loaded machine)
 
 
 class CapacityReached(Exception):
@@ -192,7 +193,9 @@ class Runner:
             for p in pumps:
                 p.cancel()
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(proc.wait(), _DRAIN_S)
+                await asyncio.wait_for(proc.wait(), _REAP_S)
+            # The leader is reaped; whatever it forked meanwhile goes too (no orphans).
+            _kill_group(proc.pid, signal.SIGKILL)
             record.requested = record.requested or FORCED
             self._finish(record, proc.returncode)
             raise

@@ -77,7 +77,11 @@ class Unsupported(PluginError):
     """The provider does not offer this for the entity (501, the gateway's feature-absent body)."""
 
     status = 501
-    vendor_code = "x-vendor-collection-not-available"
+    error_code = "not-implemented"
+
+    def __init__(self, message: str, feature: str = "plugin") -> None:
+        super().__init__(message)
+        self.feature = feature  # the body's `parameters.feature`
 
 
 @dataclass(frozen=True)

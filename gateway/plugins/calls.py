@@ -9,8 +9,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..http.errors import NOT_IMPLEMENTED, ApiError, not_responding
-from .api import PluginError
+from ..http.errors import NOT_IMPLEMENTED, ApiError, not_implemented, not_responding
+from .api import PluginError, Unsupported
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,11 @@ def map_error(exc: BaseException, plugin: str, entity_id: str | None) -> ApiErro
         if exc.error_code is not None:  # a spec error code (AccessDenied, Unsupported, ...)
             message = exc.message if len(exc.message) <= MESSAGE_LIMIT else \
                 exc.message[:MESSAGE_LIMIT] + "..."
+            if isinstance(exc, Unsupported):  # the same 501 body as every feature-absent route
+                err = not_implemented(exc.feature, message)
+                if entity_id is not None and err.parameters is not None:
+                    err.parameters["entity_id"] = entity_id
+                return err
             params = {"entity_id": entity_id} if entity_id is not None else None
             return ApiError(min(max(int(exc.status), 400), 599), exc.error_code, message,
                             parameters=params)

@@ -9,7 +9,7 @@ from aiohttp import web
 from ..faults import views
 from ..faults.model import CLEARED, parse_status_filter
 from ..faults.scope import in_scope
-from ..http.errors import invalid_parameter, not_found
+from ..http.errors import not_found
 from ..http.jsonutil import json_response
 from ..resources.common import envelope
 from .api import FAULTS
@@ -26,7 +26,7 @@ async def serve(s: Served) -> web.StreamResponse:
     provider = s.provider(FAULTS)
     if provider is not None:
         return await _from_provider(s, provider)
-    return _from_manager(s)
+    return await _from_manager(s)
 
 
 async def _from_provider(s: Served, provider: Any) -> web.StreamResponse:
@@ -50,20 +50,18 @@ async def _from_provider(s: Served, provider: Any) -> web.StreamResponse:
     return json_response(envelope(s.state, items, eid))
 
 
-def _from_manager(s: Served) -> web.StreamResponse:
+async def _from_manager(s: Served) -> web.StreamResponse:
     from ..resources.faults import service
 
     svc = service(s.state)
     own = sources(s)
-    xv = s.state.xv
+    wire = s.state.wire  # the same shapes as every other entity's faults
     if s.action == "list":
         value = s.request.query.get("status")
         statuses = parse_status_filter(value)
         if statuses is None:
-            raise invalid_parameter(
-                f"Invalid status filter '{value}': use pending, confirmed, cleared, healed "
-                "or all", parameter="status", value=value)
-        items = [views.list_item(xv, f) for f in svc.select(statuses, own)]
+            raise wire.faults.bad_status_filter(value)
+        items = [views.list_item(wire, f) for f in svc.select(statuses, own)]
         return json_response(envelope(s.state, items, s.eid))
     scope = {f.code for f in svc.faults.values() if in_scope(f.sources, own)}
     if s.action == "clear_all":
@@ -77,5 +75,6 @@ def _from_manager(s: Served) -> web.StreamResponse:
     if s.action == "clear":
         svc.clear([code], scope=scope)
         return web.Response(status=204)
-    body: dict[str, Any] = views.detail(xv, fault, svc.frames(code), svc.correlation_of(code))
+    frames = await svc.frames(code)
+    body: dict[str, Any] = views.detail(wire, fault, frames, svc.correlation_of(code))
     return json_response(body)

@@ -277,18 +277,19 @@ def test_node_started_later_appears_and_leaves(gw: Gateway, domain: int, tmp_pat
         "except (KeyboardInterrupt, ExternalShutdownException):\n    pass\n"
         "rclpy.try_shutdown()\n")
     proc = subprocess.Popen([sys.executable, str(script)], env=ros_env(domain))
+    # budgets for a loaded machine: discovery and the leave of a killed node can take a while
     try:
-        gw.wait_for("/apps", lambda b: "late_joiner" in ids(b), timeout=15)
-        assert "late" in ids(gw.get("/functions").json())
+        gw.wait_for("/apps", lambda b: "late_joiner" in ids(b), timeout=45)
+        gw.wait_for("/functions", lambda b: "late" in ids(b), timeout=45)
     finally:
         proc.terminate()
         try:
-            proc.wait(5)
+            proc.wait(20)
         except subprocess.TimeoutExpired:  # DDS teardown can stall under load; the lease ends it
             proc.kill()
-            proc.wait(5)
-    gw.wait_for("/apps", lambda b: "late_joiner" not in ids(b), timeout=15)
-    assert "late" not in ids(gw.get("/functions").json())
+            proc.wait(20)
+    gw.wait_for("/apps", lambda b: "late_joiner" not in ids(b), timeout=45)
+    gw.wait_for("/functions", lambda b: "late" not in ids(b), timeout=45)
 
 
 def test_vendor_word_is_a_setting(robot: Robot, domain: int) -> None:

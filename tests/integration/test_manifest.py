@@ -20,10 +20,21 @@ ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "deploy" / "demo_manifest.yaml"
 CSV = ROOT / "deploy" / "demo_inventory.csv"
 AREAS = {"powertrain", "engine", "chassis", "brakes", "body", "doors", "lights", "perception"}
-# the demo nodes the shipped manifest binds (the robot may run more: unmanifested in hybrid)
-BOUND = ("temp_sensor", "temp_monitor", "rpm_sensor", "pressure_sensor", "status_sensor",
-         "lidar_sensor", "actuator", "controller", "calibration", "long_calibration",
-         "managed_lifecycle", "unresponsive_param")
+# the demo nodes the shipped manifest binds (the robot may run more: unmanifested in hybrid),
+# with the component hosting each and the namespace of its node
+HOSTED = {"temp_sensor": ("engine-sensor-board", "/powertrain/engine"),
+          "temp_monitor": ("engine-ecu", "/powertrain/engine"),
+          "rpm_sensor": ("engine-sensor-board", "/powertrain/engine"),
+          "pressure_sensor": ("brake-ecu", "/chassis/brakes"),
+          "status_sensor": ("door-module-fl", "/body/door/front_left"),
+          "lidar_sensor": ("perception-computer", "/perception/lidar"),
+          "actuator": ("brake-ecu", "/chassis/brakes"),
+          "controller": ("light-module", "/body/lights"),
+          "calibration": ("engine-ecu", "/powertrain/engine"),
+          "long_calibration": ("engine-ecu", "/powertrain/engine"),
+          "managed_lifecycle": ("main-computer", "/"),
+          "unresponsive_param": ("main-computer", "/")}
+BOUND = tuple(HOSTED)
 
 
 def start(domain: int, tmp: Path, name: str, mode: str) -> Gateway:
@@ -62,12 +73,15 @@ def ids(body: dict) -> list[str]:
 def test_hybrid_links_the_twelve_demo_nodes(hybrid: Gateway) -> None:
     items = {i["id"]: i for i in hybrid.get("/apps").json()["items"]}
     assert set(BOUND) <= set(items)
-    for node in BOUND:  # beside component_id and ros2.node (the wire profiles' keys)
-        xv = items[node]["x-vendor"]
-        assert (xv["source"], xv["is_online"]) == ("manifest", True), node
-        assert xv["ros2"]["node"].endswith("/" + node) and xv["component_id"], node
-    xv = items["tire_pressure_monitor"]["x-vendor"]
-    assert (xv["source"], xv["is_online"]) == ("manifest", False) and "ros2" not in xv
+    for node, (component, ns) in HOSTED.items():
+        fqn = f"{ns.rstrip('/')}/{node}"
+        assert items[node]["x-vendor"] == {"source": "manifest", "is_online": True,
+                                           "component_id": component,
+                                           "ros2": {"node": fqn, "namespace": ns}}, node
+    # a manifest app without a running node: its component, no ros2 block
+    assert items["tire_pressure_monitor"]["x-vendor"] == {"source": "manifest",
+                                                          "is_online": False,
+                                                          "component_id": "brake-ecu"}
     # nodes the manifest does not declare (policy warn) are heuristic apps
     assert all(i["x-vendor"]["source"] == "heuristic" for k, i in items.items()
                if k not in BOUND and k != "tire_pressure_monitor")
@@ -100,9 +114,9 @@ def test_components_subcomponents_dependencies_and_hosts(hybrid: Gateway) -> Non
         "door-module-fl", "light-module"]
     light = hybrid.get("/components/body-ecu/subcomponents/light-module").json()
     assert light["_links"] == {"self": "/api/v1/components/light-module",
+                               "collection": "/api/v1/components",
                                "area": "/api/v1/areas/lights",
-                               "parent": "/api/v1/components/body-ecu",
-                               "collection": "/api/v1/components"}
+                               "parent": "/api/v1/components/body-ecu"}
     deps = hybrid.get("/components/brake-ecu/depends-on").json()
     assert ids(deps) == ["engine-ecu"] and "missing" not in deps["items"][0]["x-vendor"]
     assert ids(hybrid.get("/components/engine-ecu/hosts").json()) == [

@@ -98,7 +98,9 @@ def test_policy_warn_keeps_orphans_and_lists_them(gw: Gateway, files: dict[str, 
     assert linking["warnings"] == [f"Unmanifested node '{f}'" for f in ORPHANS]
     assert unmanifested(health) == []
     found = apps(gw)
-    assert found["engine-temp"]["x-vendor"] == {"source": "manifest", "is_online": True}
+    assert found["engine-temp"]["x-vendor"] == {
+        "source": "manifest", "is_online": True, "component_id": "ecu",
+        "ros2": {"node": "/powertrain/engine/temp_sensor", "namespace": "/powertrain/engine"}}
     assert found["rpm_sensor"]["x-vendor"]["source"] == "heuristic"
     assert "temp_sensor" not in found  # the linked node's runtime app is the manifest app
 

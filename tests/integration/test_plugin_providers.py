@@ -174,6 +174,8 @@ def test_lifecycle_provider_controls_the_plugin_entity(gw: Gateway) -> None:
     body = assert_error(gw.request("PUT", "/apps/sensor_1/status/start"), 501,
                         "not-implemented")
     assert "Lifecycle control not available for this entity" in body["message"]
+    assert "vendor_code" not in body
+    assert body["parameters"] == {"feature": "lifecycle", "entity_id": "sensor_1"}
     assert gw.get("/apps/sensor_1/status").json()["status"] == "ready"
 
 

@@ -517,9 +517,12 @@ def test_log_configuration_schema_in_docs(gw: Gateway, profile: str) -> None:
 def test_not_implemented_code(gw: Gateway, profile: str) -> None:
     body = assert_error(gw.get("/apps/temp_sensor/data-categories"), 501, "not-implemented")
     assert body["parameters"]["feature"] == "data-categories"
+    body = assert_error(gw.get("/functions/perception/data-groups"), 501, "not-implemented")
+    assert body["parameters"]["feature"] == "data-groups"
+    # no scripts.scripts_dir in this gateway's settings: no script backend
     body = assert_error(gw.get("/apps/temp_sensor/scripts"), 501, "not-implemented")
-    assert body["message"] == "Scripts backend not configured"  # no scripts.scripts_dir
-    # the other features' 501s: test_wire_profiles_features.py
+    assert body["parameters"]["feature"] == "scripts"
+    assert body["message"].startswith("Scripts backend not configured")
 
 
 def test_root_version_and_health(gw: Gateway, profile: str) -> None:

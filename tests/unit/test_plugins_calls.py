@@ -127,8 +127,10 @@ def test_spec_error_codes_of_provider_errors() -> None:
         assert (err.status, err.error_code, err.vendor_code) == (status, code, None)
         assert err.parameters == {"entity_id": "plc_1"}
     err = map_error(Unsupported("no"), "p", "plc_1")  # the gateway's feature-absent 501
-    assert (err.status, err.error_code, err.vendor_code) == (
-        501, "not-implemented", "x-vendor-collection-not-available")
+    assert (err.status, err.error_code, err.vendor_code) == (501, "not-implemented", None)
+    assert err.parameters == {"feature": "plugin", "entity_id": "plc_1"}
+    err = map_error(Unsupported("no calibration", feature="scripts"), "p", None)
+    assert err.parameters == {"feature": "scripts"} and err.message == "no calibration"
     err = map_error(PreconditionFailed("y" * 600), "p", None)
     assert len(err.message) == 515 and err.parameters is None
 
