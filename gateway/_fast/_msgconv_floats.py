@@ -277,18 +277,19 @@ def _f64_shortest(bits, out):
     if sig % 10 == 0:
         sig //= 10
         exp10 += 1
-        if sig % 100000000 == 0:
-            sig //= 100000000
-            exp10 += 8
-        if sig % 10000 == 0:
-            sig //= 10000
-            exp10 += 4
-        if sig % 100 == 0:
-            sig //= 100
-            exp10 += 2
-        if sig % 10 == 0:
-            sig //= 10
-            exp10 += 1
+        if sig % 10 == 0:  # more than one trailing zero: rare except for short values
+            if sig % 100000000 == 0:
+                sig //= 100000000
+                exp10 += 8
+            if sig % 10000 == 0:
+                sig //= 10000
+                exp10 += 4
+            if sig % 100 == 0:
+                sig //= 100
+                exp10 += 2
+            if sig % 10 == 0:
+                sig //= 10
+                exp10 += 1
     out.sig = sig
     out.exp10 = exp10
     return 0
