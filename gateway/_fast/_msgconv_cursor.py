@@ -86,6 +86,30 @@ def _load(q, size, little):
 
 
 
+# Compiled twin: one output buffer of at most this size is kept between cursors.
+_SPARE_MAX = 1 << 20
+
+
+# Eight string bytes at once: is any of them outside printable ASCII, '"' or '\\'?
+# Exact tests per byte lane (a borrow or carry only crosses out of a lane already found).
+_SWAR_01 = 0x0101010101010101
+_SWAR_80 = 0x8080808080808080
+_SWAR_SPACE = 0x2020202020202020
+_SWAR_QUOTE = 0x2222222222222222
+_SWAR_BACKSLASH = 0x5C5C5C5C5C5C5C5C
+
+
+def _swar_special(w):
+    """Compiled twin: non-zero when a byte of ``w`` is < 0x20, >= 0x7F, '"' or '\\'."""
+    t = w ^ _SWAR_QUOTE
+    u = w ^ _SWAR_BACKSLASH
+    found = (w | (w + _SWAR_01)) & _SWAR_80  # >= 0x7F
+    found |= (w - _SWAR_SPACE) & ~w  # < 0x20
+    found |= (t - _SWAR_01) & ~t  # == '"'
+    found |= (u - _SWAR_01) & ~u  # == '\\'
+    return found & _SWAR_80
+
+
 # ---------------------------------------------------------------------------------------
 # Cursor: reads the CDR input and writes the JSON output.
 
@@ -105,17 +129,31 @@ class _Cursor(_Decimal):
         self.n = 0
         self.cap = 0
         if cython.compiled:
-            self.cap = size_hint if size_hint > 64 else 64
-            self.buf = cython.cast(cython.p_char, malloc(self.cap))  # noqa: F821
-            if self.buf == cython.NULL:
-                raise MemoryError()
+            global _SPARE_BUF, _SPARE_CAP
+            cap = size_hint if size_hint > 64 else 64
+            if _SPARE_BUF != cython.NULL:  # noqa: F821 - the last cursor's buffer, reused
+                self.buf = _SPARE_BUF  # noqa: F821
+                self.cap = _SPARE_CAP  # noqa: F821
+                _SPARE_BUF = cython.NULL
+                if self.cap < cap:
+                    self.reserve(cap)
+            else:
+                self.cap = cap
+                self.buf = cython.cast(cython.p_char, malloc(self.cap))  # noqa: F821
+                if self.buf == cython.NULL:
+                    raise MemoryError()
         else:
             self.out = []
         return 0
 
     def __dealloc__(self):
         if cython.compiled:
-            free(self.buf)  # noqa: F821
+            global _SPARE_BUF, _SPARE_CAP
+            if _SPARE_BUF == cython.NULL and self.cap <= _SPARE_MAX:  # noqa: F821
+                _SPARE_BUF = self.buf  # kept for the next cursor (the GIL is held)
+                _SPARE_CAP = self.cap
+            else:
+                free(self.buf)  # noqa: F821
 
     def fail(self, what):
         raise CdrError(f"{what} at offset {self.pos - 4} of {self.end - 4} payload bytes")
@@ -521,12 +559,21 @@ class _Cursor(_Decimal):
             o = self.buf + self.n
             plain = _PLAIN_ASCII
             o[0] = 34  # '"'
-            for i in range(size):
+            i = 0
+            word = 0
+            while i + 8 <= size:  # eight bytes at a time while none needs escaping
+                memcpy(cython.address(word), q + i, 8)  # noqa: F821
+                if _swar_special(word):
+                    break
+                memcpy(o + 1 + i, cython.address(word), 8)  # noqa: F821
+                i += 8
+            while i < size:
                 c = q[i]
                 if not plain[c]:
                     break
                 o[i + 1] = c
-            else:
+                i += 1
+            if i == size:
                 o[size + 1] = 34
                 self.n += size + 2
                 return 0

@@ -19,7 +19,8 @@ from ._msgconv_tables import (
 # twin: joined-end
 
 # ---------------------------------------------------------------------------------------
-# Shortest round-trip float formatting (Ryu, Ulf Adams 2018), in integer arithmetic that
+# Shortest round-trip float formatting (Ryu, Ulf Adams 2018, for float32 and subnormal float64;
+# Schubfach for normal float64), in integer arithmetic that
 # means the same with Python ints and with the C uint64 types of the .pxd.
 
 # Literals past 32 bits would be Python ints in the compiled twin: typed names instead.
@@ -53,6 +54,28 @@ _F64_POW5_INV_LO = [v & _MASK64 for v in _pow5_inv_table(342, _F64_POW5_INV_BITS
 _F64_POW5_INV_HI = [v >> 64 for v in _pow5_inv_table(342, _F64_POW5_INV_BITS)]
 _F64_POW5_LO = [v & _MASK64 for v in _pow5_table(326, _F64_POW5_BITS)]
 _F64_POW5_HI = [v >> 64 for v in _pow5_table(326, _F64_POW5_BITS)]
+
+
+def _floor_log2_pow10(e: int) -> int:
+    """floor(log2(10**e)), exactly."""
+    return (10**e).bit_length() - 1 if e >= 0 else -((10**-e).bit_length())
+
+
+def _schubfach_g(k: int) -> int:
+    """floor(10**-k * 2**(125 - floor(log2(10**-k)))) + 1: 10**-k scaled into [2**125, 2**126)."""
+    e = -k
+    shift = 125 - _floor_log2_pow10(e)
+    if e >= 0:
+        return (10**e << shift if shift >= 0 else 10**e >> -shift) + 1
+    return (1 << shift) // 10**-e + 1
+
+
+_SCH_LOG10_2 = 661971961083  # floor(q log10(2)) == q * this >> 41 for |q| <= 5456721
+_SCH_LOG10_3Q = 274743187321  # the offset for floor(log10(3/4 2**q))
+_SCH_LOG2_10 = 935039633142894  # floor(e log2(10)) == e * this >> 48 for |e| < 1300
+_SCH_MASK63 = (1 << 63) - 1
+_SCH_G1 = [_schubfach_g(k) >> 63 for k in range(-324, 293)]
+_SCH_G0 = [_schubfach_g(k) & _SCH_MASK63 for k in range(-324, 293)]
 
 
 def _pow5bits(e):
@@ -210,6 +233,80 @@ def _f32_shortest(bits, out):
 
 def _f64_shortest(bits, out):
     """Sets ``out`` to the shortest decimal of the finite non-zero float64 ``bits``."""
+    ieee_exponent = (bits >> 52) & 0x7FF
+    if ieee_exponent == 0:
+        return _f64_ryu(bits, out)  # subnormal
+    c = _F64_HIDDEN_BIT | (bits & _F64_MANTISSA)
+    q = ieee_exponent - 1075  # the value is c * 2**q
+    if -53 < q <= 0 and ((c >> -q) << -q) == c:
+        # An integer below 2**53: its digits, trailing zeros removed, are the shortest.
+        sig = c >> -q
+        exp10 = 0
+    else:
+        # Schubfach (Raffaello Giulietti 2020): one 126-bit scaled power of ten, three
+        # products, then the shortest of at most four candidates.
+        odd = c & 1
+        cb = c << 2
+        cbr = cb + 2
+        if c != _F64_HIDDEN_BIT or ieee_exponent == 1:
+            cbl = cb - 2
+            k = (q * _SCH_LOG10_2) >> 41  # floor(q log10(2))
+        else:
+            cbl = cb - 1  # the lower neighbour is closer at a power of two
+            k = (q * _SCH_LOG10_2 - _SCH_LOG10_3Q) >> 41  # floor(log10(3/4 2**q))
+        h = q + ((-k * _SCH_LOG2_10) >> 48) + 2  # 1 <= h <= 4
+        g1 = _SCH_G1[k + 324]
+        g0 = _SCH_G0[k + 324]
+        vb = _sch_rop(g1, g0, cb << h)
+        vbl = _sch_rop(g1, g0, cbl << h) + odd
+        vbr = _sch_rop(g1, g0, cbr << h) - odd
+        s = vb >> 2
+        sp10 = (s // 10) * 10
+        upin = vbl <= sp10 << 2
+        if upin != (((sp10 + 10) << 2) <= vbr):
+            sig = sp10 if upin else sp10 + 10  # a shorter one lies in the interval
+        else:
+            upin = vbl <= s << 2
+            if upin != (((s + 1) << 2) <= vbr):
+                sig = s if upin else s + 1
+            elif vb < (s << 2) + 2 or (vb == (s << 2) + 2 and (s & 1) == 0):
+                sig = s  # both in the interval: the closer, ties to even
+            else:
+                sig = s + 1
+        exp10 = k
+    if sig % 10 == 0:
+        sig //= 10
+        exp10 += 1
+        if sig % 10 == 0:  # more than one trailing zero: rare except for short values
+            if sig % 100000000 == 0:
+                sig //= 100000000
+                exp10 += 8
+            if sig % 10000 == 0:
+                sig //= 10000
+                exp10 += 4
+            if sig % 100 == 0:
+                sig //= 100
+                exp10 += 2
+            if sig % 10 == 0:
+                sig //= 10
+                exp10 += 1
+    out.sig = sig
+    out.exp10 = exp10
+    return 0
+
+
+def _sch_rop(g1, g0, cp):
+    """Schubfach's rounded-odd product: floor(g cp / 2**127), its last bit set if inexact."""
+    x1 = _mulhi64(g0, cp)
+    y0 = (g1 * cp) & _MASK64
+    y1 = _mulhi64(g1, cp)
+    z = (y0 >> 1) + x1
+    vbp = y1 + (z >> 63)
+    return vbp | (((z & _SCH_MASK63) + _SCH_MASK63) >> 63)
+
+
+def _f64_ryu(bits, out):
+    """Sets ``out`` to the shortest decimal of the subnormal float64 ``bits`` (Ryu)."""
     ieee_mantissa = bits & _F64_MANTISSA
     ieee_exponent = (bits >> 52) & 0x7FF
     if ieee_exponent == 0:
@@ -218,16 +315,6 @@ def _f64_shortest(bits, out):
     else:
         e2 = ieee_exponent - 1023 - 52 - 2
         m2 = _F64_HIDDEN_BIT | ieee_mantissa
-    if -54 <= e2 <= -2 and ((m2 >> (-e2 - 2)) << (-e2 - 2)) == m2:
-        # An integer below 2**53: its digits, trailing zeros removed, are the shortest.
-        vr = m2 >> (-e2 - 2)
-        removed = 0
-        while vr % 10 == 0:
-            vr //= 10
-            removed += 1
-        out.sig = vr
-        out.exp10 = removed
-        return 0
     accept_bounds = (m2 & 1) == 0
     mv = 4 * m2
     mm_shift = 1 if (ieee_mantissa != 0 or ieee_exponent <= 1) else 0

@@ -57,6 +57,10 @@ cdef uint64_t _F64_POW5_INV_LO[342]
 cdef uint64_t _F64_POW5_INV_HI[342]
 cdef uint64_t _F64_POW5_LO[326]
 cdef uint64_t _F64_POW5_HI[326]
+cdef long long _SCH_LOG10_2, _SCH_LOG10_3Q, _SCH_LOG2_10
+cdef uint64_t _SCH_MASK63
+cdef uint64_t _SCH_G1[617]
+cdef uint64_t _SCH_G0[617]
 cdef uint64_t _DIV_POW10_MAGIC[17]
 cdef int _DIV_POW10_SHIFT[17]
 cdef uint64_t _SWAR_LANES_7F, _SWAR_LANES_0F, _SWAR_ASCII
@@ -96,7 +100,16 @@ cdef int _f32_shortest(uint32_t bits, _Decimal out) noexcept
                vm_trailing_zeros=bint, vr_trailing_zeros=bint, last_removed=uint32_t,
                q=int, e10=int, k=int, i=int, j=int, lo=uint64_t, hi=uint64_t,
                vr=uint64_t, vp=uint64_t, vm=uint64_t, removed=int, round_up=bint)
-cdef int _f64_shortest(uint64_t bits, _Decimal out) noexcept
+cdef int _f64_ryu(uint64_t bits, _Decimal out) noexcept
+
+@cython.locals(x1=uint64_t, y0=uint64_t, y1=uint64_t, z=uint64_t, vbp=uint64_t)
+cdef inline uint64_t _sch_rop(uint64_t g1, uint64_t g0, uint64_t cp) noexcept
+
+@cython.locals(ieee_exponent=int, c=uint64_t, q=int, sig=uint64_t, exp10=int, odd=uint64_t,
+               cb=uint64_t, cbr=uint64_t, cbl=uint64_t, k=int, h=int, g1=uint64_t,
+               g0=uint64_t, vb=uint64_t, vbl=uint64_t, vbr=uint64_t, s=uint64_t,
+               sp10=uint64_t, upin=bint)
+cdef inline int _f64_shortest(uint64_t bits, _Decimal out) noexcept
 
 @cython.locals(bits=uint32_t, cur=_Cursor)
 cpdef str float32_repr(double value)
@@ -112,6 +125,13 @@ cdef inline int _decimal_length(uint64_t v) noexcept
 
 @cython.locals(merged=uint64_t, top=uint64_t, hundreds=uint64_t, tens=uint64_t)
 cdef inline uint64_t _ascii8(uint32_t x) noexcept
+
+cdef uint64_t _SWAR_01, _SWAR_80, _SWAR_SPACE, _SWAR_QUOTE, _SWAR_BACKSLASH
+cdef char* _SPARE_BUF
+cdef Py_ssize_t _SPARE_CAP, _SPARE_MAX
+
+@cython.locals(t=uint64_t, u=uint64_t, found=uint64_t)
+cdef inline uint64_t _swar_special(uint64_t w) noexcept
 
 @cython.locals(v=uint64_t, i=int)
 cdef uint64_t _load(const unsigned char* q, Py_ssize_t size, bint little) noexcept
@@ -129,6 +149,7 @@ cdef class _Cursor(_Decimal):
     cdef Py_ssize_t cap
     cdef list out
 
+    @cython.locals(cap=Py_ssize_t)
     cdef int start(self, bytes data, Py_ssize_t size_hint, bint little) except -1
     cdef int fail(self, str what) except -1
     cdef inline int need(self, Py_ssize_t size) except -1
@@ -181,7 +202,8 @@ cdef class _Cursor(_Decimal):
     cdef int put_prims(self, int kind, Py_ssize_t count) except -1
 
     @cython.locals(size=Py_ssize_t, start=Py_ssize_t, q=cython.p_const_uchar, o=cython.p_char,
-                   plain=cython.p_const_uchar, i=Py_ssize_t, c=cython.uchar, raw=bytes)
+                   plain=cython.p_const_uchar, i=Py_ssize_t, c=cython.uchar, raw=bytes,
+                   word=uint64_t)
     cdef int put_str(self) except -1
 
     @cython.locals(count=Py_ssize_t)

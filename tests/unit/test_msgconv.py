@@ -465,6 +465,32 @@ def test_float64_text_is_python_repr(x: float) -> None:
             assert twin.float64_repr(x) == repr(x)
 
 
+def _pure_f64_digits(x: float) -> str:
+    """Text of x from the pure twin's own shortest-digit search (not repr)."""
+    from gateway._fast import _msgconv_floats as floats
+
+    (bits,) = struct.unpack("<Q", struct.pack("<d", abs(x)))
+    out = floats._Decimal()
+    floats._f64_shortest(bits, out)
+    return floats._decimal_text(x < 0, out.sig, out.exp10).decode()
+
+
+@settings(HYPO, max_examples=400)
+@given(st.floats(allow_nan=False, allow_infinity=False).filter(lambda x: x != 0))
+def test_pure_float64_digit_search_is_python_repr(x: float) -> None:
+    assert _pure_f64_digits(x) == repr(x)
+
+
+def test_float64_digit_search_edges() -> None:
+    edges = [5e-324, 2.2250738585072014e-308, 2.225073858507201e-308, 1.7976931348623157e308,
+             0.0025, 0.0004, 9.81, 1e23, 2.0**53, 9007199254740993.0, 123e15, 0.3]
+    edges += [2.0**e for e in range(-1074, 1024, 7)] + [float(10**e) for e in range(0, 300, 7)]
+    for x in edges + [-x for x in edges]:
+        assert _pure_f64_digits(x) == repr(x)
+        if msgconv_c is not None:
+            assert msgconv_c.float64_repr(x) == repr(x)
+
+
 @settings(HYPO, max_examples=400)
 @given(st.floats(width=32, allow_nan=False, allow_infinity=False))
 def test_float32_text_is_shortest_round_trip(x: float) -> None:
