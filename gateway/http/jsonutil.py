@@ -23,10 +23,8 @@ def json_response(
     return web.Response(body=dumps(obj), status=status, content_type=JSON_TYPE, headers=headers)
 
 
-async def read_json_body(request: web.Request) -> Any:
-    """The request body parsed as JSON; ApiError 400 naming the problem otherwise."""
-    from .errors import bad_request
-
+async def read_limited(request: web.Request) -> bytes:
+    """The raw body of a JSON route, any content type; 413 past server.max_json_body_bytes."""
     limit = max_json_body(request)
     length = request.content_length
     if length is not None and length > limit:
@@ -34,6 +32,14 @@ async def read_json_body(request: web.Request) -> Any:
     raw = await request.read()  # any content type: `curl -d` sends form-urlencoded
     if len(raw) > limit:  # chunked: no Content-Length to check first
         raise body_too_large(len(raw), limit)
+    return raw
+
+
+async def read_json_body(request: web.Request) -> Any:
+    """The request body parsed as JSON; ApiError 400 naming the problem otherwise."""
+    from .errors import bad_request
+
+    raw = await read_limited(request)
     if not raw:
         raise bad_request("Request body is empty; a JSON object is required")
     try:

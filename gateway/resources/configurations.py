@@ -273,7 +273,8 @@ async def reset_all_configurations(request: web.Request) -> web.Response:
         else:
             entry["status"] = 204
         results.append(entry)
-    _raise_local_failure(entity, outcomes, results)
+    if not state.wire.configurations.local_failures_multistatus:
+        _raise_local_failure(entity, outcomes, results)
     fed = federation(state)
     if fed is not None:  # members run by another gateway are not reset from here
         for app in state.cache.entities.member_apps(entity):

@@ -10,6 +10,7 @@ import orjson
 from aiohttp import web
 
 from ..http.errors import INVALID_REQUEST, ApiError, invalid_parameter
+from ..http.jsonutil import read_limited
 from ..ros.message import MessageFieldError, dict_to_message
 
 # Keys that make an execution body an envelope, by operation kind, in precedence order.
@@ -52,7 +53,7 @@ def parse_object(raw: bytes, empty_ok: bool = True) -> dict[str, Any]:
 
 async def read_object(request: web.Request, empty_ok: bool = True) -> dict[str, Any]:
     """The request body as a JSON object (see parse_object)."""
-    return parse_object(await request.read(), empty_ok)
+    return parse_object(await read_limited(request), empty_ok)
 
 
 def _kind(value: Any) -> str:

@@ -12,6 +12,9 @@ REF_TYPES = {"integer": "int", "integer_array": "int_array"}
 
 
 class SpecConfigurations(WireBase):
+    # Spec: reset-all answers 207 only for members run by another gateway; a local node that
+    # was not reset is an error. The reference answers 207 whenever any node's reset failed.
+    local_failures_multistatus = False
     """Items carry `value` (spec) and `data` + `x-vendor.parameter` (reference) together."""
 
     def parameter(self, p: Any, with_details: bool = True) -> dict[str, Any]:
@@ -84,9 +87,10 @@ class SpecConfigurations(WireBase):
 
 
 class MedkitConfigurations(SpecConfigurations):
-    """The reference's 403 for a read-only parameter; its other shapes coexist."""
+    """The reference's 403 for a read-only parameter and 207 for any failed node reset."""
 
     profile = "medkit"
+    local_failures_multistatus = True
 
     def refused(self, exc: Exception, **parameters: Any) -> ApiError | None:
         """403 parameter-read-only when the node refused a read-only parameter."""
