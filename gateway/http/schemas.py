@@ -157,9 +157,16 @@ def components(vendor: str) -> dict[str, Any]:
                                    creation_date=STR, description=STR),
         "BulkDataList": _list(ref("BulkDataDescriptor"), xv),
         "BulkDataFile": {"type": "string", "format": "binary"},
+        # Stored and served as JSON: numbers must fit 64 bits.
+        "MetadataValue": {"anyOf": [
+            {"type": "null"}, BOOL, STR,
+            {"type": "number", "minimum": -(2 ** 63), "maximum": 2 ** 64 - 1},
+            {"type": "array", "items": ref("MetadataValue")},
+            {"type": "object", "additionalProperties": ref("MetadataValue")}]},
         "BulkDataUpload": {**_obj(("file",), file={"type": "string", "format": "binary"},
                                   description=STR,
                                   metadata={"type": "object",
+                                            "additionalProperties": ref("MetadataValue"),
                                             "description": "arbitrary key-values, sent as a "
                                                            "JSON part"}),
                            # other fields are ignored; multipart names are header tokens
