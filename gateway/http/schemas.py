@@ -25,10 +25,6 @@ def _form(required: tuple[str, ...], **props: Any) -> dict[str, Any]:
     return {**_obj(required, **props), "additionalProperties": STR}
 
 
-def _closed(required: tuple[str, ...] = (), **props: Any) -> dict[str, Any]:
-    return {**_obj(required, **props), "additionalProperties": False}
-
-
 def _obj(required: tuple[str, ...] = (), **props: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"type": "object", "properties": props}
     if required:
@@ -117,11 +113,12 @@ def components(vendor: str) -> dict[str, Any]:
                           schema={"type": "object"}),
         "OperationList": _list(ref("Operation"), xv),
         "OperationDetail": _obj(("item",), item=ref("Operation")),
-        "ExecutionRequest": _closed(
+        "ExecutionRequest": _obj(
             timeout={"type": ["number", "null"], "exclusiveMinimum": 0, "maximum": 3600,
                      "description": "seconds (null or absent: service_call_timeout_sec)"},
             parameters={"type": "object",
-                        "description": "service request or action goal fields"}),
+                        "description": "service request or action goal fields (an older "
+                                       "form sends them at the top level instead)"}),
         "ServiceResult": _obj(("parameters",), parameters={"type": "object"}),
         "Execution": _obj(("id", "status"), id=STR, status=STR, capability=STR,
                           parameters={"type": "object"}, error={"type": "object"}),
@@ -160,9 +157,16 @@ def components(vendor: str) -> dict[str, Any]:
                                    creation_date=STR, description=STR),
         "BulkDataList": _list(ref("BulkDataDescriptor"), xv),
         "BulkDataFile": {"type": "string", "format": "binary"},
+        # Stored and served as JSON: numbers must fit 64 bits.
+        "MetadataValue": {"anyOf": [
+            {"type": "null"}, BOOL, STR,
+            {"type": "number", "minimum": -(2 ** 63), "maximum": 2 ** 64 - 1},
+            {"type": "array", "items": ref("MetadataValue")},
+            {"type": "object", "additionalProperties": ref("MetadataValue")}]},
         "BulkDataUpload": {**_obj(("file",), file={"type": "string", "format": "binary"},
                                   description=STR,
                                   metadata={"type": "object",
+                                            "additionalProperties": ref("MetadataValue"),
                                             "description": "arbitrary key-values, sent as a "
                                                            "JSON part"}),
                            # other fields are ignored; multipart names are header tokens

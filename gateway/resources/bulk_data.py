@@ -32,7 +32,7 @@ from ..faults.model import iso
 from ..faults.scope import in_scope
 from ..faults.snapshots import NEVER_CAPTURED
 from ..http.errors import INVALID_REQUEST, ApiError, bad_request, not_found
-from ..http.jsonutil import json_response
+from ..http.jsonutil import dumps, json_response
 from ..http.ranges import parse_range, plan
 from ..http.routes import Registry
 from ..model.entities import Entity, EntitySet
@@ -369,6 +369,10 @@ def _metadata(text: str) -> dict[str, Any]:
         raise bad_request(f"Field 'metadata' is not valid JSON: {exc}") from None
     if not isinstance(value, dict):
         raise bad_request("Field 'metadata' must be a JSON object of key-values")
+    try:
+        dumps(value)  # stored and served as is: it must be serializable (no 2**64 integers)
+    except TypeError as exc:
+        raise bad_request(f"Field 'metadata' cannot be stored: {exc}") from None
     return value
 
 

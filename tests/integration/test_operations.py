@@ -24,6 +24,9 @@ def gw(robot: Robot, domain: int, tmp_path_factory: pytest.TempPathFactory) -> I
         g.wait_for("/apps/long_calibration/operations",
                    lambda b: any(i["id"] == "long_calibration" for i in b["items"]), timeout=20)
         g.wait_for("/apps/calibration/operations", lambda b: len(b["items"]) == 1, timeout=20)
+        # every node's services, not only the first ones discovered (a loaded machine)
+        g.wait_for("/apps/lidar_sensor/operations",
+                   lambda b: any(i["id"] == "calibrate" for i in b["items"]), timeout=60)
         yield g
 
 

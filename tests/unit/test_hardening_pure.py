@@ -149,3 +149,12 @@ def test_head_is_routed_wherever_get_is() -> None:
         key = str(info.get("formatter") or info.get("path"))
         methods.setdefault(key, set()).add(route.method)
     assert methods and all("HEAD" in m for m in methods.values() if "GET" in m)
+
+
+def test_upload_metadata_that_cannot_be_served_is_refused() -> None:
+    from gateway.resources.bulk_data import _metadata
+
+    assert _metadata('{"a": 1, "b": [true]}') == {"a": 1, "b": [True]}
+    with pytest.raises(ApiError) as err:
+        _metadata('{"n": 1099511627775000000000000}')  # beyond 64 bits: 500 on every list
+    assert err.value.status == 400
