@@ -7,8 +7,9 @@ from typing import Any
 from urllib.parse import quote
 
 from ..auth.roles import Role
+from . import feature_schemas
 from .routes import API_PREFIX, Registry, Route
-from .schemas import OperationDoc, components, doc_for
+from .schemas import ROUTE_DOCS, OperationDoc, components, doc_for
 
 SOVD_VERSION = "1.1.0"
 
@@ -70,6 +71,9 @@ def add_schemas(schemas: dict[str, Any]) -> None:
     _SCHEMAS.update(schemas)
 
 
+# every documented route contract: the core table and the later features' rows
+_DOCS = {**ROUTE_DOCS, **feature_schemas.ROUTE_DOCS}
+
 _STATUS_TEXT = {200: "OK", 201: "Created", 202: "Accepted", 204: "No Content",
                 206: "Partial Content", 207: "Multi-Status", 405: "Method Not Allowed"}
 
@@ -84,13 +88,13 @@ def _responses(route: Route, vendor: str) -> tuple[dict[str, Any], OperationDoc 
     responses: dict[str, Any] = {}
     error = {"application/json": {"schema": _ERROR}}
     doc = None if route.extra.get("stub") else doc_for(route.method, route.path, route.status,
-                                                       vendor)
+                                                       vendor, _DOCS)
     if route.extra.get("stub"):
         pass  # an absent feature answers 501 and nothing else of its own
     elif doc is not None:
         for status, schema in doc.responses.items():
             resp: dict[str, Any] = {"description": _STATUS_TEXT.get(status, "Success")}
-            if status != 204:
+            if schema is not None:  # 204, or an accepted request answered without a body
                 resp["content"] = _content(doc.response_type, schema)
             responses[str(status)] = resp
         for status, text in doc.errors.items():
@@ -168,7 +172,8 @@ def build(registry: Registry, *, vendor: str, version: str, with_roles: bool) ->
         "x-sovd-version": SOVD_VERSION,
         "servers": [{"url": API_PREFIX}],
         "paths": paths,
-        "components": {"schemas": {**_SCHEMAS, **components(vendor)}},
+        "components": {"schemas": {**_SCHEMAS, **components(vendor),
+                                   **feature_schemas.components(vendor)}},
     }
     if with_roles:
         doc["components"]["securitySchemes"] = {

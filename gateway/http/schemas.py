@@ -268,10 +268,11 @@ def suffix(path: str) -> str:
     return path[m.end():] if m else path
 
 
-def doc_for(method: str, path: str, status: int, vendor: str) -> OperationDoc | None:
+def doc_for(method: str, path: str, status: int, vendor: str,
+            table: dict[tuple[str, str], OperationDoc] = ROUTE_DOCS) -> OperationDoc | None:
     """The contract row of a route, if the table has one."""
     if status == 405 and method in READ_ONLY_DOCS:
         return READ_ONLY_DOCS[method]
     key = suffix(path).replace(f"x-{vendor}", "x-vendor")
-    return ROUTE_DOCS.get((method, key)) or ROUTE_DOCS.get((method, path.replace(
+    return table.get((method, key)) or table.get((method, path.replace(
         f"x-{vendor}", "x-vendor")))
