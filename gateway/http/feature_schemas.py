@@ -138,6 +138,11 @@ ROUTE_DOCS: dict[tuple[str, str], OperationDoc] = {
     ("GET", "/fault-triggers/{trigger_id}"): OperationDoc({200: "FaultTrigger"}),
     ("DELETE", "/fault-triggers/{trigger_id}"): OperationDoc({204: None}),
     ("GET", "/manifest/status"): OperationDoc({200: "ManifestStatus"}),
+    **{("PUT", f"/status/{transition}"): OperationDoc(
+        {202: "LifecycleTransition"},
+        errors={409: "The node's state refuses this transition",
+                503: "The node or its lifecycle services are unavailable"})
+       for transition in ("start", "restart", "shutdown", "force-shutdown")},
     **{("GET", f"/{kind}/docs"): OperationDoc({200: "OpenApiDocument"})
        for kind in ("areas", "components", "apps", "functions")},
 }

@@ -7,8 +7,9 @@ from typing import Any
 from urllib.parse import quote
 
 from ..auth.roles import Role
+from ..model.ids import MAX_ID_LENGTH
 from . import feature_schemas
-from .routes import API_PREFIX, Registry, Route
+from .routes import API_PREFIX, ENTITY_PARAM, Registry, Route
 from .schemas import ROUTE_DOCS, OperationDoc, components, doc_for
 
 SOVD_VERSION = "1.1.0"
@@ -74,6 +75,11 @@ def add_schemas(schemas: dict[str, Any]) -> None:
 # every documented route contract: the core table and the later features' rows
 _DOCS = {**ROUTE_DOCS, **feature_schemas.ROUTE_DOCS}
 
+_OPTIONAL_BODY = ("ExecutionRequest", "LogConfigurationWrite")  # all fields optional
+# Entity ids (and sub-entity ids): the spec's charset, else 400 invalid-parameter.
+_ID_PARAMS = (*ENTITY_PARAM.values(), "sub_id")
+_ID = {"type": "string", "pattern": f"^[A-Za-z0-9_-]{{1,{MAX_ID_LENGTH}}}$"}
+
 _STATUS_TEXT = {200: "OK", 201: "Created", 202: "Accepted", 204: "No Content",
                 206: "Partial Content", 207: "Multi-Status", 405: "Method Not Allowed"}
 
@@ -123,9 +129,13 @@ def _responses(route: Route, vendor: str) -> tuple[dict[str, Any], OperationDoc 
 
 def _operation(route: Route, vendor: str, with_roles: bool) -> dict[str, Any]:
     params = [
-        {"name": p, "in": "path", "required": True, "schema": {"type": "string"}}
+        {"name": p, "in": "path", "required": True,
+         "schema": dict(_ID) if p in _ID_PARAMS else {"type": "string"}}
         for p in route.params
     ]
+    for name, text in route.extra.get("headers", {}).items():  # required request headers
+        params.append({"name": name, "in": "header", "required": True, "description": text,
+                       "schema": {"type": "string", "minLength": 1}})
     responses, doc = _responses(route, vendor)
     op: dict[str, Any] = {
         "operationId": route.operation_id,
@@ -143,8 +153,8 @@ def _operation(route: Route, vendor: str, with_roles: bool) -> dict[str, Any]:
             content[doc.request_type]["encoding"] = doc.encoding
         if doc is not None and doc.oauth:  # RFC 6749: form-encoded; JSON accepted too
             content.update(_content("application/x-www-form-urlencoded", request))
-        # An execution may be started without a body (all fields optional).
-        op["requestBody"] = {"required": request != "ExecutionRequest", "content": content}
+        # An execution may be started, and a log configuration sent, without a body.
+        op["requestBody"] = {"required": request not in _OPTIONAL_BODY, "content": content}
     if route.alternates or (doc is not None and doc.alternates):
         op[f"x-{vendor}-alternates"] = True
     if with_roles and not route.extra.get("public"):
