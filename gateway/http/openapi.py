@@ -75,6 +75,7 @@ def add_schemas(schemas: dict[str, Any]) -> None:
 # every documented route contract: the core table and the later features' rows
 _DOCS = {**ROUTE_DOCS, **feature_schemas.ROUTE_DOCS}
 
+_LOCKABLE = ("/components/", "/apps/")  # a lock of another client refuses their writes (409)
 _OPTIONAL_BODY = ("ExecutionRequest", "LogConfigurationWrite")  # all fields optional
 # Entity ids (and sub-entity ids): the spec's charset, else 400 invalid-parameter.
 _ID_PARAMS = (*ENTITY_PARAM.values(), "sub_id")
@@ -121,6 +122,9 @@ def _responses(route: Route, vendor: str) -> tuple[dict[str, Any], OperationDoc 
                             "content": oauth}
     for code, text in _ERROR_STATUSES.items():
         responses.setdefault(code, {"description": text, "content": error})
+    if route.is_write and route.path.startswith(_LOCKABLE) and not route.extra.get("stub"):
+        responses.setdefault("409", {"description": "The entity is locked by another client",
+                                     "content": error})
     if route.feature:
         responses["501"] = {"description": f"Feature '{route.feature}' not available",
                             "content": error}
