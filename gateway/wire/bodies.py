@@ -10,6 +10,7 @@ import orjson
 from aiohttp import web
 
 from ..http.errors import INVALID_REQUEST, ApiError, invalid_parameter
+from ..http.jsonutil import body_too_large, max_json_body
 from ..ros.message import MessageFieldError, dict_to_message
 
 # Keys that make an execution body an envelope, by operation kind, in precedence order.
@@ -51,8 +52,15 @@ def parse_object(raw: bytes, empty_ok: bool = True) -> dict[str, Any]:
 
 
 async def read_object(request: web.Request, empty_ok: bool = True) -> dict[str, Any]:
-    """The request body as a JSON object (see parse_object)."""
-    return parse_object(await request.read(), empty_ok)
+    """The request body as a JSON object (see parse_object); 413 past the JSON body limit."""
+    limit = max_json_body(request)
+    length = request.content_length
+    if length is not None and length > limit:
+        raise body_too_large(length, limit)
+    raw = await request.read()
+    if len(raw) > limit:  # chunked: no Content-Length to check first
+        raise body_too_large(len(raw), limit)
+    return parse_object(raw, empty_ok)
 
 
 def _kind(value: Any) -> str:

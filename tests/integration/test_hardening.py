@@ -149,20 +149,22 @@ def test_item_routes_of_absent_features_answer_501(gw: Gateway) -> None:
     checked = 0
     for template, ops in doc["paths"].items():
         for method, op in ops.items():
-            if "501" not in op["responses"] or template.endswith("/docs"):
+            # routes of features never built (a built feature's routes declare their 2xx and
+            # answer 501 only while it is off: the item paths below)
+            if "501" not in op["responses"] or template.endswith("/docs") or any(
+                    code.startswith("2") for code in op["responses"]):
                 continue
             path = template.replace("{app_id}", "temp_sensor").replace(
                 "{component_id}", "c").replace("{area_id}", "a").replace(
                 "{function_id}", "f")
             path = "/".join("x1" if p.startswith("{") else p for p in path.split("/"))
-            body = assert_error(gw.request(method.upper(), path, body={}), 501, "vendor-error",
-                                "x-vendor-collection-not-available")
+            # the wire layer words these as the reference does (not-implemented)
+            body = assert_error(gw.request(method.upper(), path, body={}), 501)
             assert body["parameters"]["feature"], body
             checked += 1
-    assert checked > 100
-    for path in ("/apps/temp_sensor/locks/l1", "/apps/temp_sensor/triggers/t1/events",
-                 "/apps/temp_sensor/cyclic-subscriptions/s1", "/apps/temp_sensor/scripts/s1",
-                 "/updates/u1/prepare", "/apps/temp_sensor/fault-triggers/t1"):
+    assert checked >= 8  # data-categories and data-groups of every entity type
+    # a feature off in this gateway: updates (no provider plugin)
+    for path in ("/updates/u1/prepare",):
         method = "PUT" if path.endswith("prepare") else "GET"
         if "fault-triggers" in path:
             method = "DELETE"
