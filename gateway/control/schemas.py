@@ -16,8 +16,8 @@ SCHEMAS: dict[str, Any] = {
         "properties": {
             "lock_expiration": {"type": "number", "exclusiveMinimum": 0,
                                 "description": "seconds; capped at the entity's maximum"},
-            "scopes": {"type": "array", "items": {"enum": list(SCOPES)},
-                       "description": "collections covered; empty or absent: all"},
+            "scopes": {"type": ["array", "null"], "items": {"enum": list(SCOPES)},
+                       "description": "collections covered; empty, null or absent: all"},
             "break_lock": {"type": "boolean", "default": False},
         },
     },

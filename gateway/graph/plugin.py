@@ -53,8 +53,13 @@ class GraphPlugin(Plugin):
 
     def routes(self) -> list[PluginRoute]:
         """The graph snapshot route."""
+        body = {"type": "object", "description": "x-<vendor>-graph: the graph snapshot",
+                "minProperties": 1, "maxProperties": 1,
+                "additionalProperties": {"type": "object", "required": ["schema_version",
+                                                                         "graph_id"]}}
         return [PluginRoute("GET", "/functions/{function_id}/x-vendor-graph", self.graph,
-                            "Topic graph of a function's apps with per-edge metrics")]
+                            "Topic graph of a function's apps with per-edge metrics",
+                            response="FunctionGraph", schemas={"FunctionGraph": body})]
 
     async def start(self) -> None:
         """Begin the membership and baseline tick."""

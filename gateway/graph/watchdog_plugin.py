@@ -135,8 +135,14 @@ class WatchdogPlugin(Plugin):
 
     def routes(self) -> list[PluginRoute]:
         """The watchdog status route."""
+        body = {"type": "object", "description": "x-<vendor>-watchdog: the status",
+                "minProperties": 1, "maxProperties": 1,
+                "additionalProperties": {"type": "object", "required": [
+                    "schema_version", "warmup_cycles", "global_state", "tick", "entities",
+                    "detectors"]}}
         return [PluginRoute("GET", "/x-vendor-watchdog", self.status,
-                            "Graph watchdog reliability status")]
+                            "Graph watchdog reliability status",
+                            response="WatchdogStatus", schemas={"WatchdogStatus": body})]
 
     async def start(self) -> None:
         """Begin ticking."""

@@ -73,6 +73,14 @@ def allow_header(exc: Any) -> str:
     return ", ".join(sorted(methods))
 
 
+def _names_docs(route: Any, match_info: Any) -> bool:
+    """Whether a matched route took the trailing `docs` of a path as its last item id."""
+    if route.multi_segment:
+        return True
+    last = route.path.rstrip("/").rsplit("/", 1)[-1]
+    return last.startswith("{") and match_info.get(last[1:-1]) == "docs"
+
+
 def make_middleware(state: Any) -> Any:
     """The gateway's single middleware; state gives vendor, max URI length, routes and guard."""
     vendor = state.settings.vendor
@@ -127,10 +135,11 @@ def make_middleware(state: Any) -> Any:
                         raise refused
                 raise http_layer_error(status, f"No resource at {request.path}")
             route = routes.get(match_info.route)
-            if route is not None and route.multi_segment and request.method == "GET" \
-                    and raw.partition("?")[0].endswith("/docs"):
-                # `/apps/x/data/docs` is the scoped document, not a topic named `docs`
-                # (an encoded topic path keeps its %2F and never ends in `/docs`).
+            if route is not None and request.method in ("GET", "HEAD") \
+                    and raw.partition("?")[0].endswith("/docs") and _names_docs(route, match_info):
+                # `/apps/x/data/docs` is the scoped document, not a topic named `docs` (an
+                # encoded topic path keeps its %2F and never ends in `/docs`); likewise
+                # `/apps/x/triggers/docs` is not a trigger named `docs`.
                 route = state.docs_route
                 handler = route.handler
             if route is not None:

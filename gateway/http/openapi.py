@@ -7,8 +7,10 @@ from typing import Any
 from urllib.parse import quote
 
 from ..auth.roles import Role
-from .routes import API_PREFIX, Registry, Route
-from .schemas import OperationDoc, components, doc_for
+from ..model.ids import MAX_ID_LENGTH
+from . import feature_schemas
+from .routes import API_PREFIX, ENTITY_PARAM, Registry, Route
+from .schemas import ROUTE_DOCS, OperationDoc, components, doc_for
 
 SOVD_VERSION = "1.1.0"
 
@@ -70,6 +72,15 @@ def add_schemas(schemas: dict[str, Any]) -> None:
     _SCHEMAS.update(schemas)
 
 
+# every documented route contract: the core table and the later features' rows
+_DOCS = {**ROUTE_DOCS, **feature_schemas.ROUTE_DOCS}
+
+_LOCKABLE = ("/components/", "/apps/")  # a lock of another client refuses their writes (409)
+_OPTIONAL_BODY = ("ExecutionRequest", "LogConfigurationWrite")  # all fields optional
+# Entity ids (and sub-entity ids): the spec's charset, else 400 invalid-parameter.
+_ID_PARAMS = (*ENTITY_PARAM.values(), "sub_id")
+_ID = {"type": "string", "pattern": f"^[A-Za-z0-9_-]{{1,{MAX_ID_LENGTH}}}$"}
+
 _STATUS_TEXT = {200: "OK", 201: "Created", 202: "Accepted", 204: "No Content",
                 206: "Partial Content", 207: "Multi-Status", 405: "Method Not Allowed"}
 
@@ -84,13 +95,13 @@ def _responses(route: Route, vendor: str) -> tuple[dict[str, Any], OperationDoc 
     responses: dict[str, Any] = {}
     error = {"application/json": {"schema": _ERROR}}
     doc = None if route.extra.get("stub") else doc_for(route.method, route.path, route.status,
-                                                       vendor)
+                                                       vendor, _DOCS)
     if route.extra.get("stub"):
         pass  # an absent feature answers 501 and nothing else of its own
     elif doc is not None:
         for status, schema in doc.responses.items():
             resp: dict[str, Any] = {"description": _STATUS_TEXT.get(status, "Success")}
-            if status != 204:
+            if schema is not None:  # 204, or an accepted request answered without a body
                 resp["content"] = _content(doc.response_type, schema)
             responses[str(status)] = resp
         for status, text in doc.errors.items():
@@ -111,6 +122,9 @@ def _responses(route: Route, vendor: str) -> tuple[dict[str, Any], OperationDoc 
                             "content": oauth}
     for code, text in _ERROR_STATUSES.items():
         responses.setdefault(code, {"description": text, "content": error})
+    if route.is_write and route.path.startswith(_LOCKABLE) and not route.extra.get("stub"):
+        responses.setdefault("409", {"description": "The entity is locked by another client",
+                                     "content": error})
     if route.feature:
         responses["501"] = {"description": f"Feature '{route.feature}' not available",
                             "content": error}
@@ -119,9 +133,13 @@ def _responses(route: Route, vendor: str) -> tuple[dict[str, Any], OperationDoc 
 
 def _operation(route: Route, vendor: str, with_roles: bool) -> dict[str, Any]:
     params = [
-        {"name": p, "in": "path", "required": True, "schema": {"type": "string"}}
+        {"name": p, "in": "path", "required": True,
+         "schema": dict(_ID) if p in _ID_PARAMS else {"type": "string"}}
         for p in route.params
     ]
+    for name, text in route.extra.get("headers", {}).items():  # required request headers
+        params.append({"name": name, "in": "header", "required": True, "description": text,
+                       "schema": {"type": "string", "minLength": 1}})
     responses, doc = _responses(route, vendor)
     op: dict[str, Any] = {
         "operationId": route.operation_id,
@@ -139,8 +157,8 @@ def _operation(route: Route, vendor: str, with_roles: bool) -> dict[str, Any]:
             content[doc.request_type]["encoding"] = doc.encoding
         if doc is not None and doc.oauth:  # RFC 6749: form-encoded; JSON accepted too
             content.update(_content("application/x-www-form-urlencoded", request))
-        # An execution may be started without a body (all fields optional).
-        op["requestBody"] = {"required": request != "ExecutionRequest", "content": content}
+        # An execution may be started, and a log configuration sent, without a body.
+        op["requestBody"] = {"required": request not in _OPTIONAL_BODY, "content": content}
     if route.alternates or (doc is not None and doc.alternates):
         op[f"x-{vendor}-alternates"] = True
     if with_roles and not route.extra.get("public"):
@@ -168,7 +186,8 @@ def build(registry: Registry, *, vendor: str, version: str, with_roles: bool) ->
         "x-sovd-version": SOVD_VERSION,
         "servers": [{"url": API_PREFIX}],
         "paths": paths,
-        "components": {"schemas": {**_SCHEMAS, **components(vendor)}},
+        "components": {"schemas": {**_SCHEMAS, **components(vendor),
+                                   **feature_schemas.components(vendor)}},
     }
     if with_roles:
         doc["components"]["securitySchemes"] = {

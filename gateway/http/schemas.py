@@ -68,6 +68,7 @@ def components(vendor: str) -> dict[str, Any]:
                           access_token=STR, token_type={"enum": ["Bearer"]}, expires_in=INT,
                           refresh_token=STR, scope=STR),
         "Empty": {"type": "object", "maxProperties": 0},
+        "Revoked": _obj(("status",), status={"enum": ["revoked"]}),
         "Capabilities": _obj(("name", "version", "api_base", "endpoints", "capabilities"),
                              name=STR, version=STR, api_base=STR, endpoints=STRS,
                              capabilities={"type": "object",
@@ -116,9 +117,9 @@ def components(vendor: str) -> dict[str, Any]:
         "ExecutionRequest": _obj(
             timeout={"type": ["number", "null"], "exclusiveMinimum": 0, "maximum": 3600,
                      "description": "seconds (null or absent: service_call_timeout_sec)"},
-            parameters={"type": "object",
-                        "description": "service request or action goal fields (an older "
-                                       "form sends them at the top level instead)"}),
+            parameters={"type": ["object", "null"],
+                        "description": "service request or action goal fields (null: none; an "
+                                       "older form sends them at the top level instead)"}),
         "ServiceResult": _obj(("parameters",), parameters={"type": "object"}),
         "Execution": _obj(("id", "status"), id=STR, status=STR, capability=STR,
                           parameters={"type": "object"}, error={"type": "object"}),
@@ -201,7 +202,8 @@ ROUTE_DOCS: dict[tuple[str, str], OperationDoc] = {
         {200: "TokenPair"}, request="ClientCredentialsGrant", oauth=True),
     ("POST", "/auth/token"): OperationDoc({200: "TokenPair"}, request="RefreshTokenGrant",
                                           oauth=True),
-    ("POST", "/auth/revoke"): OperationDoc({200: "Empty"}, request="RevokeRequest", oauth=True),
+    ("POST", "/auth/revoke"): OperationDoc({200: "Revoked"}, request="RevokeRequest",
+                                           oauth=True),
     ("GET", "/x-vendor-entities"): OperationDoc({200: "EntitiesDeclaration"}),
     ("GET", "/areas"): OperationDoc({200: "EntityList"}),
     ("GET", "/components"): OperationDoc({200: "EntityList"}),
@@ -272,10 +274,11 @@ def suffix(path: str) -> str:
     return path[m.end():] if m else path
 
 
-def doc_for(method: str, path: str, status: int, vendor: str) -> OperationDoc | None:
+def doc_for(method: str, path: str, status: int, vendor: str,
+            table: dict[tuple[str, str], OperationDoc] = ROUTE_DOCS) -> OperationDoc | None:
     """The contract row of a route, if the table has one."""
     if status == 405 and method in READ_ONLY_DOCS:
         return READ_ONLY_DOCS[method]
     key = suffix(path).replace(f"x-{vendor}", "x-vendor")
-    return ROUTE_DOCS.get((method, key)) or ROUTE_DOCS.get((method, path.replace(
+    return table.get((method, key)) or table.get((method, path.replace(
         f"x-{vendor}", "x-vendor")))

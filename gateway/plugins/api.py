@@ -90,6 +90,8 @@ class PluginRoute:
 
     The handler takes the aiohttp request and returns a `web.StreamResponse` or a
     JSON-serializable value (answered 200); it may be sync (run in a worker thread) or async.
+    `response`/`request` name the bodies' schemas in /docs (declared in `schemas`, JSON
+    Schema by name); undeclared ones are documented as the generic PluginResponse/Request.
     """
 
     method: str
@@ -97,6 +99,9 @@ class PluginRoute:
     handler: Callable[..., Any]
     summary: str = ""
     params: dict[str, str] = field(default_factory=dict)
+    response: str | None = None
+    request: str | None = None
+    schemas: dict[str, Any] = field(default_factory=dict)
 
 
 class Plugin:

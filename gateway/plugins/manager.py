@@ -14,6 +14,7 @@ from aiohttp import web
 from ..auth.roles import Role
 from ..http.errors import ApiError
 from ..http.jsonutil import json_response
+from ..http.openapi import add_schemas
 from ..http.routes import Registry
 from ..model.entities import KINDS, Entity, EntitySet
 from .api import INTROSPECTION, UPDATES, PluginRoute
@@ -89,8 +90,12 @@ class PluginManager:
                     log.error("plugin %s: route %s %s is taken; skipped", p.name, r.method, path)
                     continue
                 taken.add((r.method.upper(), path))
+                add_schemas(r.schemas)  # the route's own body schemas, by name
+                writes = r.method.upper() in ("POST", "PUT", "PATCH")
                 reg.add(r.method.upper(), r.path, self._route_handler(p.name, r), role=Role.ADMIN,
                         summary=r.summary or f"{p.name} plugin route", tag="plugins",
+                        response=r.response or "PluginResponse",
+                        request=r.request or ("PluginRequest" if writes else None),
                         extra={"plugin": p.name})
 
     def _route_handler(self, name: str, route: PluginRoute) -> Any:

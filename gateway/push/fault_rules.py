@@ -71,7 +71,7 @@ def parse_rule(body: Any, rule_id: str, app_id: str) -> Rule:
         raise invalid_parameter("'data_name' is required: the topic to watch, e.g. "
                                 "/powertrain/engine/temperature")
     operator = body.get("operator")
-    if operator not in OPERATORS:
+    if not isinstance(operator, str) or operator not in OPERATORS:
         raise invalid_parameter(f"'operator' must be one of {' '.join(OPERATORS)}; got "
                                 f"{operator!r}")
     threshold = body.get("threshold")
@@ -82,7 +82,7 @@ def parse_rule(body: Any, rule_id: str, app_id: str) -> Rule:
     if not isinstance(code, str) or not code.strip():
         raise invalid_parameter("'fault_code' is required (a non-empty string)")
     severity = body.get("severity", "ERROR")
-    if severity not in SEVERITIES:
+    if not isinstance(severity, str) or severity not in SEVERITIES:
         raise invalid_parameter(f"'severity' must be one of {', '.join(SEVERITIES)}; got "
                                 f"{severity!r}")
     active = body.get("active", True)

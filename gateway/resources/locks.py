@@ -156,13 +156,15 @@ def install(app: web.Application, state: GatewayState) -> None:
 def register(reg: Registry) -> None:
     """Declare the lock routes (components and apps)."""
     kw: dict[str, Any] = {"types": CA, "feature": "locks"}
+    client = {"headers": {"X-Client-Id": "any unique string the client chooses"}}
     reg.entity_routes("POST", "/locks", acquire, role=Role.OPERATOR, status=201,
-                      request="LockRequest", response="Lock", summary="Acquire a lock", **kw)
+                      request="LockRequest", response="Lock", summary="Acquire a lock",
+                      extra=client, **kw)
     reg.entity_routes("GET", "/locks", list_locks, response="LockList",
                       summary="List the entity's locks", **kw)
     reg.entity_routes("GET", "/locks/{lock_id}", get_lock, response="Lock",
                       summary="One lock", **kw)
     reg.entity_routes("PUT", "/locks/{lock_id}", extend, role=Role.OPERATOR, status=204,
-                      request="LockExtend", summary="Extend a lock", **kw)
+                      request="LockExtend", summary="Extend a lock", extra=client, **kw)
     reg.entity_routes("DELETE", "/locks/{lock_id}", release, role=Role.OPERATOR, status=204,
-                      summary="Release a lock", **kw)
+                      summary="Release a lock", extra=client, **kw)

@@ -166,8 +166,10 @@ def test_item_routes_of_absent_features_answer_501(gw: Gateway) -> None:
     for method, path in (("GET", "/apps/temp_sensor/scripts/s1"),  # no scripts.scripts_dir
                          ("PUT", "/updates/u1/prepare")):  # no update provider plugin
         assert_error(gw.request(method, path), 501, "not-implemented")
-    # the scoped document below an item route is still the document
-    assert gw.get("/apps/temp_sensor/data-categories/docs").status == 200
+    # the scoped document below a collection is the document, never an item named "docs"
+    for path in ("/apps/temp_sensor/data-categories/docs", "/apps/temp_sensor/triggers/docs",
+                 "/apps/temp_sensor/cyclic-subscriptions/docs", "/updates/docs"):
+        assert "paths" in gw.get(path).json(), path
 
 
 # 5: client log flooding ------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 
 import pytest
 
@@ -102,9 +104,7 @@ def _document() -> dict:
     return build(build_registry("vendor", set()), vendor="vendor", version="0", with_roles=False)
 
 
-def test_the_document_types_every_request_and_response() -> None:
-    doc = _document()
-    assert len(doc["components"]["schemas"]) > 30
+def _untyped(doc: dict) -> list[str]:
     untyped = []
     for path, ops in doc["paths"].items():
         for method, op in ops.items():
@@ -115,7 +115,58 @@ def test_the_document_types_every_request_and_response() -> None:
             for media in op.get("requestBody", {}).get("content", {}).values():
                 if "$ref" not in media["schema"]:
                     untyped.append(f"{method} {path} request")
-    assert untyped == []
+    return untyped
+
+
+def test_the_document_types_every_request_and_response() -> None:
+    doc = _document()
+    assert len(doc["components"]["schemas"]) > 30
+    assert _untyped(doc) == []
+    refs = {json.dumps(op) for ops in doc["paths"].values() for op in ops.values()}
+    named = set(re.findall(r"#/components/schemas/(\w+)", " ".join(refs)))
+    assert named <= set(doc["components"]["schemas"])  # every $ref resolves
+
+
+def test_a_built_in_route_without_a_schema_is_reported() -> None:
+    from gateway.http.openapi import build
+    from gateway.http.routes import Registry
+
+    async def handler(_request: object) -> None:
+        """An undocumented route."""
+
+    reg = Registry("vendor")
+    reg.add("GET", "/x-vendor-undocumented", handler)
+    reg.add("POST", "/x-vendor-undocumented", handler, status=201, response="Empty",
+            request=None)
+    reg.add("PUT", "/x-vendor-undocumented", handler, response="Empty", request="Object")
+    doc = build(reg, vendor="vendor", version="0", with_roles=False)
+    assert _untyped(doc) == ["get /x-vendor-undocumented 200"]
+
+
+def test_plugin_routes_carry_their_declared_schema_or_the_generic_one() -> None:
+    from gateway.app import build_registry
+    from gateway.config import load
+    from gateway.http.openapi import build
+    from gateway.plugins.manager import PluginManager
+
+    plugins = PluginManager(load(None, ["plugins=[graph_provider,graph_watchdog,test_plc]"]))
+    assert [p.name for p in plugins.loaded] == ["graph_provider", "graph_watchdog", "test_plc"]
+    doc = build(build_registry("vendor", set(), plugins), vendor="vendor", version="0",
+                with_roles=False)
+    assert _untyped(doc) == []
+
+    def schema(path: str, method: str) -> str:
+        op = doc["paths"][path][method]
+        return op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+
+    assert schema("/functions/{function_id}/x-vendor-graph", "get").endswith("/FunctionGraph")
+    assert schema("/x-vendor-watchdog", "get").endswith("/WatchdogStatus")
+    assert {"FunctionGraph", "WatchdogStatus", "PluginResponse"} <= set(
+        doc["components"]["schemas"])
+    assert schema("/apps/{app_id}/x-vendor-plc-status", "get").endswith("/PluginResponse")
+    command = doc["paths"]["/apps/{plc_id}/x-vendor-plc-command"]["post"]
+    assert command["requestBody"]["content"]["application/json"]["schema"]["$ref"] \
+        .endswith("/PluginRequest")
 
 
 def test_the_document_states_oauth_errors_405s_alternates_and_multipart() -> None:

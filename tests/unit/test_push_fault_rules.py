@@ -24,7 +24,8 @@ def test_rule_body_and_defaults() -> None:
 
 @pytest.mark.parametrize("change", [
     {"data_name": ""}, {"operator": "!="}, {"threshold": "hot"}, {"threshold": True},
-    {"fault_code": ""}, {"severity": "LOUD"}, {"active": "yes"}, {"path": "temperature"}])
+    {"fault_code": ""}, {"severity": "LOUD"}, {"active": "yes"}, {"path": "temperature"},
+    {"severity": {}}, {"severity": ["ERROR"]}, {"operator": {}}])
 def test_rule_field_errors(change: dict) -> None:
     with pytest.raises(ApiError) as info:
         parse_rule({**BODY, **change}, "ftr_1", "a")
