@@ -237,9 +237,20 @@ def _hang(g: Gateway, out: list[Response]) -> threading.Thread:
     return t
 
 
-def _wait_in_flight(g: Gateway) -> None:
-    """Until the hanging call is in flight (the /health read itself is the other one)."""
-    g.wait_for("/health", lambda h: h["x-vendor-requests"]["in_flight"] >= 2, timeout=30)
+def _hang_in_flight(g: Gateway, out: list[Response]) -> threading.Thread:
+    """A call in flight for good; a call answered early (the node's parameter services not yet
+    discovered on a busy machine) is made again until one hangs."""
+    deadline = time.monotonic() + 60
+    t = _hang(g, out)
+    while time.monotonic() < deadline:
+        if not t.is_alive():  # answered (not hanging): try again
+            out.clear()
+            t = _hang(g, out)
+        # the hanging call and this /health read itself
+        if g.get("/health").json()["x-vendor-requests"]["in_flight"] >= 2 and t.is_alive():
+            return t
+        time.sleep(0.1)
+    raise AssertionError(f"no call stayed in flight; last answer {out!r}")
 
 
 def _stop_gateway(robot: Robot, domain: int, tmp_path: Path, grace: float) -> Gateway:
@@ -267,8 +278,7 @@ def test_stop_answers_calls_in_flight_503_within_the_grace(robot: Robot, domain:
     g = _stop_gateway(robot, domain, tmp_path, grace=1.0)
     assert g.proc is not None
     out: list[Response] = []
-    t = _hang(g, out)
-    _wait_in_flight(g)  # the call waits 600 s for the silent node
+    t = _hang_in_flight(g, out)  # the call waits 600 s for the silent node
     g.proc.send_signal(signal.SIGTERM)
     _wait_exit(g, 60)  # far below the call's own 600 s
     t.join(10)
@@ -282,8 +292,7 @@ def test_a_second_signal_stops_at_once(robot: Robot, domain: int, tmp_path: Path
     g = _stop_gateway(robot, domain, tmp_path, grace=120.0)
     assert g.proc is not None
     out: list[Response] = []
-    _hang(g, out)
-    _wait_in_flight(g)
+    _hang_in_flight(g, out)
     g.proc.send_signal(signal.SIGINT)
     deadline = time.monotonic() + 20
     while "stopping:" not in log_text(g) and time.monotonic() < deadline:

@@ -175,7 +175,9 @@ def test_lifecycle_provider_controls_the_plugin_entity(gw: Gateway) -> None:
                         "not-implemented")
     assert "Lifecycle control not available for this entity" in body["message"]
     assert "vendor_code" not in body
-    assert body["parameters"] == {"feature": "lifecycle", "entity_id": "sensor_1"}
+    params = body["parameters"]
+    assert (params["feature"], params["entity_id"]) == ("lifecycle", "sensor_1")
+    assert "offers no lifecycle provider" in params["details"]  # the gateway's own hint
     assert gw.get("/apps/sensor_1/status").json()["status"] == "ready"
 
 
