@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from gateway.demo.robot import Robot
-from tests.conftest import free_port
+from tests.fleet.conftest import primary_with_robot
 from tests.harness import Gateway, assert_error
 from tests.integration.test_faults_support import kill_gateway
 from tests.integration.test_push_support import Stream
@@ -33,34 +32,17 @@ class PushFleet:
 
 @pytest.fixture(scope="module")
 def push_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PushFleet]:
-    from tests import conftest
-
     logs = tmp_path_factory.mktemp("pushfleet")
-    robot_domain, primary_domain = next(conftest._domains), next(conftest._domains)
-    robots = [Robot.start(robot_domain, nodes=("temp_sensor",), log_dir=logs / "r1"),
-              Robot.start(primary_domain, nodes=("temp_sensor",), log_dir=logs / "r0")]
-    gateways: list[Gateway] = []
-    try:
-        robot = Gateway(free_port(), robot_domain, [
-            f"state_dir={logs / 'robot-state'}", "discovery.refresh_debounce_ms=100",
-            "sse.max_clients=10"], logs / "robot.log").start()
-        gateways.append(robot)
-        primary = Gateway(free_port(), primary_domain, [
-            f"state_dir={logs / 'primary-state'}", "discovery.refresh_debounce_ms=100",
-            "aggregation.enabled=true", f"aggregation.peer_urls=[http://127.0.0.1:{robot.port}]",
-            "aggregation.peer_names=[robot]", "aggregation.timeout_ms=1000",
-            "aggregation.forward_timeout_ms=4000", "sse.max_clients=10",
-            "triggers.enabled=false", "fault_triggers.enabled=false"],
-            logs / "primary.log").start()
-        gateways.append(primary)
+    with primary_with_robot(
+            logs, ("temp_sensor",), ("temp_sensor",),
+            [f"state_dir={logs / 'robot-state'}", "discovery.refresh_debounce_ms=100",
+             "sse.max_clients=10"],
+            [f"state_dir={logs / 'primary-state'}", "discovery.refresh_debounce_ms=100",
+             "sse.max_clients=10", "triggers.enabled=false", "fault_triggers.enabled=false"]
+    ) as (primary, robot):
         primary.wait_for("/apps", lambda b: {"temp_sensor", FLEET_ID} <= {
             a["id"] for a in b["items"]}, timeout=40)
         yield PushFleet(primary, robot)
-    finally:
-        for g in gateways:
-            g.stop()
-        for r in robots:
-            r.stop()
 
 
 def test_subscription_on_a_peer_app_is_forwarded_and_relayed(push_fleet: PushFleet) -> None:

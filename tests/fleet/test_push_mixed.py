@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 
 from federation.push_links import COPY_LEASE_S
-from gateway.demo.robot import Robot
-from tests.conftest import free_port
+from tests.fleet.conftest import primary_with_robot
 from tests.harness import Gateway
 from tests.integration.test_faults_support import kill_gateway, wait_until
 from tests.integration.test_push_support import Stream
@@ -38,29 +37,15 @@ class Mixed:
 
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mixed]:
-    from tests import conftest
-
     logs = tmp_path_factory.mktemp("pushmixed")
-    robot_domain, primary_domain = next(conftest._domains), next(conftest._domains)
-    robots = [Robot.start(robot_domain, nodes=("rpm_sensor", "lidar_sensor"),
-                          log_dir=logs / "r1"),
-              Robot.start(primary_domain, nodes=("temp_sensor",), log_dir=logs / "r0")]
     hybrid = ["discovery.mode=hybrid",
               f"discovery.manifest_path={ROOT / 'deploy' / 'demo_manifest.yaml'}",
               "discovery.refresh_debounce_ms=100", "sse.max_clients=20"]
-    gateways: list[Gateway] = []
-    try:
-        robot = Gateway(free_port(), robot_domain, [*hybrid, f"state_dir={logs / 'rs'}",
-                                                     f"sse.max_clients={ROBOT_SSE}"],
-                        logs / "robot.log").start()
-        gateways.append(robot)
-        primary = Gateway(free_port(), primary_domain, [
-            *hybrid, f"state_dir={logs / 'ps'}", "aggregation.enabled=true",
-            f"aggregation.peer_urls=[http://127.0.0.1:{robot.port}]",
-            "aggregation.peer_names=[robot]", "aggregation.timeout_ms=1000",
-            "aggregation.forward_timeout_ms=4000", "triggers.on_restart_behavior=restore"],
-            logs / "primary.log").start()
-        gateways.append(primary)
+    with primary_with_robot(
+            logs, ("rpm_sensor", "lidar_sensor"), ("temp_sensor",),
+            [*hybrid, f"state_dir={logs / 'rs'}", f"sse.max_clients={ROBOT_SSE}"],
+            [*hybrid, f"state_dir={logs / 'ps'}", "triggers.on_restart_behavior=restore"]
+    ) as (primary, robot):
         robot.wait_for("/apps", lambda b: {"rpm_sensor", "lidar_sensor"} <= {
             a["id"] for a in b["items"] if a["x-vendor"]["is_online"]}, timeout=40)
         primary.wait_for("/functions/engine-monitoring", lambda b: "robot" in
@@ -68,11 +53,6 @@ def mixed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mixed]:
         primary.wait_for("/apps", lambda b: "temp_sensor" in {
             a["id"] for a in b["items"] if a["x-vendor"]["is_online"]}, timeout=40)
         yield Mixed(primary, robot)
-    finally:
-        for g in gateways:
-            g.stop()
-        for r in robots:
-            r.stop()
 
 
 def create(gw: Gateway, kind: str, eid: str, word: str, body: dict[str, Any]
