@@ -111,10 +111,18 @@ def start_gateway(domain: int, logs: Path, name: str, settings: list[str]) -> Ga
                                          *settings], logs / f"{name}.log").start()
 
 
+@dataclass
+class FleetPair:
+    """A primary gateway and the robot gateway it aggregates."""
+
+    primary: Gateway
+    robot: Gateway
+
+
 @contextmanager
 def primary_with_robot(logs: Path, robot_nodes: tuple[str, ...], primary_nodes: tuple[str, ...],
                        robot_settings: list[str], primary_settings: list[str]
-                       ) -> Iterator[tuple[Gateway, Gateway]]:
+                       ) -> Iterator[FleetPair]:
     """A robot gateway and a primary aggregating it as `robot`, each with a demo robot."""
     from tests import conftest
 
@@ -131,7 +139,7 @@ def primary_with_robot(logs: Path, robot_nodes: tuple[str, ...], primary_nodes: 
             "aggregation.peer_names=[robot]", "aggregation.timeout_ms=1000",
             "aggregation.forward_timeout_ms=4000"], logs / "primary.log").start()
         gateways.append(primary)
-        yield primary, robot
+        yield FleetPair(primary, robot)
     finally:
         for g in gateways:
             g.stop()

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from tests.fleet.conftest import primary_with_robot
-from tests.harness import Gateway, assert_error
+from tests.fleet.conftest import FleetPair, primary_with_robot
+from tests.harness import assert_error
 from tests.integration.test_faults_support import kill_gateway
 from tests.integration.test_push_support import Stream
 
@@ -24,14 +23,8 @@ FLEET_ID = "robot__temp_sensor"
 TOPIC_PATH = "data/powertrain/engine/temperature"
 
 
-@dataclass
-class PushFleet:
-    primary: Gateway
-    robot: Gateway
-
-
 @pytest.fixture(scope="module")
-def push_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PushFleet]:
+def push_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetPair]:
     logs = tmp_path_factory.mktemp("pushfleet")
     with primary_with_robot(
             logs, ("temp_sensor",), ("temp_sensor",),
@@ -39,13 +32,13 @@ def push_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PushFleet]:
              "sse.max_clients=10"],
             [f"state_dir={logs / 'primary-state'}", "discovery.refresh_debounce_ms=100",
              "sse.max_clients=10", "triggers.enabled=false", "fault_triggers.enabled=false"]
-    ) as (primary, robot):
-        primary.wait_for("/apps", lambda b: {"temp_sensor", FLEET_ID} <= {
+    ) as pair:
+        pair.primary.wait_for("/apps", lambda b: {"temp_sensor", FLEET_ID} <= {
             a["id"] for a in b["items"]}, timeout=40)
-        yield PushFleet(primary, robot)
+        yield pair
 
 
-def test_subscription_on_a_peer_app_is_forwarded_and_relayed(push_fleet: PushFleet) -> None:
+def test_subscription_on_a_peer_app_is_forwarded_and_relayed(push_fleet: FleetPair) -> None:
     p = push_fleet.primary
     resp = p.request("POST", f"/apps/{FLEET_ID}/cyclic-subscriptions", {
         "resource": f"/api/v1/apps/{FLEET_ID}/{TOPIC_PATH}", "interval": "fast",
@@ -70,7 +63,7 @@ def test_subscription_on_a_peer_app_is_forwarded_and_relayed(push_fleet: PushFle
 
 
 def test_switched_off_features_answer_501_but_peer_apps_still_forward(
-        push_fleet: PushFleet) -> None:
+        push_fleet: FleetPair) -> None:
     p = push_fleet.primary
     for method, path in (("GET", "/apps/temp_sensor/triggers"),
                          ("GET", "/apps/temp_sensor/triggers/trig_1"),
@@ -82,7 +75,7 @@ def test_switched_off_features_answer_501_but_peer_apps_still_forward(
     assert p.get("/apps/temp_sensor/cyclic-subscriptions").status == 200
 
 
-def test_trigger_on_a_peer_app_then_the_peer_dies_mid_stream(push_fleet: PushFleet) -> None:
+def test_trigger_on_a_peer_app_then_the_peer_dies_mid_stream(push_fleet: FleetPair) -> None:
     p = push_fleet.primary
     resp = p.request("POST", f"/apps/{FLEET_ID}/triggers", {
         "resource": f"/api/v1/apps/{FLEET_ID}/{TOPIC_PATH}", "path": "/header/stamp",
