@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"  # network rule
 
-from bench._sse import Workers, pct  # noqa: E402
+from bench._sse import Workers, pct, run_clients  # noqa: E402
 from bench._wrk import cpu_s  # noqa: E402
 
 DOMAIN = int(os.environ.get("EVENTS_BENCH_DOMAIN", "179"))
@@ -49,41 +49,17 @@ RESOURCE = f"/api/v1/apps/bench_pub/data{NS}/level"
 # worker process: SSE clients ----------------------------------------------------------------
 
 async def _worker(port: int, paths: list[str], expect: int) -> None:
-    import aiohttp
     import orjson
 
     latencies: list[float] = []
-    ready = asyncio.Event()
-    connected = 0
 
-    async def client(session: aiohttp.ClientSession, path: str) -> None:
-        nonlocal connected
-        async with session.get(f"http://127.0.0.1:{port}{path}") as resp:
-            if resp.status != 200:
-                raise RuntimeError(f"{path} answered {resp.status}")
-            got = 0
-            async for line in resp.content:
-                if line.startswith(b":connected"):
-                    connected += 1
-                    if connected == len(paths):
-                        ready.set()
-                elif line.startswith(b"data: "):
-                    now = time.time_ns()
-                    payload = orjson.loads(line[6:])["payload"]
-                    sent = payload.get("data")
-                    if isinstance(sent, (int, float)):
-                        latencies.append((now - sent * 1e9) / 1e6)
-                    got += 1
-                    if got == expect:
-                        return
+    def on_data(data: bytes, now: int) -> bool:
+        sent = orjson.loads(data)["payload"].get("data")
+        if isinstance(sent, (int, float)):
+            latencies.append((now - sent * 1e9) / 1e6)
+        return True
 
-    connector = aiohttp.TCPConnector(limit=0)
-    timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
-        tasks = [asyncio.ensure_future(client(session, p)) for p in paths]
-        await asyncio.wait_for(ready.wait(), 120)
-        print("ready", flush=True)
-        await asyncio.wait_for(asyncio.gather(*tasks), 300)
+    await run_clients(port, paths, expect, on_data)
     print(json.dumps(latencies), flush=True)
 
 

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"  # network rule
 
-from bench._sse import Workers, pct  # noqa: E402
+from bench._sse import Workers, pct, run_clients  # noqa: E402
 from bench._wrk import cpu_s  # noqa: E402
 
 DOMAIN = int(os.environ.get("FAULT_BENCH_DOMAIN", "68"))
@@ -48,44 +48,20 @@ HEALTH_P99_TARGET_MS = 20.0
 # worker process: N SSE clients --------------------------------------------------------------
 
 async def _worker(port: int, clients: int, expect: int, prefix: str) -> None:
-    import aiohttp
     import orjson
 
-    url = f"http://127.0.0.1:{port}/api/v1/faults/stream"
     latencies: list[float] = []
-    ready = asyncio.Event()
-    connected = 0
 
-    async def client(session: aiohttp.ClientSession) -> None:
-        nonlocal connected
-        async with session.get(url) as resp:
-            if resp.status != 200:
-                raise RuntimeError(f"stream answered {resp.status}")
-            got = 0
-            async for line in resp.content:
-                if line.startswith(b":connected"):
-                    connected += 1
-                    if connected == clients:
-                        ready.set()
-                elif line.startswith(b"data: "):
-                    now = time.time_ns()
-                    data = orjson.loads(line[6:])
-                    fault = data["fault"]
-                    if data["event_type"] == "fault_confirmed" and fault["fault_code"].startswith(
-                            prefix):
-                        if fault["message"].startswith("t="):
-                            latencies.append((now - int(fault["message"][2:])) / 1e6)
-                        got += 1
-                        if got == expect:
-                            return
+    def on_data(raw: bytes, now: int) -> bool:
+        data = orjson.loads(raw)
+        fault = data["fault"]
+        if data["event_type"] != "fault_confirmed" or not fault["fault_code"].startswith(prefix):
+            return False
+        if fault["message"].startswith("t="):
+            latencies.append((now - int(fault["message"][2:])) / 1e6)
+        return True
 
-    connector = aiohttp.TCPConnector(limit=0)
-    timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
-        tasks = [asyncio.ensure_future(client(session)) for _ in range(clients)]
-        await asyncio.wait_for(ready.wait(), 120)
-        print("ready", flush=True)
-        await asyncio.wait_for(asyncio.gather(*tasks), 300)
+    await run_clients(port, ["/api/v1/faults/stream"] * clients, expect, on_data)
     print(json.dumps(latencies), flush=True)
 
 
