@@ -20,7 +20,6 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,6 +29,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"  # network rule
+
+from bench._sse import Workers, pct, run_clients  # noqa: E402
+from bench._wrk import cpu_s  # noqa: E402
 
 DOMAIN = int(os.environ.get("EVENTS_BENCH_DOMAIN", "179"))
 QUICK = bool(os.environ.get("EVENTS_BENCH_QUICK"))  # a small sanity run of the same code
@@ -44,93 +46,31 @@ NS = "/bench_events"
 RESOURCE = f"/api/v1/apps/bench_pub/data{NS}/level"
 
 
-def pct(values: list[float], q: float) -> float:
-    """The q-quantile (nearest rank)."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
-
-
 # worker process: SSE clients ----------------------------------------------------------------
 
 async def _worker(port: int, paths: list[str], expect: int) -> None:
-    import aiohttp
     import orjson
 
     latencies: list[float] = []
-    ready = asyncio.Event()
-    connected = 0
 
-    async def client(session: aiohttp.ClientSession, path: str) -> None:
-        nonlocal connected
-        async with session.get(f"http://127.0.0.1:{port}{path}") as resp:
-            if resp.status != 200:
-                raise RuntimeError(f"{path} answered {resp.status}")
-            got = 0
-            async for line in resp.content:
-                if line.startswith(b":connected"):
-                    connected += 1
-                    if connected == len(paths):
-                        ready.set()
-                elif line.startswith(b"data: "):
-                    now = time.time_ns()
-                    payload = orjson.loads(line[6:])["payload"]
-                    sent = payload.get("data")
-                    if isinstance(sent, (int, float)):
-                        latencies.append((now - sent * 1e9) / 1e6)
-                    got += 1
-                    if got == expect:
-                        return
+    def on_data(data: bytes, now: int) -> bool:
+        sent = orjson.loads(data)["payload"].get("data")
+        if isinstance(sent, (int, float)):
+            latencies.append((now - sent * 1e9) / 1e6)
+        return True
 
-    connector = aiohttp.TCPConnector(limit=0)
-    timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
-        tasks = [asyncio.ensure_future(client(session, p)) for p in paths]
-        await asyncio.wait_for(ready.wait(), 120)
-        print("ready", flush=True)
-        await asyncio.wait_for(asyncio.gather(*tasks), 300)
+    await run_clients(port, paths, expect, on_data)
     print(json.dumps(latencies), flush=True)
 
 
-class Workers:
+def path_workers(port: int, paths: list[str], expect: int) -> Workers:
     """Worker processes, one SSE client per path."""
-
-    def __init__(self, port: int, paths: list[str], expect: int) -> None:
-        self.procs: list[subprocess.Popen[str]] = []
-        n = max(1, math.ceil(len(paths) / CLIENTS_PER_WORKER))
-        for i in range(n):
-            share = paths[i::n]
-            self.procs.append(subprocess.Popen(
-                [sys.executable, __file__, "--worker", "--port", str(port), "--expect",
-                 str(expect), "--paths", json.dumps(share)], stdout=subprocess.PIPE, text=True))
-        for p in self.procs:
-            assert p.stdout is not None
-            line = p.stdout.readline().strip()
-            if line != "ready":
-                raise RuntimeError(f"worker failed to connect: {line!r}")
-
-    def latencies(self) -> list[float]:
-        out: list[float] = []
-        for p in self.procs:
-            stdout, _ = p.communicate(timeout=300)
-            out.extend(json.loads(stdout.strip().splitlines()[-1]))
-        return out
-
-    def stop(self) -> None:
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+    n = max(1, math.ceil(len(paths) / CLIENTS_PER_WORKER))
+    return Workers(__file__, [["--port", str(port), "--expect", str(expect),
+                               "--paths", json.dumps(paths[i::n])] for i in range(n)])
 
 
 # main process -------------------------------------------------------------------------------
-
-def cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) a process used so far."""
-    import psutil
-
-    t = psutil.Process(pid).cpu_times()
-    return float(t.user + t.system)
-
 
 def latency_round(gw: Any, pub: Any, streams: int) -> list[float]:
     """Latencies (ms) of ROUNDS samples at each of `streams` trigger streams."""
@@ -147,7 +87,7 @@ def latency_round(gw: Any, pub: Any, streams: int) -> list[float]:
         if all("topic" in t["x-vendor"] for t in items):
             break
         time.sleep(0.2)
-    workers = Workers(gw.port, made, ROUNDS)
+    workers = path_workers(gw.port, made, ROUNDS)
     try:
         for _ in range(ROUNDS):
             pub.send(time.time_ns() / 1e9)
@@ -175,7 +115,7 @@ def cpu_round(gw: Any, active: bool) -> tuple[float, float]:
                 "resource": RESOURCE, "interval": "normal", "duration": 600})
             assert resp.status == 201, resp
             paths.append(resp.json()["event_source"])
-        workers = Workers(gw.port, paths, 10**9)
+        workers = path_workers(gw.port, paths, 10**9)
         time.sleep(1.0)  # settle: first ticks delivered
     try:
         f0 = frames_sent(gw)

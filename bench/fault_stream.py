@@ -32,6 +32,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"  # network rule
 
+from bench._sse import Workers, pct, run_clients  # noqa: E402
+from bench._wrk import cpu_s  # noqa: E402
+
 DOMAIN = int(os.environ.get("FAULT_BENCH_DOMAIN", "68"))
 CLIENT_COUNTS = (10, 100, 1000)
 ROUNDS = 20
@@ -42,86 +45,32 @@ INGEST_CODES = 100
 HEALTH_P99_TARGET_MS = 20.0
 
 
-def pct(values: list[float], q: float) -> float:
-    """The q-quantile (nearest rank)."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
-
-
 # worker process: N SSE clients --------------------------------------------------------------
 
 async def _worker(port: int, clients: int, expect: int, prefix: str) -> None:
-    import aiohttp
     import orjson
 
-    url = f"http://127.0.0.1:{port}/api/v1/faults/stream"
     latencies: list[float] = []
-    ready = asyncio.Event()
-    connected = 0
 
-    async def client(session: aiohttp.ClientSession) -> None:
-        nonlocal connected
-        async with session.get(url) as resp:
-            if resp.status != 200:
-                raise RuntimeError(f"stream answered {resp.status}")
-            got = 0
-            async for line in resp.content:
-                if line.startswith(b":connected"):
-                    connected += 1
-                    if connected == clients:
-                        ready.set()
-                elif line.startswith(b"data: "):
-                    now = time.time_ns()
-                    data = orjson.loads(line[6:])
-                    fault = data["fault"]
-                    if data["event_type"] == "fault_confirmed" and fault["fault_code"].startswith(
-                            prefix):
-                        if fault["message"].startswith("t="):
-                            latencies.append((now - int(fault["message"][2:])) / 1e6)
-                        got += 1
-                        if got == expect:
-                            return
+    def on_data(raw: bytes, now: int) -> bool:
+        data = orjson.loads(raw)
+        fault = data["fault"]
+        if data["event_type"] != "fault_confirmed" or not fault["fault_code"].startswith(prefix):
+            return False
+        if fault["message"].startswith("t="):
+            latencies.append((now - int(fault["message"][2:])) / 1e6)
+        return True
 
-    connector = aiohttp.TCPConnector(limit=0)
-    timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
-        tasks = [asyncio.ensure_future(client(session)) for _ in range(clients)]
-        await asyncio.wait_for(ready.wait(), 120)
-        print("ready", flush=True)
-        await asyncio.wait_for(asyncio.gather(*tasks), 300)
+    await run_clients(port, ["/api/v1/faults/stream"] * clients, expect, on_data)
     print(json.dumps(latencies), flush=True)
 
 
-class Workers:
+def client_workers(port: int, clients: int, expect: int, prefix: str) -> Workers:
     """Worker processes holding `clients` SSE connections in total."""
-
-    def __init__(self, port: int, clients: int, expect: int, prefix: str) -> None:
-        self.procs: list[subprocess.Popen[str]] = []
-        n = max(1, math.ceil(clients / CLIENTS_PER_WORKER))
-        for i in range(n):
-            share = clients // n + (1 if i < clients % n else 0)
-            self.procs.append(subprocess.Popen(
-                [sys.executable, __file__, "--worker", "--port", str(port), "--clients",
-                 str(share), "--expect", str(expect), "--prefix", prefix],
-                stdout=subprocess.PIPE, text=True))
-        for p in self.procs:
-            assert p.stdout is not None
-            line = p.stdout.readline().strip()
-            if line != "ready":
-                raise RuntimeError(f"worker failed to connect: {line!r}")
-
-    def latencies(self) -> list[float]:
-        out: list[float] = []
-        for p in self.procs:
-            stdout, _ = p.communicate(timeout=300)
-            out.extend(json.loads(stdout.strip().splitlines()[-1]))
-        return out
-
-    def stop(self) -> None:
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+    n = max(1, math.ceil(clients / CLIENTS_PER_WORKER))
+    return Workers(__file__, [["--port", str(port), "--clients",
+                               str(clients // n + (1 if i < clients % n else 0)),
+                               "--expect", str(expect), "--prefix", prefix] for i in range(n)])
 
 
 # main process: gateway, reporter, measurements ----------------------------------------------
@@ -130,18 +79,10 @@ def health(gw: Any) -> dict[str, Any]:
     return gw.get("/health").json()  # type: ignore[no-any-return]
 
 
-def cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) a process used so far."""
-    import psutil
-
-    t = psutil.Process(pid).cpu_times()
-    return float(t.user + t.system)
-
-
 def fanout(gw: Any, reporter: Any, clients: int, idle_cpu: float) -> tuple[list[float], float]:
     """Latencies (ms) at every client, and gateway CPU ms per event above its idle use."""
     prefix = f"FANOUT_{clients}_"
-    workers = Workers(gw.port, clients, ROUNDS, prefix)
+    workers = client_workers(gw.port, clients, ROUNDS, prefix)
     try:
         assert health(gw)["x-vendor-sse"]["connected_clients"] == clients
         cpu0, t0 = cpu_s(gw.proc.pid), time.perf_counter()
@@ -250,7 +191,7 @@ def main(storm_only: bool = False) -> None:
             for n in () if storm_only else CLIENT_COUNTS:
                 results[n] = fanout(gw, reporter, n, baseline["idle_cpu"])
             # the same burst with 1000 clients attached (they receive its confirmations)
-            listeners = Workers(gw.port, max(CLIENT_COUNTS), 10**9, "INGEST_busy_")
+            listeners = client_workers(gw.port, max(CLIENT_COUNTS), 10**9, "INGEST_busy_")
             try:
                 busy = ingest(gw, reporter, "busy")
             finally:

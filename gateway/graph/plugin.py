@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from typing import Any
@@ -14,6 +13,7 @@ from ..plugins.api import NotFound, Plugin, PluginRoute
 from ..plugins.context import PluginContext
 from . import model
 from .model import AppView, GraphConfig, TopicMetrics
+from .ticker import Ticker
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,8 @@ class GraphPlugin(Plugin):
         self.baseline: dict[str, float] = {}
         self.diag: dict[str, TopicMetrics] = {}
         self._diag_seq = -1
-        self._task: asyncio.Task[None] | None = None
+        self._ticker = Ticker("graph-tick", lambda: self.tick(time.time_ns()),
+                              lambda: self.tick_s, log)
         self.ticks = 0
 
     def configure(self, config: dict[str, Any]) -> None:
@@ -63,24 +64,13 @@ class GraphPlugin(Plugin):
 
     async def start(self) -> None:
         """Begin the membership and baseline tick."""
-        self._task = asyncio.get_running_loop().create_task(self._loop(), name="graph-tick")
+        self._ticker.start()
 
     async def shutdown(self) -> None:
         """Stop the tick."""
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        await self._ticker.stop()
 
     # tick -----------------------------------------------------------------------------------
-    async def _loop(self) -> None:
-        while True:
-            try:
-                await self.tick(time.time_ns())
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("graph tick failed")
-            await asyncio.sleep(self.tick_s)
 
     async def tick(self, now_ns: int) -> None:
         """Remember each function's apps, read /diagnostics, move the learned baselines."""

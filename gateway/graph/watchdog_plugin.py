@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from typing import Any
@@ -12,6 +11,7 @@ from ..http.errors import ApiError
 from ..plugins.api import Plugin, PluginRoute
 from ..plugins.context import PluginContext
 from . import watchdog as wd
+from .ticker import Ticker
 from .watchdog import Arming, Endpoint, Finding, Grace
 
 log = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ class WatchdogPlugin(Plugin):
         self.unmeasured: dict[str, int] = {}
         self.managed: dict[str, bool] = {}
         self.running = False
-        self._task: asyncio.Task[None] | None = None
+        self._ticker = Ticker("watchdog-tick", lambda: self.tick(), lambda: self.tick_s, log)
         self.ticks = 0
 
     # plugin ---------------------------------------------------------------------------------
@@ -147,24 +147,12 @@ class WatchdogPlugin(Plugin):
     async def start(self) -> None:
         """Begin ticking."""
         self.running = True
-        self._task = asyncio.get_running_loop().create_task(self._loop(), name="watchdog-tick")
+        self._ticker.start()
 
     async def shutdown(self) -> None:
         """Stop ticking; the status answers 503 from now on."""
         self.running = False
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-
-    async def _loop(self) -> None:
-        while True:
-            try:
-                await self.tick()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("watchdog tick failed")
-            await asyncio.sleep(self.tick_s)
+        await self._ticker.stop()
 
     # tick -----------------------------------------------------------------------------------
     async def tick(self) -> None:

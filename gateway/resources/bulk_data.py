@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from aiohttp import BodyPartReader, hdrs, web
+from aiohttp import hdrs, web
 
 from recorder.config import RecorderConfig, default_state_dir
 from recorder.index import Recording
@@ -33,6 +33,7 @@ from ..faults.scope import in_scope
 from ..faults.snapshots import NEVER_CAPTURED
 from ..http.errors import INVALID_REQUEST, ApiError, bad_request, not_found
 from ..http.jsonutil import dumps, json_response
+from ..http.multipart import body_parts
 from ..http.ranges import parse_range, plan
 from ..http.routes import Registry
 from ..model.entities import Entity, EntitySet
@@ -309,22 +310,10 @@ async def upload(request: web.Request) -> web.Response:
 async def _receive(request: web.Request, store: UploadStore, category: str, limit: int
                    ) -> tuple[Any, str, str, str, dict[str, Any]]:
     """Stream the multipart body: the file into a temporary directory, the rest in memory."""
-    try:
-        reader = await request.multipart()
-    except (ValueError, AssertionError, KeyError) as exc:
-        raise bad_request(f"Malformed multipart body: {exc}") from None
     incoming: Any = None
     name, mimetype, description, metadata = "upload", "application/octet-stream", "", {}
     try:
-        while True:
-            try:
-                part = await reader.next()
-            except (ValueError, AssertionError) as exc:
-                raise bad_request(f"Malformed multipart body: {exc}") from None
-            if part is None:
-                break
-            if not isinstance(part, BodyPartReader):
-                raise bad_request("Nested multipart bodies are not accepted")
+        async for part in body_parts(request):
             if part.name == "file":
                 if incoming is not None:
                     raise bad_request("Only one 'file' field is accepted")

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from aiohttp import BodyPartReader, web
+from aiohttp import web
 
 from ..auth.roles import Role
 from ..config import BY_KEY
@@ -30,6 +30,7 @@ from ..control.scripts import (
 )
 from ..http.errors import ApiError, bad_request, invalid_parameter, not_found
 from ..http.jsonutil import json_response
+from ..http.multipart import body_parts
 from ..http.routes import Registry
 from ..model.entities import Entity
 from ..state import GatewayState, state_of
@@ -175,20 +176,8 @@ async def _read_upload(request: web.Request, limit: int) -> tuple[str, bytes, di
     if not request.content_type.startswith("multipart/form-data"):
         raise bad_request("A script upload is multipart/form-data with a 'file' field",
                           content_type=request.content_type)
-    try:
-        reader = await request.multipart()
-    except (ValueError, AssertionError, KeyError) as exc:
-        raise bad_request(f"Malformed multipart body: {exc}") from None
     filename, content, meta = "", None, {}  # type: tuple[str, bytes | None, dict[str, Any]]
-    while True:
-        try:
-            part = await reader.next()
-        except (ValueError, AssertionError) as exc:
-            raise bad_request(f"Malformed multipart body: {exc}") from None
-        if part is None:
-            break
-        if not isinstance(part, BodyPartReader):
-            raise bad_request("Nested multipart bodies are not accepted")
+    async for part in body_parts(request):
         if part.name == "file":
             filename = os.path.basename(part.filename or "")
             buf = bytearray()

@@ -111,6 +111,15 @@ class RosBridge:
         self._account(start)
         return result
 
+    async def drop_subscription(self, sub: Any, topic: str) -> None:
+        """Destroy a subscription of the gateway node (failures only logged)."""
+        if sub is None:
+            return
+        try:
+            await self.run(self.node.destroy_subscription, sub, timeout=2.0)
+        except Exception:
+            log.debug("destroy %s subscription", topic, exc_info=True)
+
     def _account(self, start: float) -> None:
         us = int((time.perf_counter() - start) * 1e6)
         self.tasks_completed += 1

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
 from .bridge import RosBridge
-
-log = logging.getLogger(__name__)
 
 
 class ParameterEvents:
@@ -39,8 +36,4 @@ class ParameterEvents:
     async def stop(self) -> None:
         """Drop the subscription."""
         sub, self._sub = self._sub, None
-        if sub is not None:
-            try:
-                await self.bridge.run(self.bridge.node.destroy_subscription, sub, timeout=2.0)
-            except Exception:
-                log.debug("destroy /parameter_events subscription", exc_info=True)
+        await self.bridge.drop_subscription(sub, "/parameter_events")

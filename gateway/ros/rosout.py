@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -11,8 +10,6 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .bridge import RosBridge
-
-log = logging.getLogger(__name__)
 
 SEVERITIES = ("debug", "info", "warning", "error", "fatal")
 # Loggers with a buffer; past this the one whose newest record is oldest is dropped.
@@ -187,8 +184,4 @@ class RosoutLog:
     async def stop(self) -> None:
         """Drop the subscription."""
         sub, self._sub = self._sub, None
-        if sub is not None:
-            try:
-                await self.bridge.run(self.bridge.node.destroy_subscription, sub, timeout=2.0)
-            except Exception:
-                log.debug("destroy /rosout subscription", exc_info=True)
+        await self.bridge.drop_subscription(sub, "/rosout")

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,42 @@ def start_gateway(domain: int, logs: Path, name: str, settings: list[str]) -> Ga
         f"state_dir={logs / (name + '-state')}"]  # faults and uploads of this test run only
     return Gateway(free_port(), domain, ["discovery.refresh_debounce_ms=100", *state,
                                          *settings], logs / f"{name}.log").start()
+
+
+@dataclass
+class FleetPair:
+    """A primary gateway and the robot gateway it aggregates."""
+
+    primary: Gateway
+    robot: Gateway
+
+
+@contextmanager
+def primary_with_robot(logs: Path, robot_nodes: tuple[str, ...], primary_nodes: tuple[str, ...],
+                       robot_settings: list[str], primary_settings: list[str]
+                       ) -> Iterator[FleetPair]:
+    """A robot gateway and a primary aggregating it as `robot`, each with a demo robot."""
+    from tests import conftest
+
+    robot_domain, primary_domain = next(conftest._domains), next(conftest._domains)
+    robots = [Robot.start(robot_domain, nodes=robot_nodes, log_dir=logs / "r1"),
+              Robot.start(primary_domain, nodes=primary_nodes, log_dir=logs / "r0")]
+    gateways: list[Gateway] = []
+    try:
+        robot = Gateway(free_port(), robot_domain, robot_settings, logs / "robot.log").start()
+        gateways.append(robot)
+        primary = Gateway(free_port(), primary_domain, [
+            *primary_settings, "aggregation.enabled=true",
+            f"aggregation.peer_urls=[http://127.0.0.1:{robot.port}]",
+            "aggregation.peer_names=[robot]", "aggregation.timeout_ms=1000",
+            "aggregation.forward_timeout_ms=4000"], logs / "primary.log").start()
+        gateways.append(primary)
+        yield FleetPair(primary, robot)
+    finally:
+        for g in gateways:
+            g.stop()
+        for r in robots:
+            r.stop()
 
 
 @pytest.fixture(scope="module")

@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
 
 import pytest
 
-from gateway.demo.robot import Robot
-from tests.conftest import free_port
-from tests.harness import Gateway, assert_error
+from tests.fleet.conftest import FleetPair, primary_with_robot
+from tests.harness import assert_error
 from tests.integration.test_faults_support import kill_gateway
 from tests.integration.test_push_support import Stream
 
@@ -25,45 +22,22 @@ FLEET_ID = "robot__temp_sensor"
 TOPIC_PATH = "data/powertrain/engine/temperature"
 
 
-@dataclass
-class PushFleet:
-    primary: Gateway
-    robot: Gateway
-
-
 @pytest.fixture(scope="module")
-def push_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PushFleet]:
-    from tests import conftest
-
+def push_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetPair]:
     logs = tmp_path_factory.mktemp("pushfleet")
-    robot_domain, primary_domain = next(conftest._domains), next(conftest._domains)
-    robots = [Robot.start(robot_domain, nodes=("temp_sensor",), log_dir=logs / "r1"),
-              Robot.start(primary_domain, nodes=("temp_sensor",), log_dir=logs / "r0")]
-    gateways: list[Gateway] = []
-    try:
-        robot = Gateway(free_port(), robot_domain, [
-            f"state_dir={logs / 'robot-state'}", "discovery.refresh_debounce_ms=100",
-            "sse.max_clients=10"], logs / "robot.log").start()
-        gateways.append(robot)
-        primary = Gateway(free_port(), primary_domain, [
-            f"state_dir={logs / 'primary-state'}", "discovery.refresh_debounce_ms=100",
-            "aggregation.enabled=true", f"aggregation.peer_urls=[http://127.0.0.1:{robot.port}]",
-            "aggregation.peer_names=[robot]", "aggregation.timeout_ms=1000",
-            "aggregation.forward_timeout_ms=4000", "sse.max_clients=10",
-            "triggers.enabled=false", "fault_triggers.enabled=false"],
-            logs / "primary.log").start()
-        gateways.append(primary)
-        primary.wait_for("/apps", lambda b: {"temp_sensor", FLEET_ID} <= {
+    with primary_with_robot(
+            logs, ("temp_sensor",), ("temp_sensor",),
+            [f"state_dir={logs / 'robot-state'}", "discovery.refresh_debounce_ms=100",
+             "sse.max_clients=10"],
+            [f"state_dir={logs / 'primary-state'}", "discovery.refresh_debounce_ms=100",
+             "sse.max_clients=10", "triggers.enabled=false", "fault_triggers.enabled=false"]
+    ) as pair:
+        pair.primary.wait_for("/apps", lambda b: {"temp_sensor", FLEET_ID} <= {
             a["id"] for a in b["items"]}, timeout=40)
-        yield PushFleet(primary, robot)
-    finally:
-        for g in gateways:
-            g.stop()
-        for r in robots:
-            r.stop()
+        yield pair
 
 
-def test_subscription_on_a_peer_app_is_forwarded_and_relayed(push_fleet: PushFleet) -> None:
+def test_subscription_on_a_peer_app_is_forwarded_and_relayed(push_fleet: FleetPair) -> None:
     p = push_fleet.primary
     resp = p.request("POST", f"/apps/{FLEET_ID}/cyclic-subscriptions", {
         "resource": f"/api/v1/apps/{FLEET_ID}/{TOPIC_PATH}", "interval": "fast",
@@ -88,7 +62,7 @@ def test_subscription_on_a_peer_app_is_forwarded_and_relayed(push_fleet: PushFle
 
 
 def test_switched_off_features_answer_501_but_peer_apps_still_forward(
-        push_fleet: PushFleet) -> None:
+        push_fleet: FleetPair) -> None:
     p = push_fleet.primary
     for method, path in (("GET", "/apps/temp_sensor/triggers"),
                          ("GET", "/apps/temp_sensor/triggers/trig_1"),
@@ -100,7 +74,7 @@ def test_switched_off_features_answer_501_but_peer_apps_still_forward(
     assert p.get("/apps/temp_sensor/cyclic-subscriptions").status == 200
 
 
-def test_trigger_on_a_peer_app_then_the_peer_dies_mid_stream(push_fleet: PushFleet) -> None:
+def test_trigger_on_a_peer_app_then_the_peer_dies_mid_stream(push_fleet: FleetPair) -> None:
     p = push_fleet.primary
     resp = p.request("POST", f"/apps/{FLEET_ID}/triggers", {
         "resource": f"/api/v1/apps/{FLEET_ID}/{TOPIC_PATH}", "path": "/header/stamp",
@@ -115,13 +89,7 @@ def test_trigger_on_a_peer_app_then_the_peer_dies_mid_stream(push_fleet: PushFle
         assert first["event"] == "message" and "temperature" in first["data"]["payload"]
         killed = time.monotonic()
         kill_gateway(push_fleet.robot)
-        deadline = time.monotonic() + 15
-        last: dict[str, Any] = {}
-        while time.monotonic() < deadline:
-            last = stream.next(max(0.1, deadline - time.monotonic()))
-            if last["event"] == "error":
-                break
-        assert last["event"] == "error", last
+        last = stream.next_event("error", 15)
         assert last["data"]["vendor_code"] == "x-vendor-peer-unavailable"
         assert last["data"]["parameters"]["peer"] == "robot"
         assert stream.ended.wait(10), "the relayed stream ends after the error event"

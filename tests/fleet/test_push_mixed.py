@@ -7,17 +7,14 @@ subscription on a mixed entity covers the robot's members through a copy on the 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from federation.push_links import COPY_LEASE_S
-from gateway.demo.robot import Robot
-from tests.conftest import free_port
+from tests.fleet.conftest import FleetPair, primary_with_robot
 from tests.harness import Gateway
 from tests.integration.test_faults_support import kill_gateway, wait_until
 from tests.integration.test_push_support import Stream
@@ -30,49 +27,24 @@ ROBOT_SSE = 6
 TEMP = "data/powertrain/engine/temperature"
 
 
-@dataclass
-class Mixed:
-    primary: Gateway
-    robot: Gateway
-
-
 @pytest.fixture(scope="module")
-def mixed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mixed]:
-    from tests import conftest
-
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetPair]:
     logs = tmp_path_factory.mktemp("pushmixed")
-    robot_domain, primary_domain = next(conftest._domains), next(conftest._domains)
-    robots = [Robot.start(robot_domain, nodes=("rpm_sensor", "lidar_sensor"),
-                          log_dir=logs / "r1"),
-              Robot.start(primary_domain, nodes=("temp_sensor",), log_dir=logs / "r0")]
     hybrid = ["discovery.mode=hybrid",
               f"discovery.manifest_path={ROOT / 'deploy' / 'demo_manifest.yaml'}",
               "discovery.refresh_debounce_ms=100", "sse.max_clients=20"]
-    gateways: list[Gateway] = []
-    try:
-        robot = Gateway(free_port(), robot_domain, [*hybrid, f"state_dir={logs / 'rs'}",
-                                                     f"sse.max_clients={ROBOT_SSE}"],
-                        logs / "robot.log").start()
-        gateways.append(robot)
-        primary = Gateway(free_port(), primary_domain, [
-            *hybrid, f"state_dir={logs / 'ps'}", "aggregation.enabled=true",
-            f"aggregation.peer_urls=[http://127.0.0.1:{robot.port}]",
-            "aggregation.peer_names=[robot]", "aggregation.timeout_ms=1000",
-            "aggregation.forward_timeout_ms=4000", "triggers.on_restart_behavior=restore"],
-            logs / "primary.log").start()
-        gateways.append(primary)
-        robot.wait_for("/apps", lambda b: {"rpm_sensor", "lidar_sensor"} <= {
+    with primary_with_robot(
+            logs, ("rpm_sensor", "lidar_sensor"), ("temp_sensor",),
+            [*hybrid, f"state_dir={logs / 'rs'}", f"sse.max_clients={ROBOT_SSE}"],
+            [*hybrid, f"state_dir={logs / 'ps'}", "triggers.on_restart_behavior=restore"]
+    ) as pair:
+        pair.robot.wait_for("/apps", lambda b: {"rpm_sensor", "lidar_sensor"} <= {
             a["id"] for a in b["items"] if a["x-vendor"]["is_online"]}, timeout=40)
-        primary.wait_for("/functions/engine-monitoring", lambda b: "robot" in
-                         b["x-vendor"].get("contributors", ()), timeout=40)
-        primary.wait_for("/apps", lambda b: "temp_sensor" in {
+        pair.primary.wait_for("/functions/engine-monitoring", lambda b: "robot" in
+                              b["x-vendor"].get("contributors", ()), timeout=40)
+        pair.primary.wait_for("/apps", lambda b: "temp_sensor" in {
             a["id"] for a in b["items"] if a["x-vendor"]["is_online"]}, timeout=40)
-        yield Mixed(primary, robot)
-    finally:
-        for g in gateways:
-            g.stop()
-        for r in robots:
-            r.stop()
+        yield pair
 
 
 def create(gw: Gateway, kind: str, eid: str, word: str, body: dict[str, Any]
@@ -88,7 +60,7 @@ def on_change(kind: str, eid: str, resource: str, **extra: Any) -> dict[str, Any
             "trigger_condition": {"condition_type": "OnChange"}, **extra}
 
 
-def test_mixed_function_trigger_fires_on_a_peer_member(mixed: Mixed) -> None:
+def test_mixed_function_trigger_fires_on_a_peer_member(mixed: FleetPair) -> None:
     p, r = mixed.primary, mixed.robot
     body = create(p, "functions", "engine-monitoring", "triggers",
                   on_change("functions", "engine-monitoring", RPM, path="/data",
@@ -115,7 +87,7 @@ def test_mixed_function_trigger_fires_on_a_peer_member(mixed: Mixed) -> None:
     wait_until(lambda: r.get(link["path"]).status == 404, 20, "the robot's copy deleted")
 
 
-def test_no_fan_out_keeps_a_mixed_trigger_local(mixed: Mixed) -> None:
+def test_no_fan_out_keeps_a_mixed_trigger_local(mixed: FleetPair) -> None:
     p, r = mixed.primary, mixed.robot
     resp = p.request("POST", "/functions/engine-monitoring/triggers",
                      on_change("functions", "engine-monitoring", RPM, multishot=True),
@@ -135,7 +107,7 @@ def test_no_fan_out_keeps_a_mixed_trigger_local(mixed: Mixed) -> None:
                      ).status == 204
 
 
-def test_one_shot_mixed_trigger_ends_everywhere_after_the_first_event(mixed: Mixed) -> None:
+def test_one_shot_mixed_trigger_ends_everywhere_after_the_first_event(mixed: FleetPair) -> None:
     p, r = mixed.primary, mixed.robot
     body = create(p, "areas", "engine", "triggers", on_change("areas", "engine", RPM,
                                                                 path="/data"))
@@ -151,7 +123,7 @@ def test_one_shot_mixed_trigger_ends_everywhere_after_the_first_event(mixed: Mix
     wait_until(lambda: r.get(link["path"]).status == 404, 20, "the robot's copy ended")
 
 
-def test_mixed_area_trigger_still_sees_local_members(mixed: Mixed) -> None:
+def test_mixed_area_trigger_still_sees_local_members(mixed: FleetPair) -> None:
     p = mixed.primary
     body = create(p, "areas", "powertrain", "triggers",
                   on_change("areas", "powertrain", TEMP, path="/temperature", multishot=True))
@@ -163,7 +135,7 @@ def test_mixed_area_trigger_still_sees_local_members(mixed: Mixed) -> None:
     assert p.request("DELETE", f"/areas/powertrain/triggers/{body['id']}").status == 204
 
 
-def test_mixed_component_subscription_merges_peer_items(mixed: Mixed) -> None:
+def test_mixed_component_subscription_merges_peer_items(mixed: FleetPair) -> None:
     p = mixed.primary
     # the lidar (on the robot) reports faults against the perception computer
     body = create(p, "components", "perception-computer", "cyclic-subscriptions", {
@@ -192,7 +164,7 @@ def test_mixed_component_subscription_merges_peer_items(mixed: Mixed) -> None:
         stream.close()
 
 
-def test_a_restored_persistent_trigger_on_a_mixed_entity_links_again(mixed: Mixed) -> None:
+def test_a_restored_persistent_trigger_on_a_mixed_entity_links_again(mixed: FleetPair) -> None:
     p = mixed.primary
     body = create(p, "functions", "engine-monitoring", "triggers",
                   on_change("functions", "engine-monitoring", RPM, path="/data",
@@ -215,7 +187,7 @@ def test_a_restored_persistent_trigger_on_a_mixed_entity_links_again(mixed: Mixe
     assert mixed.robot.request("DELETE", old_copy).status == 204
 
 
-def test_a_copy_stream_the_peer_refuses_fails_once_and_leaves_no_copy(mixed: Mixed) -> None:
+def test_a_copy_stream_the_peer_refuses_fails_once_and_leaves_no_copy(mixed: FleetPair) -> None:
     p, r = mixed.primary, mixed.robot
     hogs: list[Stream] = []
     try:
@@ -255,7 +227,7 @@ def test_a_copy_stream_the_peer_refuses_fails_once_and_leaves_no_copy(mixed: Mix
             hog.close()
 
 
-def test_a_peer_dying_puts_an_error_event_in_the_mixed_stream(mixed: Mixed) -> None:
+def test_a_peer_dying_puts_an_error_event_in_the_mixed_stream(mixed: FleetPair) -> None:
     p = mixed.primary
     body = create(p, "functions", "engine-monitoring", "triggers",
                   on_change("functions", "engine-monitoring", RPM, path="/data",
@@ -264,13 +236,7 @@ def test_a_peer_dying_puts_an_error_event_in_the_mixed_stream(mixed: Mixed) -> N
     try:
         assert stream.next(30)["event"] == "message"
         kill_gateway(mixed.robot)
-        deadline = time.monotonic() + 20
-        last: dict[str, Any] = {}
-        while time.monotonic() < deadline:
-            last = stream.next(max(0.1, deadline - time.monotonic()))
-            if last["event"] == "error":
-                break
-        assert last["event"] == "error", last
+        last = stream.next_event("error", 20)
         assert last["data"]["vendor_code"] == "x-vendor-peer-unavailable"
         assert last["data"]["parameters"] == {"peer": "robot"}
         assert not stream.ended.is_set(), "local members go on streaming"

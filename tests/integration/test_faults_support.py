@@ -5,11 +5,8 @@
 
 from __future__ import annotations
 
-import http.client
-import json
 import queue
 import signal
-import socket
 import threading
 import time
 import warnings
@@ -29,6 +26,7 @@ from rclpy.signals import SignalHandlerOptions
 
 from gateway.faults.reporter import FaultReporter, LocalFilter
 from tests.harness import Gateway
+from tests.sse_client import SseClient
 
 
 class RosSide:
@@ -126,47 +124,13 @@ def kill_gateway(gw: Gateway) -> None:
     gw.proc.wait(10)
 
 
-class SseReader:
+class SseReader(SseClient):
     """A real HTTP client on the fault stream; events arrive in a queue from a thread."""
 
     def __init__(self, gw: Gateway, last_event_id: int | None = None) -> None:
-        self.conn = http.client.HTTPConnection("127.0.0.1", gw.port, timeout=30)
-        headers = {"Accept": "text/event-stream"}
-        if last_event_id is not None:
-            headers["Last-Event-ID"] = str(last_event_id)
-        self.conn.request("GET", "/api/v1/faults/stream", headers=headers)
-        self.resp = self.conn.getresponse()
-        self.status = self.resp.status
-        self.headers = {k.lower(): v for k, v in self.resp.getheaders()}
-        self.events: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.comments: list[str] = []
-        self.body = b""
-        if self.status == 200:
-            self._thread = threading.Thread(target=self._read, daemon=True)
-            self._thread.start()
-        else:
-            self.body = self.resp.read()
-
-    def _read(self) -> None:
-        fields: dict[str, str] = {}
-        try:
-            while True:
-                raw = self.resp.readline()
-                if not raw:
-                    return
-                line = raw.decode().rstrip("\r\n")
-                if line == "":
-                    if fields:
-                        self.events.put({"id": int(fields["id"]), "event": fields["event"],
-                                         "data": json.loads(fields["data"])})
-                        fields = {}
-                elif line.startswith(":"):
-                    self.comments.append(line[1:])
-                else:
-                    key, _, value = line.partition(": ")
-                    fields[key] = value
-        except (OSError, ValueError, AttributeError):
-            return
+        headers = {} if last_event_id is None else {"Last-Event-ID": str(last_event_id)}
+        super().__init__(gw.port, "/api/v1/faults/stream", headers, timeout=30)
+        self.events = self.frames
 
     def next(self, predicate: Callable[[dict[str, Any]], bool] = lambda e: True,
              timeout: float = 20.0) -> dict[str, Any]:
@@ -182,25 +146,6 @@ class SseReader:
                 continue
             if predicate(event):
                 return event
-
-    def drain(self) -> list[dict[str, Any]]:
-        """Events received so far."""
-        out = []
-        while True:
-            try:
-                out.append(self.events.get_nowait())
-            except queue.Empty:
-                return out
-
-    def close(self) -> None:
-        """Disconnect (the socket is shut down so the server sees it at once)."""
-        try:
-            sock = self.conn.sock
-            if sock is not None:
-                sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.conn.close()
 
 
 def write_yaml(path: Path, text: str) -> str:

@@ -5,84 +5,28 @@
 
 from __future__ import annotations
 
-import http.client
-import json
-import queue
-import socket
-import threading
 import time
 from typing import Any
 
+from tests.sse_client import SseClient
 
-class Stream:
+
+class Stream(SseClient):
     """A real HTTP client on one SSE path; frames arrive in a queue from a thread."""
 
     def __init__(self, port: int, path: str, timeout: float = 60.0) -> None:
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-        self.conn.request("GET", path, headers={"Accept": "text/event-stream"})
-        self.resp = self.conn.getresponse()
-        self.status = self.resp.status
-        self.headers = {k.lower(): v for k, v in self.resp.getheaders()}
-        self.frames: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.ended = threading.Event()
-        self.body = b""
-        if self.status == 200:
-            threading.Thread(target=self._read, daemon=True).start()
-        else:
-            self.body = self.resp.read()
-            self.conn.close()
-            self.ended.set()
-
-    def _read(self) -> None:
-        fields: dict[str, str] = {}
-        try:
-            while True:
-                raw = self.resp.readline()
-                if not raw:
-                    return
-                line = raw.decode().rstrip("\r\n")
-                if line == "":
-                    if "data" in fields:
-                        self.frames.put({"id": int(fields.get("id", "0")),
-                                         "event": fields.get("event", "message"),
-                                         "data": json.loads(fields["data"])})
-                    fields = {}
-                elif not line.startswith(":"):
-                    key, _, value = line.partition(": ")
-                    fields[key] = value
-        except (OSError, ValueError, AttributeError, http.client.HTTPException):
-            return
-        finally:
-            self.conn.close()
-            self.ended.set()
+        super().__init__(port, path, timeout=timeout)
 
     def next(self, timeout: float = 20.0) -> dict[str, Any]:
         """The next frame (AssertionError when none comes in time)."""
-        try:
-            return self.frames.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError(f"no SSE frame within {timeout} s") from None
+        return self.next_frame(timeout)
 
-    def collect(self, count: int, timeout: float = 30.0) -> list[dict[str, Any]]:
-        """The next `count` frames."""
+    def next_event(self, event: str, timeout: float = 20.0) -> dict[str, Any]:
+        """The first frame of the given event type (earlier frames are skipped)."""
         deadline = time.monotonic() + timeout
-        return [self.next(max(0.1, deadline - time.monotonic())) for _ in range(count)]
-
-    def drain(self) -> list[dict[str, Any]]:
-        """Frames received so far."""
-        out = []
-        while True:
-            try:
-                out.append(self.frames.get_nowait())
-            except queue.Empty:
-                return out
-
-    def close(self) -> None:
-        """Disconnect (shut down so the server sees it at once)."""
-        try:
-            sock = self.conn.sock
-            if sock is not None:
-                sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.conn.close()
+        last: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            last = self.next(max(0.1, deadline - time.monotonic()))
+            if last["event"] == event:
+                return last
+        raise AssertionError(f"no '{event}' frame within {timeout} s (last: {last})")
