@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -253,13 +254,20 @@ def _hang_in_flight(g: Gateway, out: list[Response]) -> threading.Thread:
     raise AssertionError(f"no call stayed in flight; last answer {out!r}")
 
 
-def _stop_gateway(robot: Robot, domain: int, tmp_path: Path, grace: float) -> Gateway:
+@contextlib.contextmanager
+def _stop_gateway(robot: Robot, domain: int, tmp_path: Path, grace: float
+                  ) -> Iterator[Gateway]:
     settings = [f"state_dir={tmp_path / 'state'}", "parameter_service_timeout_sec=600",
                 "parameter_negative_cache_sec=0", f"server.shutdown_grace_sec={grace}"]
     g = Gateway(free_port(), domain, settings, tmp_path / "gw.log").start()
-    g.wait_for("/apps", lambda b: "unresponsive_param" in {i["id"] for i in b["items"]},
-               timeout=30)
-    return g
+    try:
+        g.wait_for("/apps", lambda b: "unresponsive_param" in {i["id"] for i in b["items"]},
+                   timeout=30)
+        yield g
+    finally:  # a failed test leaves no gateway behind
+        if g.proc is not None and g.proc.poll() is None:
+            os.killpg(g.proc.pid, signal.SIGKILL)
+            g.proc.wait(10)
 
 
 def _wait_exit(g: Gateway, timeout: float) -> None:
@@ -275,13 +283,13 @@ def _wait_exit(g: Gateway, timeout: float) -> None:
 
 def test_stop_answers_calls_in_flight_503_within_the_grace(robot: Robot, domain: int,
                                                            tmp_path: Path) -> None:
-    g = _stop_gateway(robot, domain, tmp_path, grace=1.0)
-    assert g.proc is not None
-    out: list[Response] = []
-    t = _hang_in_flight(g, out)  # the call waits 600 s for the silent node
-    g.proc.send_signal(signal.SIGTERM)
-    _wait_exit(g, 60)  # far below the call's own 600 s
-    t.join(10)
+    with _stop_gateway(robot, domain, tmp_path, grace=1.0) as g:
+        assert g.proc is not None
+        out: list[Response] = []
+        t = _hang_in_flight(g, out)  # the call waits 600 s for the silent node
+        g.proc.send_signal(signal.SIGTERM)
+        _wait_exit(g, 60)  # far below the call's own 600 s
+        t.join(10)
     assert out, "the call in flight got no answer"
     body = assert_error(out[0], 503, "service-unavailable")
     assert "server.shutdown_grace_sec" in body["message"]
@@ -289,15 +297,15 @@ def test_stop_answers_calls_in_flight_503_within_the_grace(robot: Robot, domain:
 
 
 def test_a_second_signal_stops_at_once(robot: Robot, domain: int, tmp_path: Path) -> None:
-    g = _stop_gateway(robot, domain, tmp_path, grace=120.0)
-    assert g.proc is not None
-    out: list[Response] = []
-    _hang_in_flight(g, out)
-    g.proc.send_signal(signal.SIGINT)
-    deadline = time.monotonic() + 20
-    while "stopping:" not in log_text(g) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert g.proc.poll() is None  # waiting for the call, within its 120 s grace
-    g.proc.send_signal(signal.SIGINT)
-    _wait_exit(g, 15)
+    with _stop_gateway(robot, domain, tmp_path, grace=120.0) as g:
+        assert g.proc is not None
+        out: list[Response] = []
+        _hang_in_flight(g, out)
+        g.proc.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + 20
+        while "stopping:" not in log_text(g) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert g.proc.poll() is None  # waiting for the call, within its 120 s grace
+        g.proc.send_signal(signal.SIGINT)
+        _wait_exit(g, 15)
     assert "second stop signal" in log_text(g)
