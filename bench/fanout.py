@@ -7,7 +7,7 @@ keep-alive connection from the live primary, the cached primary and (the baselin
 read) one peer directly, in alternating rounds after a warm-up. Printed: p50 of each, the
 median of per-round p50 ratios merged/local with spread, the live primary's CPU per peer per
 merged read, and the robots' CPU while a dashboard polls the cached primary once a second.
-Targets (issue 17): live CPU per peer per read <= 60 us, live p50 at 32 peers <= 5 ms,
+Targets: live CPU per peer per read <= 60 us, live p50 at 32 peers <= 5 ms,
 cached merged read <= 1.5x the local read, robots' CPU near zero while nothing changes.
 With --hung, one peer then hangs (its data route never answers): the read is bounded by
 aggregation.timeout_ms. With --liveness, how fast a stopped, resumed, killed and restarted

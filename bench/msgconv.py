@@ -5,7 +5,7 @@ generic walk of ``get_fields_and_field_types()`` into a dict (no per-float NaN m
 ``json.dumps``. The second baseline is ``orjson.dumps`` of that dict, prebuilt. Both paths
 must give equal JSON values (float32 fields compared at float32 precision). Rounds of the
 compiled, stock and orjson paths alternate; the figures are medians of per-round ratios with
-their spread. Targets (issue 17): compiled >= 30x faster than the stock path and no slower
+their spread. Targets: compiled >= 30x faster than the stock path and no slower
 than orjson on the prebuilt dict (ratio <= 1.0), on every message.
 """
 

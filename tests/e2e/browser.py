@@ -14,7 +14,7 @@ CHROMIUM_FLAGS = (
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
     "--disable-dev-shm-usage", "--window-size=1400,1000",
 )
-WAIT_S = 60.0  # generous: two shared cores, eight engineers
+WAIT_S = 60.0  # generous: a busy two-core machine
 SHOTS = os.environ.get("DASH_SCREENSHOTS")  # a directory: the tests save their views there
 
 
