@@ -2,7 +2,7 @@
 
 The demo robot runs first; each round starts a gateway process and times, from the Popen,
 the first 200 from /health and the first /apps that lists every demo app. After a short
-warm use (a data read, /faults, /apps) it reads the process's USS and RSS. Targets (issue 17):
+warm use (a data read, /faults, /apps) it reads the process's USS and RSS. Targets:
 ready <= 1.5 s, all demo apps listed <= 2 s, USS <= 50 MiB, RSS <= 120 MB.
 
     .venv/bin/python bench/startup.py     # ROS domain $BENCH_DOMAIN (default 95)
