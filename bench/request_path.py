@@ -31,7 +31,7 @@ SECONDS = 3.0
 ROUNDS = 5
 FAULTS = 20
 DATA = "/apps/temp_sensor/data/" + enc("/powertrain/engine/temperature")
-# path -> target ratio of the issue (gateway throughput / bare throughput)
+# path -> target ratio (gateway throughput / bare throughput)
 PATHS = {
     "data read": (DATA, 0.9),
     "GET /faults": ("/faults", 0.8),
