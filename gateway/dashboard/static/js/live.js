@@ -48,11 +48,14 @@ export async function subscribe(ent, resource, onData, onEnd) {
     }
     return resp;
   };
-  const drop = async () => {
+  // Forget the subscription; delete it unless the gateway already ended it (a stream that
+  // closed cleanly: its duration ran out), so no request answers 404.
+  const drop = async (ended = false) => {
     const s = sub;
     sub = null;
     if (!s) return;
     open.delete(s);
+    if (ended) return;
     try { await api('DELETE', s.url, {noAuthRetry: true}); } catch (e) { /* gone already */ }
   };
   const pump = async (resp) => {
@@ -68,7 +71,7 @@ export async function subscribe(ent, resource, onData, onEnd) {
         if (!stopped) failure = e;
       }
       if (stopped) return;
-      await drop();
+      await drop(!failure);
       if (failure) { onEnd(failure); return; }
       try { resp = await start(); } catch (e) { if (!stopped) onEnd(e); return; }  // expired: renew
       if (stopped) return;
@@ -78,7 +81,9 @@ export async function subscribe(ent, resource, onData, onEnd) {
   pump(first);
   return {
     get id() { return sub && sub.id; },
-    async close() { stopped = true; const s = drop(); if (ctrl) ctrl.abort(); await s; },
+    // Delete first: the gateway then ends the stream itself. Aborting first would end the
+    // subscription with its connection and leave the DELETE a 404.
+    async close() { stopped = true; await drop(); if (ctrl) ctrl.abort(); },
   };
 }
 
