@@ -68,11 +68,30 @@ class Browser:
 
         def find(d: Any) -> Any:
             for el in d.find_elements(By.CSS_SELECTOR, selector):
-                if el.is_displayed():
-                    return el
+                try:
+                    if el.is_displayed():
+                        return el
+                except Exception:  # stale while the page redraws
+                    continue
             return False
 
         return self.wait(find, what or selector, timeout)
+
+    def click(self, selector: str, what: str | None = None, timeout: float = WAIT_S) -> Any:
+        """Wait for a visible element and click it, finding it again if the page redrew it."""
+        from selenium.webdriver.common.by import By
+
+        def press(d: Any) -> Any:
+            for el in d.find_elements(By.CSS_SELECTOR, selector):
+                try:
+                    if el.is_displayed():
+                        el.click()
+                        return el
+                except Exception:  # stale while the page redraws (a live table)
+                    continue
+            return False
+
+        return self.wait(press, what or selector, timeout)
 
     def text_in(self, selector: str, text: str, timeout: float = WAIT_S) -> Any:
         """Wait for an element matching selector whose text contains text."""

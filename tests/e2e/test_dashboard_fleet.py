@@ -112,7 +112,7 @@ def test_peer_fault_detail_and_recording_through_the_primary(browser: Browser,
     code = "LIDAR_FREQ_UNSUPPORTED"
     fleet.robot2.wait_for(f"/apps/lidar_sensor/faults/{code}", lambda b: any(
         s["type"] == "rosbag" for s in b["environment_data"]["snapshots"]), timeout=60)
-    browser.css(f'#fleet-faults tr[data-fault="{code}"] a', "the fault link").click()
+    browser.click(f'#fleet-faults tr[data-fault="{code}"] a', "the fault link")
     detail = browser.css(f'.fault-detail[data-fault="{code}"]', "the fault detail")
     assert "WARN" in detail.text and "scan_frequency 25.0 Hz" in detail.text
     browser.text_in("details.frame", "/perception/lidar/scan")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -106,7 +107,8 @@ def test_manager_publishes_each_status_change() -> None:
         mgr = UpdateManager(state, provider, Caller("fake", 2.0), 10.0)
         await mgr.register({"id": "u1"})
         await mgr.start("u1", machine.AUTOMATED)
-        for _ in range(200):
+        deadline = time.monotonic() + 60  # generous: a busy machine
+        while time.monotonic() < deadline:
             if (await mgr.status("u1")).progress == 50:
                 break
             await asyncio.sleep(0.01)
@@ -117,7 +119,8 @@ def test_manager_publishes_each_status_change() -> None:
             await mgr.delete("u1")
         provider.fail_execute = True
         provider.release.set()
-        for _ in range(500):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
             if not (await mgr.status("u1")).running:
                 break
             await asyncio.sleep(0.01)
