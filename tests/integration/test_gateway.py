@@ -297,8 +297,12 @@ def test_node_started_later_appears_and_leaves(gw: Gateway, domain: int, tmp_pat
 def test_vendor_word_is_a_setting(robot: Robot, domain: int) -> None:
     with Gateway(free_port(), domain, ["api.vendor=medkit", "plugins=[graph_provider]"]) as g:
         g.wait_for("/apps", lambda b: "x-medkit" in b and "unresponsive_param" in ids(b))
-        body = assert_error(g.get("/apps/unresponsive_param/configurations"), 503,
-                            "vendor-error")
+        deadline = time.monotonic() + 45  # its parameter services may be discovered later
+        resp = g.get("/apps/unresponsive_param/configurations")
+        while resp.status == 200 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            resp = g.get("/apps/unresponsive_param/configurations")
+        body = assert_error(resp, 503, "vendor-error")
         assert body["vendor_code"] == "x-medkit-ros2-node-unavailable"
         assert "x-medkit-data-provider" in g.get("/health").json()
         assert "/functions/{function_id}/x-medkit-graph" in g.get("/docs").json()["paths"]
