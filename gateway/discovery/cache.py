@@ -94,6 +94,13 @@ class EntityCache:
         self.hits += 1
         return value
 
+    def cached(self, key: Any) -> Any:
+        """The value body() holds for key (counted as a hit), else None (nothing counted)."""
+        value = self._bodies.get(key)
+        if value is not None:
+            self.hits += 1
+        return value
+
     def stats(self) -> dict[str, Any]:
         """Figures for /health's entity-cache block."""
         return {

@@ -25,6 +25,14 @@ class BodyCache:
         self.misses += 1
         return None
 
+    def cached(self, key: Hashable, generation: Hashable) -> bytes | None:
+        """What get returns, counting a hit but no miss (a fast-path probe's look)."""
+        entry = self._bodies.get(key)
+        if entry is not None and entry[0] == generation:
+            self.hits += 1
+            return entry[1]
+        return None
+
     def put(self, key: Hashable, generation: Hashable, body: bytes) -> bytes:
         """Store and return body."""
         if len(self._bodies) >= self.capacity and key not in self._bodies:

@@ -8,6 +8,8 @@ from typing import Any
 from aiohttp import http_exceptions, web, web_protocol, web_server
 from aiohttp.web_request import BaseRequest
 
+from ..state import STATE
+from . import hot
 from .clientlog import LIMITER, client_warning
 from .errors import http_layer_error
 from .jsonutil import JSON_TYPE, dumps
@@ -63,4 +65,8 @@ class GatewayRunner(web.AppRunner):
         server = await super()._make_server()
         server.__class__ = _Server
         _Handler.vendor = self._vendor
+        # The app is frozen now: its middlewares and response hooks are final.
+        state = self.app[STATE]
+        server.request_handler = hot.install(self.app, server.request_handler, state.guard,
+                                             state.extras)
         return server

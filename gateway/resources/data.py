@@ -14,6 +14,7 @@ from aiohttp import web
 from federation.local import provide
 
 from ..auth.roles import Role
+from ..http import hot
 from ..http.errors import ApiError, not_found, vendor_error
 from ..http.jsonutil import dumps, json_response
 from ..http.routes import Registry
@@ -170,6 +171,7 @@ async def read_data(request: web.Request) -> web.Response:
         view = (entity.kind, entity.id, state.cache.generation)
         cached = entry.bodies.get(view)
         if cached is not None and cached[0] == sample.seq:
+            hot.offer(state.extras, request, _hot_read(state, entity, ref.topic, ref.type, view))
             return web.Response(body=cached[1], content_type="application/json")
     else:
         try:
@@ -196,8 +198,35 @@ async def read_data(request: web.Request) -> web.Response:
     xv["timestamp"] = sample.source_ns or sample.received_ns
     xv["status"] = "data"
     body = dumps({"id": ref.topic, "data": orjson.Fragment(entry.json), state.xv: xv})
-    entry.bodies[(entity.kind, entity.id, state.cache.generation)] = (sample.seq, body)
+    view = (entity.kind, entity.id, state.cache.generation)
+    entry.bodies[view] = (sample.seq, body)
+    hot.offer(state.extras, request, _hot_read(state, entity, ref.topic, ref.type, view))
     return web.Response(body=body, content_type="application/json")
+
+
+def _hot_read(state: GatewayState, entity: Entity, topic: str, type_name: str,
+              view: tuple[str, str, int]) -> hot.Probe:
+    """read_data's cached answer for one view, repeated by the fast path (gateway/http/hot.py).
+
+    Same checks and counters as the generic read: the entity set is unchanged (so the entity
+    and its topic resolve alike), the pool holds the topic and the body is of its newest sample.
+    """
+    cache, pool = state.cache, state.pool
+    topics_key = ("topics", entity.kind, entity.id)  # entity_topics' lookup (a cache hit)
+
+    def probe() -> bytes | None:
+        if cache.generation != view[2]:
+            return None
+        entry = pool.find(topic, type_name)
+        if entry is None:
+            return None
+        cached = entry.bodies.get(view)
+        if cached is None or cached[0] != entry.sample.seq or cache.cached(topics_key) is None:
+            return None
+        pool.touch(entry)
+        return cached[1]
+
+    return probe
 
 
 async def write_data(request: web.Request) -> web.Response:

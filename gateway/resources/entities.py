@@ -6,6 +6,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ..http import hot
 from ..http.jsonutil import dumps, json_response
 from ..http.routes import ENTITY_PARAM, ENTITY_TYPES, Registry
 from ..model import relations
@@ -80,6 +81,7 @@ def _list_handler(kind: str) -> Any:
     async def list_entities(request: web.Request) -> web.Response:
         state = state_of(request)
         body = state.cache.body(("list", kind), lambda: state_json(state, kind))
+        hot.offer(state.extras, request, _hot_body(state, ("list", kind)))
         return web.Response(body=body, content_type="application/json")
 
     list_entities.__doc__ = f"List {kind}"
@@ -96,9 +98,20 @@ async def get_entity(request: web.Request) -> web.Response:
     """Entity detail with capabilities (the body is cached per entity generation)."""
     state = state_of(request)
     entity = resolve_entity(request)
-    body = state.cache.body(("detail", entity.kind, entity.id),
-                            lambda: dumps(detail(state, entity)))
+    key = ("detail", entity.kind, entity.id)
+    body = state.cache.body(key, lambda: dumps(detail(state, entity)))
+    hot.offer(state.extras, request, _hot_body(state, key))
     return web.Response(body=body, content_type="application/json")
+
+
+def _hot_body(state: GatewayState, key: tuple[str, ...]) -> hot.Probe:
+    """A body cached per entity generation, for the fast path (gateway/http/hot.py).
+
+    The cache is emptied on every generation change, so a body it holds is the one the
+    handler would build (a detail also implies its entity still resolves).
+    """
+    cache = state.cache
+    return lambda: cache.cached(key)  # type: ignore[no-any-return]
 
 
 def _refs(request: web.Request, items: list[Entity], entity: Entity, **links: str) -> web.Response:

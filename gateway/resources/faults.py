@@ -11,6 +11,7 @@ from ..auth.roles import Role
 from ..faults.model import CLEARED, iso, parse_status_filter
 from ..faults.scope import in_scope
 from ..faults.service import FaultService
+from ..http import hot
 from ..http.errors import SERVICE_UNAVAILABLE, ApiError, not_found
 from ..http.jsonutil import JSON_TYPE, dumps, json_response
 from ..http.routes import Registry
@@ -66,6 +67,7 @@ async def list_all(request: web.Request) -> web.Response:
     if fed is None:  # a local body holds while the fault state does
         cached = svc.bodies.get(key, svc.generation)
         if cached is not None:
+            hot.offer(state.extras, request, _hot_all(state, svc, key))
             return _cached(cached)
     faults = svc.visible(svc.select(_statuses(request)))
     engine = svc.engine
@@ -80,7 +82,20 @@ async def list_all(request: web.Request) -> web.Response:
         body["clusters"] = engine.cluster_items(iso)
     if fed is not None:
         return json_response(await fed.merge_global_faults(request, body))
+    hot.offer(state.extras, request, _hot_all(state, svc, key))
     return _cached(svc.bodies.put(key, svc.generation, dumps(body)))
+
+
+def _hot_all(state: GatewayState, svc: FaultService, key: tuple[str, str]) -> hot.Probe:
+    """list_all's cached body while the fault state holds, for the fast path (http/hot.py)."""
+    extras = state.extras
+
+    def probe() -> bytes | None:
+        if extras.get("faults") is not svc or extras.get("federation") is not None:
+            return None
+        return svc.bodies.cached(key, svc.generation)
+
+    return probe
 
 
 async def clear_all(request: web.Request) -> web.Response:

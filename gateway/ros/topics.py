@@ -235,12 +235,22 @@ class SamplePool:
 
     def peek(self, topic: str, type_name: str) -> _Entry | None:
         """The entry when it is subscribed with this type and holds a sample (no waiting)."""
+        entry = self.find(topic, type_name)
+        if entry is not None:
+            self.touch(entry)
+        return entry
+
+    def find(self, topic: str, type_name: str) -> _Entry | None:
+        """What peek returns, without counting a hit or refreshing the LRU order."""
         entry = self._entries.get(topic)
         if entry is None or entry.sample is None or entry.type_name != type_name:
             return None
-        self.hits += 1
-        self._entries.move_to_end(topic)
         return entry
+
+    def touch(self, entry: _Entry) -> None:
+        """Count a read of a found entry as a hit; it becomes the most recently used."""
+        self.hits += 1
+        self._entries.move_to_end(entry.topic)
 
     async def latest(self, topic: str, type_name: str, timeout: float) -> tuple[Sample | None,
                                                                                   _Entry]:

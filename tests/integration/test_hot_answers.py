@@ -1,0 +1,128 @@
+"""Hot GETs on real gateways: the fast path answers like the generic one, and steps aside."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from gateway.demo.robot import Robot
+from tests.conftest import free_port
+from tests.harness import Gateway, Response, enc
+from tests.integration.test_faults_support import RosSide, wait_until
+from tests.integration.test_security_helpers import (
+    SECRET,
+    SecureGateway,
+    auth_settings,
+    bearer,
+    mint,
+)
+
+pytestmark = pytest.mark.integration
+
+DATA = "/apps/temp_sensor/data/" + enc("/powertrain/engine/temperature")
+HOT_PATHS = (DATA, "/faults", "/apps", "/apps/temp_sensor", "/faults?status=all")
+# A header the generic path ignores on these routes but which keeps a request off the
+# fast path: the same request, answered generically.
+GENERIC = {"If-None-Match": '"no-such-tag"'}
+
+
+@pytest.fixture(scope="module")
+def gw(robot: Robot, domain: int, tmp_path_factory: pytest.TempPathFactory
+       ) -> Iterator[Gateway]:
+    d = tmp_path_factory.mktemp("hot")
+    with Gateway(free_port(), domain, [f"state_dir={d}/state"], d / "gw.log") as g:
+        g.wait_for(DATA, lambda b: b["x-vendor"]["status"] == "data", timeout=60)
+        yield g
+
+
+def hits(gw: Gateway, headers: dict[str, str] | None = None) -> int:
+    block = gw.get("/health", headers=headers).json().get("x-vendor-hot-answers")
+    return -1 if block is None else int(block["hits"])
+
+
+def same_answer(fast: Response, generic: Response) -> None:
+    assert fast.status == generic.status == 200
+    assert {k: v for k, v in fast.headers.items() if k != "date"} == \
+        {k: v for k, v in generic.headers.items() if k != "date"}
+    assert fast.body == generic.body
+
+
+def fast_and_generic(gw: Gateway, path: str) -> tuple[Response, Response]:
+    """A fast answer and the generic answer just before it (retried past new samples)."""
+    for _ in range(50):
+        gw.get(path)  # offers the probe (or is already answered by it)
+        before = hits(gw)
+        generic = gw.get(path, headers=GENERIC)
+        middle = hits(gw)
+        fast = gw.get(path)
+        if middle == before and hits(gw) == middle + 1:
+            return fast, generic
+    raise AssertionError(f"{path}: no fast answer in 50 tries")
+
+
+@pytest.mark.parametrize("path", HOT_PATHS)
+def test_fast_answers_equal_generic_answers(gw: Gateway, path: str) -> None:
+    fast, generic = fast_and_generic(gw, path)
+    same_answer(fast, generic)
+    assert fast.json()  # a real body, not an empty cache entry
+
+
+def test_head_and_range_take_the_generic_path(gw: Gateway) -> None:
+    fast, _ = fast_and_generic(gw, "/apps")
+    before = hits(gw)
+    head = gw.request("HEAD", "/apps")
+    assert head.status == 200 and head.body == b""
+    assert head.headers["content-length"] == fast.headers["content-length"]
+    ranged = gw.get("/apps", headers={"Range": "bytes=0-9"})
+    assert ranged.status == 200 and ranged.body == fast.body
+    bad = gw.get("/apps", headers={"Range": "bytes=x"})
+    assert bad.status == 416 and bad.json()["error_code"]
+    assert hits(gw) == before
+
+
+def test_new_samples_are_served(gw: Gateway) -> None:
+    first = gw.get(DATA).json()["x-vendor"]["timestamp"]
+    wait_until(lambda: gw.get(DATA).json()["x-vendor"]["timestamp"] != first, 30,
+               "a newer sample on a hot data read")
+
+
+def test_entity_and_fault_changes_are_served(gw: Gateway, ros: RosSide) -> None:
+    for path in ("/apps", "/faults"):
+        fast_and_generic(gw, path)  # both paths hot
+    ros.node("hot_probe_node", "/hot")
+    gw.wait_for("/apps", lambda b: any(a["id"] == "hot_probe_node" for a in b["items"]),
+                timeout=30)
+    reporter = ros.reporter(ros.node("hot_reporter", "/hot"))
+    reporter.report("HOT_PATH_FAULT", 2, "reported while /faults is hot")
+    gw.wait_for("/faults", lambda b: any(f["fault_code"] == "HOT_PATH_FAULT"
+                                          for f in b["items"]), timeout=30)
+
+
+@pytest.fixture(scope="module")
+def guarded(robot: Robot, domain: int, tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[SecureGateway]:
+    d = tmp_path_factory.mktemp("guarded")
+    settings = auth_settings(d, "all", "rate_limiting.enabled=true",
+                             "rate_limiting.client_requests_per_minute=600",
+                             "rate_limiting.global_requests_per_minute=6000",
+                             "cors.allowed_origins=[http://dash.example]")
+    with SecureGateway(free_port(), domain, settings, d / "gw.log") as g:
+        yield g
+
+
+def test_auth_rate_limits_and_cors_keep_every_check(guarded: SecureGateway) -> None:
+    token = bearer(mint(SECRET, "viewer"))
+    headers: dict[str, Any] = {**token, "Origin": "http://dash.example"}
+    wait_until(lambda: guarded.get(DATA, headers=headers).json().get("x-vendor", {})
+               .get("status") == "data", 60, "a data read with a token")
+    remaining = []
+    for _ in range(3):
+        resp = guarded.get(DATA, headers=headers)
+        assert resp.status == 200
+        assert resp.headers["access-control-allow-origin"] == "http://dash.example"
+        remaining.append(int(resp.headers["x-ratelimit-remaining"]))
+    assert remaining[0] > remaining[1] > remaining[2]  # every read took a token
+    assert guarded.get(DATA).status == 401  # no token: refused after hot reads
+    assert hits(guarded, token) == -1  # the fast path is not installed
