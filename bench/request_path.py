@@ -68,6 +68,14 @@ def _wait_up(url: str, timeout: float = 30.0) -> None:
             time.sleep(0.2)
 
 
+def _shape(url: str) -> tuple[int, int]:
+    """Body bytes and header count of one GET (both sides must serve the same)."""
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        return len(resp.read()), len(resp.getheaders())
+
+
 def main() -> None:
     """Start the demo robot, a gateway and one bare server per path; compare them."""
     wrk_path()
@@ -92,6 +100,7 @@ def main() -> None:
                                            bare[-1].pid)
             for url, _pid in urls.values():
                 _wait_up(url)
+            shapes = {label: _shape(url) for label, (url, _pid) in urls.items()}
             assert gw.proc is not None
             idle = idle_cpu_rate(gw.proc.pid)
             try:
@@ -111,6 +120,10 @@ def main() -> None:
         errors = sum(r.errors for r in side)
         print(ratio_line(label, side, base, target, side_idle=idle)
               + (f"  [{errors} errors]" if errors else ""))
+        (gw_bytes, gw_headers), (bare_bytes, bare_headers) = \
+            shapes[label], shapes[label + " (bare)"]
+        print(f"{'':<22} answers: gateway {gw_bytes} bytes, {gw_headers} headers; bare "
+              f"{bare_bytes} bytes, {bare_headers} headers")
 
 
 if __name__ == "__main__":

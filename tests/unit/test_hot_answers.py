@@ -110,12 +110,13 @@ def test_fast_answer_has_the_generic_headers_and_body() -> None:
     asyncio.run(scenario())
 
 
+STEP_ASIDE_VALUES = {"Range": "bytes=0-3", "Expect": "100-continue", "If-None-Match": '"abc"',
+                     "If-Modified-Since": "Mon, 23 Nov 2026 22:00:00 GMT", "If-Match": '"abc"',
+                     "If-Unmodified-Since": "Mon, 23 Nov 2026 22:00:00 GMT", "If-Range": '"abc"'}
+
+
 @pytest.mark.parametrize(("method", "headers"), [
-    ("HEAD", {}),
-    ("GET", {"Range": "bytes=0-3"}),
-    ("GET", {"If-None-Match": '"abc"'}),
-    ("GET", {"If-Modified-Since": "Mon, 23 Nov 2026 22:00:00 GMT"}),
-])
+    ("HEAD", {}), *(("GET", {name: STEP_ASIDE_VALUES[name]}) for name in hot.STEP_ASIDE)])
 def test_head_range_and_conditionals_take_the_generic_path(method: str,
                                                            headers: dict[str, str]) -> None:
     served = Served()
