@@ -29,16 +29,27 @@ GENERIC = {"If-None-Match": '"no-such-tag"'}
 
 
 @pytest.fixture(scope="module")
-def gw(robot: Robot, domain: int, tmp_path_factory: pytest.TempPathFactory
-       ) -> Iterator[Gateway]:
+def gateways(robot: Robot, domain: int, tmp_path_factory: pytest.TempPathFactory
+             ) -> Iterator[dict[str, Gateway]]:
+    """One gateway per wire profile (the medkit one addresses any topic of the graph)."""
     d = tmp_path_factory.mktemp("hot")
-    with Gateway(free_port(), domain, [f"state_dir={d}/state"], d / "gw.log") as g:
-        g.wait_for(DATA, lambda b: b["x-vendor"]["status"] == "data", timeout=60)
-        yield g
+    with Gateway(free_port(), domain, [f"state_dir={d}/spec"], d / "spec.log") as spec, \
+            Gateway(free_port(), domain, [f"state_dir={d}/medkit", "api.profile=medkit"],
+                    d / "medkit.log") as medkit:
+        for g, xv in ((spec, "x-vendor"), (medkit, "x-medkit")):
+            g.wait_for(DATA, lambda b, xv=xv: b[xv]["status"] == "data", timeout=60)
+        yield {"spec": spec, "medkit": medkit}
+
+
+@pytest.fixture(params=["spec", "medkit"])
+def gw(gateways: dict[str, Gateway], request: pytest.FixtureRequest) -> Gateway:
+    return gateways[request.param]
 
 
 def hits(gw: Gateway, headers: dict[str, str] | None = None) -> int:
-    block = gw.get("/health", headers=headers).json().get("x-vendor-hot-answers")
+    """Answers served by the fast path so far; -1 when it is not installed."""
+    body = gw.get("/health", headers=headers).json()
+    block = next((v for k, v in body.items() if k.endswith("-hot-answers")), None)
     return -1 if block is None else int(block["hits"])
 
 
@@ -69,6 +80,17 @@ def test_fast_answers_equal_generic_answers(gw: Gateway, path: str) -> None:
     assert fast.json()  # a real body, not an empty cache entry
 
 
+def test_unlisted_topic_reads_match(gateways: dict[str, Gateway]) -> None:
+    medkit = gateways["medkit"]  # its reads address any topic of the graph
+    items = medkit.get("/apps/rpm_sensor/data").json()["items"]
+    topic = next(i["id"] for i in items if i["id"].endswith("rpm"))
+    path = "/apps/temp_sensor/data/" + enc(topic)
+    medkit.wait_for(path, lambda b: b["x-medkit"].get("status") == "data", timeout=30)
+    fast, generic = fast_and_generic(medkit, path)
+    same_answer(fast, generic)
+    assert fast.json()["id"] == topic
+
+
 def test_head_and_range_take_the_generic_path(gw: Gateway) -> None:
     fast, _ = fast_and_generic(gw, "/apps")
     before = hits(gw)
@@ -82,13 +104,15 @@ def test_head_and_range_take_the_generic_path(gw: Gateway) -> None:
     assert hits(gw) == before
 
 
-def test_new_samples_are_served(gw: Gateway) -> None:
+def test_new_samples_are_served(gateways: dict[str, Gateway]) -> None:
+    gw = gateways["spec"]
     first = gw.get(DATA).json()["x-vendor"]["timestamp"]
     wait_until(lambda: gw.get(DATA).json()["x-vendor"]["timestamp"] != first, 30,
                "a newer sample on a hot data read")
 
 
-def test_entity_and_fault_changes_are_served(gw: Gateway, ros: RosSide) -> None:
+def test_entity_and_fault_changes_are_served(gateways: dict[str, Gateway], ros: RosSide) -> None:
+    gw = gateways["spec"]
     for path in ("/apps", "/faults"):
         fast_and_generic(gw, path)  # both paths hot
     ros.node("hot_probe_node", "/hot")
