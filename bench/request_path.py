@@ -84,6 +84,9 @@ def main() -> None:
                     Path(tmp) / "gateway.log") as gw:
         gw.wait_for(DATA, lambda b: b["x-vendor"]["status"] == "data", timeout=30)
         _report_faults(gw)
+        # the reporter node has left: capture /apps without it, as the rounds will see it
+        gw.wait_for("/apps", lambda b: all(i["id"] != "bench_reporter" for i in b["items"]),
+                    timeout=30)
         bare: list[subprocess.Popen[bytes]] = []
         urls: dict[str, tuple[str, int | None]] = {}
         try:
