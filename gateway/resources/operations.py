@@ -89,6 +89,9 @@ def entity_operations(state: GatewayState, entity: Entity) -> list[OpRef]:
 def find_operation(state: GatewayState, entity: Entity, op_id: str) -> OpRef:
     """The operation an id addresses (assigned id, or a bare id naming one); 404 otherwise."""
     ops = entity_operations(state, entity)
+    for op in ops:  # an assigned id (the common case) needs no member items
+        if op.id == op_id:
+            return op
     items = [MemberItem(o.member_ids[0], o.path) for o in ops]
     try:
         return ops[resolve(op_id, items, [o.id for o in ops])]
@@ -196,7 +199,7 @@ async def start_execution(request: web.Request) -> web.Response:
         raise vendor_error(500, "x-vendor-ros2-service-unavailable",
                            f"Cannot call {op.path}: {exc}", operation_id=op.id) from None
     part = cls.Request if op.kind == "service" else cls.Goal
-    fields, override = execution_request(body, op.kind, part.get_fields_and_field_types())
+    fields, override = execution_request(body, op.kind, field_type_map(part))
     check_type_override(override, op.type)
     where = {f"ros2_{op.kind}": op.path}
     wire = state.wire.operations

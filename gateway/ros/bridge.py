@@ -16,6 +16,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
 from ..http.errors import not_responding
+from .replies import ReplyHub
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -65,6 +66,7 @@ class RosBridge:
             max_workers=graph_threads, thread_name_prefix="ros-graph"
         )
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.replies: ReplyHub | None = None  # service responses to the loop (ros/replies.py)
         self.tasks_completed = 0
         self.tasks_failed = 0
         self.last_task_latency_us = 0
@@ -74,6 +76,7 @@ class RosBridge:
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start spinning; results are handed to this loop."""
         self.loop = loop
+        self.replies = ReplyHub(loop)
         self._thread.start()
         if self._call_thread is not None:
             self._call_thread.start()
@@ -197,6 +200,11 @@ class ClientCache:
     def __init__(self, bridge: RosBridge) -> None:
         self.bridge = bridge
         self._clients: dict[tuple[str, str], asyncio.Future[Any]] = {}
+        self._ready: dict[tuple[str, str], Any] = {}  # clients made: no future to inspect
+
+    def ready(self, name: str, type_name: str) -> Any:
+        """The client for name when it was made already, else None."""
+        return self._ready.get((name, type_name))
 
     async def get(self, name: str, type_name: str, factory: Callable[..., Any],
                   what: str) -> Any:
@@ -212,12 +220,16 @@ class ClientCache:
             fut = self._clients[key] = asyncio.ensure_future(
                 self.bridge.run(factory, self.bridge.call_node, cls, name, what=what))
         try:
-            return await asyncio.shield(fut)
+            client = await asyncio.shield(fut)
         except Exception:
             if self._clients.get(key) is fut:
                 del self._clients[key]
             raise
+        if self._clients.get(key) is fut:
+            self._ready[key] = client
+        return client
 
     def clear(self) -> None:
         """Forget every client (they are destroyed with the bridge's node)."""
         self._clients.clear()
+        self._ready.clear()

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from .bridge import ClientCache, RosBridge
+from .replies import forget, send, supports_slots
 
 # How long a call waits for a freshly created client to match its server.
 READY_WAIT_S = 2.0
@@ -57,16 +58,23 @@ class InFlightLimiter:
     @contextlib.asynccontextmanager
     async def slot(self, name: str, timeout: float) -> AsyncIterator[None]:
         """Hold one of the endpoint's slots; CallTimeout when none frees up within timeout."""
-        sem = self.semaphore(name)
-        if not await acquire_within(sem, timeout):
-            raise CallTimeout(f"{name} did not answer within {timeout:g} s (queued behind "
-                              f"{self.cap} calls in flight)", timeout)
-        self.in_flight[name] = self.in_flight.get(name, 0) + 1
+        await self.acquire(name, timeout)
         try:
             yield
         finally:
-            self.in_flight[name] -= 1
-            sem.release()
+            self.release(name)
+
+    async def acquire(self, name: str, timeout: float) -> None:
+        """Take one of the endpoint's slots; CallTimeout when none frees up within timeout."""
+        if not await acquire_within(self.semaphore(name), timeout):
+            raise CallTimeout(f"{name} did not answer within {timeout:g} s (queued behind "
+                              f"{self.cap} calls in flight)", timeout)
+        self.in_flight[name] = self.in_flight.get(name, 0) + 1
+
+    def release(self, name: str) -> None:
+        """Give back a slot taken with acquire."""
+        self.in_flight[name] -= 1
+        self._sems[name].release()
 
 
 async def acquire_within(sem: asyncio.Semaphore, timeout: float) -> bool:
@@ -126,9 +134,13 @@ class ServiceCaller:
     async def call(self, name: str, type_name: str, request: Any, timeout: float) -> Any:
         """The response to one request; CallTimeout, NotAvailable or CallFailed otherwise."""
         deadline = asyncio.get_running_loop().time() + timeout
+        limiter = self.limiter
         try:
-            async with self.limiter.slot(name, timeout):
+            await limiter.acquire(name, timeout)
+            try:
                 return await self._call(name, type_name, request, timeout, deadline)
+            finally:
+                limiter.release(name)
         except CallTimeout:
             self.timeouts += 1
             raise
@@ -137,16 +149,44 @@ class ServiceCaller:
                     deadline: float) -> Any:
         loop = asyncio.get_running_loop()
         try:
-            client = await self.client(name, type_name)
+            client = self._clients.ready(name, type_name) or await self.client(name, type_name)
         except CallError:
             raise
         except Exception as exc:
             raise CallFailed(f"cannot create a client for {name}: {exc}") from exc
-        ready_by = min(deadline, loop.time() + READY_WAIT_S)
-        if not await wait_until(client.service_is_ready, ready_by):
-            if loop.time() >= deadline:
-                raise CallTimeout(f"service {name} did not answer within {timeout:g} s", timeout)
-            raise NotAvailable(f"service {name} is not available on the ROS graph")
+        if not client.service_is_ready():
+            ready_by = min(deadline, loop.time() + READY_WAIT_S)
+            if not await wait_until(client.service_is_ready, ready_by):
+                if loop.time() >= deadline:
+                    raise CallTimeout(f"service {name} did not answer within {timeout:g} s",
+                                      timeout)
+                raise NotAvailable(f"service {name} is not available on the ROS graph")
+        hub = self.bridge.replies
+        if hub is None or not supports_slots(client):
+            return await self._call_future(client, name, request, timeout, deadline)
+        try:
+            reply = send(client, request, hub)
+        except Exception as exc:
+            raise CallFailed(f"calling {name} failed: {exc}") from exc
+        self.calls += 1
+        afut = reply.afut
+        timer = loop.call_at(deadline, _expire, afut)
+        try:
+            return await afut
+        except asyncio.TimeoutError:
+            forget(client, reply)
+            raise CallTimeout(f"service {name} did not answer within {timeout:g} s",
+                              timeout) from None
+        except asyncio.CancelledError:
+            forget(client, reply)
+            raise
+        finally:
+            timer.cancel()
+
+    async def _call_future(self, client: Any, name: str, request: Any, timeout: float,
+                           deadline: float) -> Any:
+        """The plain rclpy path (call_async and a wrapped future), for clients without slots."""
+        loop = asyncio.get_running_loop()
         try:
             rfut = client.call_async(request)
         except Exception as exc:
@@ -167,6 +207,11 @@ class ServiceCaller:
     def close(self) -> None:
         """Forget every client; they are destroyed with the bridge's node."""
         self._clients.clear()
+
+
+def _expire(afut: asyncio.Future[Any]) -> None:
+    if not afut.done():
+        afut.set_exception(asyncio.TimeoutError())
 
 
 def _create_client(node: Any, cls: Any, name: str) -> Any:
