@@ -298,7 +298,8 @@ class FaultService:
         batch = FaultBatch()
         taken = 0
         for reporter, seq, report in inbox:
-            if taken >= FLUSH_MAX_ITEMS or (taken & 31 == 31 and time.perf_counter() > until):
+            if taken >= FLUSH_MAX_ITEMS or (taken and taken % 32 == 0
+                                            and time.perf_counter() > until):
                 break
             taken += 1
             if reporter is not None:

@@ -190,7 +190,7 @@ class FaultStream:
         framed = chunk(raw)
         n = 0
         for client in targets:
-            if n >= FANOUT_SLICE or (n & 7 == 7 and time.perf_counter() > until):
+            if n >= FANOUT_SLICE or (n and n % 8 == 0 and time.perf_counter() > until):
                 break
             n += 1
             if client.write_now(framed):
