@@ -304,3 +304,32 @@ def test_a_fan_out_step_stops_at_its_time_budget_and_resumes_in_order() -> None:
             assert ids[-2:] == [b"id: 1", b"id: 2"]
 
     asyncio.run(scenario())
+
+
+def test_direct_writes_over_tls(tmp_path: Any) -> None:
+    import ssl
+
+    from tests.integration.test_security_helpers import client_context, make_pki
+
+    pki = make_pki(tmp_path)
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(str(pki.server_cert), str(pki.server_key))
+
+    async def scenario() -> None:
+        stream = FaultStream(SseSlots(2), 30.0)
+        runner = web.AppRunner(app_for(stream), handler_cancellation=True)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_ctx)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        try:
+            async with aiohttp.ClientSession() as session, session.get(
+                    f"https://127.0.0.1:{port}/stream", ssl=client_context(pki)) as resp:
+                await wait_until(lambda: any(c.transport for c in stream.clients))
+                stream.publish("fault_confirmed", {"n": 1})
+                stream.publish_many([("fault_updated", {"n": 2}), ("fault_cleared", {"n": 3})])
+                assert [i for i, _, _ in await read_events(resp, 3)] == [1, 2, 3]
+        finally:
+            await runner.cleanup()
+
+    asyncio.run(scenario())
