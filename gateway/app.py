@@ -148,6 +148,7 @@ async def _stop_plugins(state: GatewayState) -> None:
 
 
 async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
+    from . import loopslice
     from .discovery.cache import EntityCache
     from .discovery.poller import GraphPoller
     from .discovery.runtime import HostInfo
@@ -198,8 +199,8 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     await _start_plugins(state)
     await push.start(state)  # subscriptions, triggers, fault triggers: after the faults
     app.on_shutdown.append(lambda _app: push.on_shutdown(state))
-    lag = LoopLag()  # how long the event loop is busy at a stretch (docs/architecture.md)
-    lag.start()
+    lag = LoopLag(loopslice.apply(s["server.loop_slice_us"]))  # after the threads start
+    lag.start()  # how long the event loop is busy at a stretch (docs/architecture.md)
     state.extras.setdefault("health", {})["x-vendor-event-loop"] = lag.health
     try:
         yield

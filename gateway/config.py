@@ -345,6 +345,11 @@ SETTINGS: tuple[Setting, ...] = (
        minimum=1024, maximum=16 << 20),
     _s("snapshots.default_topics", tuple, (),
        "topics captured for every confirmed fault (overrides the config file's default_topics)"),
+    # Event loop under storms (docs/architecture.md, "Event loop"): scheduler latency hint.
+    _s("server.loop_slice_us", int, 100,
+       "scheduler slice asked for the event-loop thread (Linux 6.12+ EEVDF): a short slice "
+       "lets the loop run soon after it wakes on a busy machine, with no more CPU; 0: kernel "
+       "default", minimum=0, maximum=100000),
 )
 
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}

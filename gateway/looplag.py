@@ -14,7 +14,8 @@ WINDOW_S = 5.0
 class LoopLag:
     """Samples the lag of a PERIOD_S timer; /health reports the last WINDOW_S of samples."""
 
-    def __init__(self) -> None:
+    def __init__(self, slice_us: int | None = None) -> None:
+        self.slice_us = slice_us  # the loop thread's scheduler slice, when one was set
         self._samples: deque[tuple[float, float]] = deque(maxlen=int(WINDOW_S / PERIOD_S))
         self.max_ms = 0.0
         self._task: asyncio.Task[None] | None = None
@@ -39,15 +40,16 @@ class LoopLag:
             if lag_ms > self.max_ms:
                 self.max_ms = lag_ms
 
-    def health(self) -> dict[str, float]:
-        """p50, p99 and max lag (ms) over the last WINDOW_S, and the max since start."""
+    def health(self) -> dict[str, float | None]:
+        """p50, p99 and max lag (ms) over the last WINDOW_S, the max since start, the slice."""
         lags = sorted(lag for _, lag in self._samples)
         if not lags:
             return {"window_s": WINDOW_S, "p50_ms": 0.0, "p99_ms": 0.0, "max_ms": 0.0,
-                    "max_since_start_ms": round(self.max_ms, 2)}
+                    "max_since_start_ms": round(self.max_ms, 2), "slice_us": self.slice_us}
 
         def pct(q: float) -> float:
             return round(lags[min(len(lags) - 1, max(0, math.ceil(q * len(lags)) - 1))], 2)
 
         return {"window_s": WINDOW_S, "p50_ms": pct(0.5), "p99_ms": pct(0.99),
-                "max_ms": round(lags[-1], 2), "max_since_start_ms": round(self.max_ms, 2)}
+                "max_ms": round(lags[-1], 2), "max_since_start_ms": round(self.max_ms, 2),
+                "slice_us": self.slice_us}

@@ -6,6 +6,8 @@ import datetime as _dt
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import orjson
+
 INFO, WARN, ERROR, CRITICAL = 0, 1, 2, 3
 SEVERITY_LABELS = {INFO: "INFO", WARN: "WARN", ERROR: "ERROR", CRITICAL: "CRITICAL"}
 
@@ -102,6 +104,10 @@ class FaultRecord:
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for storage."""
         return asdict(self)
+
+    def to_json(self) -> bytes:
+        """to_dict() as JSON (orjson writes dataclass fields directly: no dict copy)."""
+        return orjson.dumps(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> FaultRecord:

@@ -36,7 +36,8 @@ from .writer import StoreWriter
 
 log = logging.getLogger(__name__)
 
-FLUSH_MAX_ITEMS = 500  # reports applied per flush (about 5 ms on the loop at most)
+FLUSH_MAX_ITEMS = 500  # reports applied per flush at most
+FLUSH_BUDGET_S = 0.002  # and about this much loop time per flush (the rest follows the commit)
 
 # (reporter id or None for bridge reports, sequence number, report)
 Item = tuple[str | None, int, Report]
@@ -163,7 +164,10 @@ class FaultService:
         from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
         from std_msgs.msg import String
 
-        node = self.state.bridge.node
+        # The report topic is the storm path: on the call node (rclpy's EventsExecutor with
+        # ros.executor=events) a message costs a fraction of a wait-set rebuild, so a burst of
+        # reports takes little CPU and GIL from the event loop.
+        node = self.state.bridge.call_node
         qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=QUEUE_DEPTH,
                          reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.VOLATILE)
@@ -174,7 +178,7 @@ class FaultService:
             callback_group=MutuallyExclusiveCallbackGroup())
 
     def _destroy_ros(self) -> None:
-        node = self.state.bridge.node
+        node = self.state.bridge.call_node
         for fn, obj in ((node.destroy_subscription, self._report_sub),
                         (node.destroy_publisher, self._ack_pub)):
             if obj is not None:
@@ -286,12 +290,18 @@ class FaultService:
             return  # a flush in flight flushes again when its commit is done
         # A bounded batch keeps each flush's time on the loop short; the rest follows as soon
         # as this batch is committed.
-        items, self._inbox = self._inbox[:FLUSH_MAX_ITEMS], self._inbox[FLUSH_MAX_ITEMS:]
+        inbox = self._inbox
+        until = time.perf_counter() + FLUSH_BUDGET_S
         now = time.time_ns()
         acks: dict[str, list[int]] = {}
         keys: list[tuple[str, int]] = []
         batch = FaultBatch()
-        for reporter, seq, report in items:
+        taken = 0
+        for reporter, seq, report in inbox:
+            if taken >= FLUSH_MAX_ITEMS or (taken and taken % 32 == 0
+                                            and time.perf_counter() > until):
+                break
+            taken += 1
             if reporter is not None:
                 acks.setdefault(reporter, []).append(seq)
                 seen = self.dedup.setdefault(reporter, set())
@@ -302,6 +312,7 @@ class FaultService:
                 keys.append((reporter, seq))
             self.stats["reports_applied"] += 1
             self._apply(report, now, batch)
+        del inbox[:taken]
         self._committing = True
         events = self._events(batch, now)
         fut = self._commit(batch, keys, now, len(events))
@@ -401,8 +412,8 @@ class FaultService:
         """Queue the batch's rows (serialized here, on the loop) for the writer thread."""
         assert self.stream is not None
         self.generation += 1
-        rows = StoreBatch(faults=[(r.code, orjson.dumps(r.to_dict()))
-                                  for r in batch.changed.values()], dedup=keys, at_ns=now)
+        rows = StoreBatch(faults=[(r.code, r.to_json()) for r in batch.changed.values()],
+                          dedup=keys, at_ns=now)
         if batch.correlation_dirty:
             rows.meta["correlation"] = orjson.dumps(self.engine.to_state())
         if batch.cleared and not self.retain_on_clear:

@@ -119,7 +119,7 @@ class FaultStore:
         """Insert or replace records."""
         self.conn.executemany(
             "INSERT OR REPLACE INTO faults (code, body) VALUES (?, ?)",
-            [(r.code, orjson.dumps(r.to_dict())) for r in records])
+            [(r.code, r.to_json()) for r in records])
 
     def write_batch(self, batch: StoreBatch) -> None:
         """Everything one flush or clear changed, in one commit."""

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiohttp import web
+from aiohttp import hdrs, web
 
 from ..http.errors import SERVICE_UNAVAILABLE, ApiError
 from ..http.jsonutil import dumps
@@ -21,7 +22,8 @@ log = logging.getLogger(__name__)
 REPLAY_EVENTS = 100
 ID_BLOCK = 1000  # event ids reserved (stored) at a time
 CLIENT_QUEUE = 1024
-FANOUT_SLICE = 32  # clients woken per loop step when an event goes to many
+FANOUT_SLICE = 32  # clients served per loop step when an event goes to many
+FANOUT_BUDGET_S = 0.001  # and at most about this much loop time per step
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
                "Connection": "keep-alive", "X-Accel-Buffering": "no"}
 
@@ -68,11 +70,27 @@ _CLOSE = b""
 _KEEPALIVE = b":keepalive\n\n"
 
 
+def chunk(raw: bytes) -> bytes:
+    """raw framed as one HTTP/1.1 chunk (Transfer-Encoding: chunked)."""
+    return b"%x\r\n%b\r\n" % (len(raw), raw)
+
+
 @dataclass(eq=False)
 class _Client:
     queue: asyncio.Queue[bytes] = field(default_factory=lambda: asyncio.Queue(CLIENT_QUEUE))
     overflowed: bool = False
     local_only: bool = False  # X-<Vendor>-No-Fan-Out: no events relayed from peers
+    # Set once the stream is open, chunked and uncompressed: a client with nothing queued
+    # and nothing buffered gets its chunk written straight to its socket by the fan-out.
+    transport: Any = None
+
+    def write_now(self, framed: bytes) -> bool:
+        """Write a framed chunk at once if nothing of this client waits before it."""
+        t = self.transport
+        if t is None or not self.queue.empty() or t.get_write_buffer_size() or t.is_closing():
+            return False
+        t.write(framed)
+        return True
 
 
 class FaultStream:
@@ -152,9 +170,9 @@ class FaultStream:
 
     def _pump(self) -> None:
         raw, targets = self._outbox[0]
-        self._deliver(raw, targets[:FANOUT_SLICE])
-        if len(targets) > FANOUT_SLICE:
-            self._outbox[0] = (raw, targets[FANOUT_SLICE:])
+        done = self._deliver(raw, targets, time.perf_counter() + FANOUT_BUDGET_S)
+        if done < len(targets):
+            self._outbox[0] = (raw, targets[done:])
         else:
             self._outbox.popleft()
         if self._outbox:
@@ -162,8 +180,21 @@ class FaultStream:
         else:
             self._pumping = False
 
-    def _deliver(self, raw: bytes, targets: list[_Client]) -> None:
+    def _deliver(self, raw: bytes, targets: list[_Client], until: float = math.inf) -> int:
+        """Hand raw to up to FANOUT_SLICE targets, fewer once past `until`; returns how many.
+
+        A caught-up client gets the chunk written to its socket here, shared by every such
+        client (no task wake-up, no per-client encoding); the others get it queued, in order
+        behind what they already have.
+        """
+        framed = chunk(raw)
+        n = 0
         for client in targets:
+            if n >= FANOUT_SLICE or (n and n % 8 == 0 and time.perf_counter() > until):
+                break
+            n += 1
+            if client.write_now(framed):
+                continue
             try:
                 client.queue.put_nowait(raw)
             except asyncio.QueueFull:
@@ -174,6 +205,7 @@ class FaultStream:
                     while not client.queue.empty():
                         client.queue.get_nowait()
                     client.queue.put_nowait(_CLOSE)
+        return n
 
     async def _keepalive_loop(self) -> None:
         # One timer for all clients (a per-client wait_for would cost a task per event).
@@ -213,7 +245,9 @@ class FaultStream:
             self.clients.add(client)  # same loop step as the replay copy: no gap, no repeat
             resp = web.StreamResponse(status=200, headers=SSE_HEADERS)
             await resp.prepare(request)
-            await resp.write(b"".join([b":connected\n\n", *backlog]))
+            await resp.write(b"".join([b":connected\n\n", *backlog]))  # sends the headers
+            if resp.headers.get(hdrs.TRANSFER_ENCODING) == "chunked" and not resp.compression:
+                client.transport = request.transport  # the fan-out may write to it directly
             while True:
                 raw = await client.queue.get()
                 parts = [raw]

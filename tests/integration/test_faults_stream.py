@@ -204,6 +204,43 @@ def test_burst_shows_as_cluster_representative(gw: Gateway, ros: RosSide) -> Non
     assert_error(gw.get("/faults?status=nope"), 400, "invalid-parameter")
 
 
+def test_a_report_burst_reaches_every_client_complete_and_in_order(gw: Gateway,
+                                                                   ros: RosSide) -> None:
+    # More reports than one flush applies and than one fan-out step serves: every event
+    # still reaches both clients once, numbered without gaps, in the same order.
+    node = ros.node("storm", NS)
+    wait_until(lambda: gw.get("/apps/storm").status == 200, 20, "app storm")
+    rep = ros.reporter(node, max_pending=10_000)
+    codes, reports = 25, 1200
+    readers = [SseReader(gw), SseReader(gw)]
+    try:
+        assert all(r.status == 200 for r in readers)
+        for i in range(reports):  # a new message each time: every report is an event
+            rep.report(f"STORM_{i % codes}", 2, f"m{i}")
+        wait_until(lambda: rep.pending == 0, 90, "every report acknowledged")
+        assert gw.get("/health").status == 200
+        # what the list says now (a report lost in transport and resent may land late)
+        last = {code: item["message"] for code, item in faults_by_code(gw).items()
+                if code.startswith("STORM_")}
+        assert len(last) == codes
+        for sse in readers:
+            got = [sse.next(lambda e: e["data"]["fault"]["fault_code"].startswith("STORM_"),
+                            timeout=60) for _ in range(reports)]
+            ids = [e["id"] for e in got]
+            assert ids == list(range(ids[0], ids[0] + reports))
+            assert sum(e["event"] == "fault_confirmed" for e in got) == codes
+            final = {e["data"]["fault"]["fault_code"]: e["data"]["fault"]["message"]
+                     for e in got}
+            assert final == last
+        assert readers[0].events.empty() or all(
+            not e["data"]["fault"]["fault_code"].startswith("STORM_")
+            for e in list(readers[0].events.queue))
+    finally:
+        for r in readers:
+            r.close()
+        assert gw.request("DELETE", "/faults").status == 204
+
+
 def test_open_stream_does_not_hold_up_shutdown(gw: Gateway) -> None:
     import signal
 

@@ -227,3 +227,109 @@ def test_event_ids_survive_a_restart_without_reuse() -> None:
     assert second.publish("fault_confirmed", {}) > 5 + 3
     frames = second.replay(5)  # the client saw id 5 before the crash: told to refetch
     assert b"event: refetch" in frames[0]
+
+
+class _Transport:
+    """A socket transport's write side (what the fan-out looks at)."""
+
+    def __init__(self, buffered: int = 0, closing: bool = False) -> None:
+        self.buffered, self.closing = buffered, closing
+        self.written: list[bytes] = []
+
+    def get_write_buffer_size(self) -> int:
+        return self.buffered
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def write(self, data: bytes) -> None:
+        self.written.append(data)
+
+
+def test_caught_up_clients_get_the_chunk_written_directly_others_queue_it() -> None:
+    from gateway.faults import stream as mod
+    from gateway.faults.stream import chunk
+
+    async def scenario() -> None:
+        stream = FaultStream(SseSlots(8), 30.0)
+        ready, behind, full, closing = (mod._Client(transport=_Transport()),
+                                        mod._Client(transport=_Transport()),
+                                        mod._Client(transport=_Transport(buffered=10)),
+                                        mod._Client(transport=_Transport(closing=True)))
+        behind.queue.put_nowait(b"earlier")
+        stream.clients.update((ready, behind, full, closing))
+        stream.publish("fault_confirmed", {"n": 1})
+        raw = frame(1, "fault_confirmed", {"n": 1})
+        assert ready.transport.written == [chunk(raw)] and ready.queue.empty()
+        assert chunk(raw) == b"%x\r\n" % len(raw) + raw + b"\r\n"
+        # nothing may overtake what a client already has queued or buffered
+        assert behind.transport.written == [] and list(behind.queue._queue) == [b"earlier", raw]
+        assert full.transport.written == [] and full.queue.get_nowait() == raw
+        assert closing.transport.written == [] and closing.queue.get_nowait() == raw
+
+    asyncio.run(scenario())
+
+
+def test_a_client_behind_on_its_socket_is_still_dropped_at_its_queue_bound() -> None:
+    from gateway.faults import stream as mod
+
+    async def scenario() -> None:
+        stream = FaultStream(SseSlots(1), 30.0)
+        stuck = mod._Client(asyncio.Queue(2), transport=_Transport(buffered=1 << 20))
+        stream.clients.add(stuck)
+        for i in range(5):
+            stream.publish("fault_updated", {"n": i})
+        assert stuck.overflowed and stream.dropped_clients == 1
+        assert stuck.queue.get_nowait() == b"" and stuck.transport.written == []
+
+    asyncio.run(scenario())
+
+
+def test_a_fan_out_step_stops_at_its_time_budget_and_resumes_in_order() -> None:
+    from gateway.faults import stream as mod
+
+    async def scenario() -> None:
+        stream = FaultStream(SseSlots(64), 30.0)
+        clients = [mod._Client(transport=_Transport()) for _ in range(20)]
+        # past the budget already: each step still serves 8 clients, then yields
+        served = stream._deliver(b"x", clients, until=0.0)
+        assert served == 8
+        stream.clients.update(clients)
+        stream.publish("fault_confirmed", {"n": 1})
+        stream.publish("fault_cleared", {"n": 2})
+        for _ in range(10):
+            await asyncio.sleep(0)
+        for c in clients:
+            ids = [w.split(b"\n", 2)[1] for w in c.transport.written]
+            assert ids[-2:] == [b"id: 1", b"id: 2"]
+
+    asyncio.run(scenario())
+
+
+def test_direct_writes_over_tls(tmp_path: Any) -> None:
+    import ssl
+
+    from tests.integration.test_security_helpers import client_context, make_pki
+
+    pki = make_pki(tmp_path)
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(str(pki.server_cert), str(pki.server_key))
+
+    async def scenario() -> None:
+        stream = FaultStream(SseSlots(2), 30.0)
+        runner = web.AppRunner(app_for(stream), handler_cancellation=True)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_ctx)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        try:
+            async with aiohttp.ClientSession() as session, session.get(
+                    f"https://127.0.0.1:{port}/stream", ssl=client_context(pki)) as resp:
+                await wait_until(lambda: any(c.transport for c in stream.clients))
+                stream.publish("fault_confirmed", {"n": 1})
+                stream.publish_many([("fault_updated", {"n": 2}), ("fault_cleared", {"n": 3})])
+                assert [i for i, _, _ in await read_events(resp, 3)] == [1, 2, 3]
+        finally:
+            await runner.cleanup()
+
+    asyncio.run(scenario())
