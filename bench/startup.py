@@ -1,7 +1,8 @@
 """Gateway start and memory with the demo robot: /health ready, all demo apps listed, USS, RSS.
 
 The demo robot runs first; each round starts a gateway process and times, from the Popen,
-the first 200 from /health and the first /apps that lists every demo app. After a short
+the first /health that says `ready: true` (and, for reference, its first answer at all) and
+the first /apps that lists every demo app. After a short
 warm use (a data read, /faults, /apps) it reads the process's USS and RSS. Targets:
 ready <= 1.5 s, all demo apps listed <= 2 s, USS <= 50 MiB, RSS <= 120 MB.
 
@@ -39,17 +40,18 @@ def one_round(tmp: str, k: int) -> dict[str, float]:
 
     gw = Gateway(free_port(), DOMAIN, [f"state_dir={tmp}/state{k}"])
     t0 = time.monotonic()
-    gw.start(timeout=60)  # returns at the first /health answer
-    ready = time.monotonic() - t0
-    apps = float("inf")
-    while time.monotonic() - t0 < 30:
+    gw.start(timeout=60)  # returns at the first /health answer (it may still say starting)
+    answers = time.monotonic() - t0
+    ready = apps = float("inf")
+    while time.monotonic() - t0 < 30 and (ready == float("inf") or apps == float("inf")):
         try:
-            listed = {i["id"] for i in gw.get("/apps").json()["items"]}
+            if ready == float("inf") and gw.get("/health").json()["ready"]:
+                ready = time.monotonic() - t0
+            if apps == float("inf") and set(NODES) <= {
+                    i["id"] for i in gw.get("/apps").json()["items"]}:
+                apps = time.monotonic() - t0
         except OSError:
-            listed = set()
-        if set(NODES) <= listed:
-            apps = time.monotonic() - t0
-            break
+            pass
         time.sleep(0.02)
     try:
         gw.wait_for("/apps/temp_sensor/data/" + enc("/powertrain/engine/temperature"),
@@ -61,7 +63,7 @@ def one_round(tmp: str, k: int) -> dict[str, float]:
         mem = psutil.Process(gw.proc.pid).memory_full_info()
     finally:
         gw.stop()
-    return {"ready": ready, "apps": apps, "uss": mem.uss / 2**20, "rss": mem.rss / 1e6}
+    return {"answers": answers, "ready": ready, "apps": apps, "uss": mem.uss / 2**20, "rss": mem.rss / 1e6}
 
 
 def main() -> None:
@@ -77,7 +79,9 @@ def main() -> None:
 
     print(f"gateway start with the demo robot ({len(NODES)} nodes), median of {ROUNDS} rounds "
           f"({os.cpu_count()} cores shared with everything else on this machine)")
-    print(f"/health answers after        {med('ready'):.2f} s "
+    print(f"/health first answer after   {med('answers'):.2f} s "
+          f"[{min(r['answers'] for r in rows):.2f}-{max(r['answers'] for r in rows):.2f}]")
+    print(f"/health ready after          {med('ready'):.2f} s "
           f"[{min(r['ready'] for r in rows):.2f}-{max(r['ready'] for r in rows):.2f}]"
           f"  target <= {READY_TARGET_S:g} s: {verdict(med('ready') <= READY_TARGET_S)}")
     print(f"all demo apps listed after   {med('apps'):.2f} s "
