@@ -103,13 +103,16 @@ async def serve(settings: Settings, ready_message: str | None = None,
     from .state import STATE
 
     ssl_context = server_context(settings)  # ConfigError names a bad server.tls.* setting
-    bridge = start_ros(settings)  # DDS discovery runs while the app is built
+    # DDS discovery runs while the app is built (a manifest is checked first: ROS starts after)
+    bridge = start_ros(settings) if settings["discovery.mode"] == "runtime_only" else None
     try:
         app = make_app(settings)
     except BaseException:
-        bridge.close()
+        if bridge is not None:
+            bridge.close()
         raise
-    app[STATE].extras["bridge"] = bridge
+    if bridge is not None:
+        app[STATE].extras["bridge"] = bridge
     # Calls in flight are abandoned (503) by the drain before the runner's cleanup, which
     # then only has answers to write: a short shutdown timeout is enough.
     runner = GatewayRunner(app, settings.vendor, access_log=None, shutdown_timeout=2.0,
