@@ -147,6 +147,18 @@ async def _stop_plugins(state: GatewayState) -> None:
     await state.extras["plugins"].stop()
 
 
+def start_ros(settings: Settings) -> Any:
+    """The ROS bridge (rclpy context, DDS participant, nodes): discovery runs from here on.
+
+    serve() makes it before the app, so DDS discovery overlaps building the routes; pass it
+    to the app as `state.extras["bridge"]`.
+    """
+    from .ros.bridge import RosBridge
+
+    return RosBridge(settings["ros.node_name"], settings["ros.domain_id"],
+                     settings["server.executor_threads"], settings["ros.executor"])
+
+
 async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     from . import loopslice
     from .discovery.cache import EntityCache
@@ -157,7 +169,6 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     from .push import service as push
     from .resources import bulk_data
     from .ros.actions import ActionManager
-    from .ros.bridge import RosBridge
     from .ros.parameters import ParameterStore
     from .ros.rosout import RosoutLog
     from .ros.services import ServiceCaller
@@ -165,8 +176,7 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
 
     state = app[STATE]
     s = state.settings
-    bridge = RosBridge(s["ros.node_name"], s["ros.domain_id"], s["server.executor_threads"],
-                       s["ros.executor"])
+    bridge = state.extras.pop("bridge", None) or start_ros(s)
     bridge.start(asyncio.get_running_loop())
     state.bridge = bridge
     state.pool = SamplePool(bridge, s["data.pool_cap"])
@@ -178,6 +188,7 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
                                s["discovery.poll_interval_ms"] / 1000.0,
                                s["discovery.refresh_debounce_ms"] / 1000.0)
     state.poller.start()
+    state.extras.setdefault("health", {})["x-vendor-readiness"] = state.poller.health
     try:
         await asyncio.wait_for(state.poller.first.wait(), 10.0)
     except asyncio.TimeoutError:

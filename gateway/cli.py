@@ -97,13 +97,22 @@ async def serve(settings: Settings, ready_message: str | None = None,
     """Serve until SIGINT or SIGTERM; stop within the grace period, at once on a second one."""
     from aiohttp import web
 
-    from .app import make_app
+    from .app import make_app, start_ros
     from .http.server import GatewayRunner
     from .http.tls import server_context
     from .state import STATE
 
     ssl_context = server_context(settings)  # ConfigError names a bad server.tls.* setting
-    app = make_app(settings)
+    # DDS discovery runs while the app is built (a manifest is checked first: ROS starts after)
+    bridge = start_ros(settings) if settings["discovery.mode"] == "runtime_only" else None
+    try:
+        app = make_app(settings)
+    except BaseException:
+        if bridge is not None:
+            bridge.close()
+        raise
+    if bridge is not None:
+        app[STATE].extras["bridge"] = bridge
     # Calls in flight are abandoned (503) by the drain before the runner's cleanup, which
     # then only has answers to write: a short shutdown timeout is enough.
     runner = GatewayRunner(app, settings.vendor, access_log=None, shutdown_timeout=2.0,

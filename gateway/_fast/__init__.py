@@ -12,8 +12,6 @@ import warnings
 from pathlib import Path
 from types import ModuleType
 
-from . import msgconv_py
-
 
 def _load_compiled(name: str) -> ModuleType | None:
     """The compiled twin ``name`` of this package, or None (with a warning) when absent."""
@@ -43,12 +41,17 @@ def _load_compiled(name: str) -> ModuleType | None:
     return module
 
 
-msgconv: ModuleType = msgconv_py
-MSGCONV_IMPL = "pure"
+# The pure twin is imported only when it serves (its tables cost about 2 MiB).
+_compiled = None
 if os.environ.get("DIAG_GATEWAY_PURE", "").strip().lower() not in ("1", "true", "yes"):
     _compiled = _load_compiled("msgconv_c")
-    if _compiled is not None:
-        msgconv, MSGCONV_IMPL = _compiled, "compiled"
+msgconv: ModuleType
+if _compiled is not None:
+    msgconv, MSGCONV_IMPL = _compiled, "compiled"
+else:
+    from . import msgconv_py
+
+    msgconv, MSGCONV_IMPL = msgconv_py, "pure"
 
 CdrError: type[ValueError] = msgconv.CdrError
 UnknownTypeError: type[ValueError] = msgconv.UnknownTypeError

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import Any
 
 from ..ros.bridge import RosBridge
+from ..ros.census import Census, take_census
 from ..ros.graph import GraphSnapshot, take_snapshot
 from ..ros.topics import SamplePool
 from .cache import EntityCache
@@ -17,6 +19,12 @@ log = logging.getLogger(__name__)
 # Right after start DDS discovery is still filling the graph: every change is applied at
 # once for this long (the debounce is for churn later on, not for the first sight of a robot).
 STARTUP_UNDEBOUNCED_S = 3.0
+# Until ready the graph is polled this often (at most), so the first listing is complete early.
+STARTING_POLL_S = 0.05
+
+
+def _starting_poll(node: Any, own_topics: frozenset[str]) -> tuple[GraphSnapshot, Census]:
+    return take_snapshot(node, own_topics), take_census(node)
 
 
 class GraphPoller:
@@ -32,7 +40,9 @@ class GraphPoller:
         self.events = 0
         self.first = asyncio.Event()
         self.ready = asyncio.Event()  # discovery settled (readiness.py): /health says so
-        self.readiness = Readiness(time.monotonic())
+        # Counted from the creation of the gateway's DDS participant (readiness.py).
+        self.readiness = Readiness(getattr(bridge, "created", time.monotonic()))
+        self._census: Census | None = None
         self._last: GraphSnapshot | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -46,18 +56,43 @@ class GraphPoller:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
 
+    def health(self) -> dict[str, Any]:
+        """How discovery became ready (for /health): reason, time since the participant was
+        made, DDS participants discovered."""
+        r = self.readiness
+        return {"reason": r.reason or None,
+                "ready_after_s": round(r.ready_at - r.start, 3) if r.ready_at is not None
+                else None,
+                "dds_participants": len(self._census.participants) if self._census else 0,
+                "participants_with_nodes_known": len(self._census.with_nodes)
+                if self._census else 0}
+
     async def poll_once(self) -> GraphSnapshot:
         """Take one snapshot (in a worker thread)."""
         return await self.bridge.run(take_snapshot, self.bridge.node, self.pool.topics,
                                      timeout=10.0)
 
+    async def _poll_starting(self) -> tuple[GraphSnapshot, bool]:
+        """A snapshot and the participant census; (snapshot, census changed)."""
+        snap, census = await self.bridge.run(_starting_poll, self.bridge.node, self.pool.topics,
+                                             timeout=10.0)
+        changed = census != self._census
+        self._census = census
+        return snap, changed
+
     async def _run(self) -> None:
         pending: GraphSnapshot | None = None
         last_apply = 0.0
         started = time.monotonic()
+        census_changed = False
         while True:
+            starting = not self.ready.is_set()
+            began = time.monotonic()
             try:
-                snap = await self.poll_once()
+                if starting:
+                    snap, census_changed = await self._poll_starting()
+                else:
+                    snap = await self.poll_once()
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -71,7 +106,6 @@ class GraphPoller:
                 self._last = snap
                 pending = snap
             now = time.monotonic()
-            starting = not self.ready.is_set()
             # While starting, every change is applied at once: no debounce before readiness
             # (and none for the first seconds, so the first listing is complete early).
             if pending is not None and (starting or now - started < STARTUP_UNDEBOUNCED_S
@@ -82,7 +116,16 @@ class GraphPoller:
                 pending = None
                 last_apply = now
                 self.first.set()
-            if starting and self.readiness.observe(changed, now):
-                log.info("discovery settled: %d apps; ready", len(self.cache.entities.apps))
+            if starting and self.readiness.observe(
+                    changed or census_changed, now,
+                    self._census is not None and self._census.complete):
+                log.info("discovery %s: %d apps, %d DDS participants; ready after %.2f s",
+                         self.readiness.reason, len(self.cache.entities.apps),
+                         len(self._census.participants) if self._census else 0,
+                         now - self.readiness.start)
                 self.ready.set()
-            await asyncio.sleep(self.interval_s)
+            if self.ready.is_set():
+                await asyncio.sleep(self.interval_s)
+            else:  # fast, but a big graph's polls take at most a third of the time
+                await asyncio.sleep(min(self.interval_s,
+                                        max(STARTING_POLL_S, 2 * (now - began))))

@@ -1,37 +1,57 @@
-"""Readiness: discovery counts as settled once the ROS graph stops changing (pure, explicit now).
+"""Readiness: discovery is done once every DDS participant found has its nodes known (pure).
 
-DDS discovers the nodes already running over the first second or so after the gateway's
-participant appears, so the first graph snapshot is usually empty or partial. The gateway
-is ready once the graph stayed unchanged for SETTLE_S, or CAP_S after the start at most.
+What the graph tells (ros/census.py): the DDS participants discovered (one `ros_discovery_info`
+writer each) and whether each of them has its nodes known (a named `/rosout` publisher; no
+unnamed one). Participants not discovered at all cannot be known: the gateway's participant
+announces itself at start (Fast DDS: 5 announcements 100 ms apart) and every local participant
+answers, so the gateway is ready once the census is complete, ANNOUNCE_S passed since its
+participant was created, and the graph and census stayed unchanged for QUIET_S. A census that
+never completes (a participant without nodes, a node without /rosout) falls back to the graph
+staying unchanged for SETTLE_S; CAP_S after the start it is ready in any case.
 """
 
 from __future__ import annotations
 
+ANNOUNCE_S = 0.5
+QUIET_S = 0.3
 SETTLE_S = 1.5
 CAP_S = 15.0
 
 
 class Readiness:
-    """Starting until the graph settles; observe() every poll."""
+    """Starting until discovery is known complete (or settled); observe() every poll."""
 
-    def __init__(self, start: float, settle_s: float = SETTLE_S, cap_s: float = CAP_S) -> None:
+    def __init__(self, start: float, settle_s: float = SETTLE_S, cap_s: float = CAP_S,
+                 announce_s: float = ANNOUNCE_S, quiet_s: float = QUIET_S) -> None:
         self.start = start
         self.settle_s = settle_s
         self.cap_s = cap_s
+        self.announce_s = announce_s
+        self.quiet_s = quiet_s
         self.last_change = start
         self.ready_at: float | None = None
+        self.reason = ""  # "complete", "settled" or "cap" once ready
 
     @property
     def ready(self) -> bool:
-        """True once discovery settled."""
+        """True once discovery is done."""
         return self.ready_at is not None
 
-    def observe(self, changed: bool, now: float) -> bool:
-        """Account one poll (changed: the graph differs from the previous poll); ready?"""
+    def observe(self, changed: bool, now: float, complete: bool = False) -> bool:
+        """Account one poll (changed: graph or census differ from the previous poll;
+        complete: every participant discovered has its nodes known); ready?"""
         if self.ready_at is not None:
             return True
         if changed:
             self.last_change = now
-        if now - self.last_change >= self.settle_s or now - self.start >= self.cap_s:
-            self.ready_at = now
-        return self.ready_at is not None
+        quiet = now - self.last_change
+        if complete and now - self.start >= self.announce_s and quiet >= self.quiet_s:
+            self.reason = "complete"
+        elif quiet >= self.settle_s:
+            self.reason = "settled"
+        elif now - self.start >= self.cap_s:
+            self.reason = "cap"
+        else:
+            return False
+        self.ready_at = now
+        return True

@@ -7,7 +7,6 @@ import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from importlib import metadata
 from typing import Any
 
 from .api import ENTRY_POINT_GROUP, PLUGIN_API_VERSION, PROVIDER_KINDS, Plugin
@@ -43,6 +42,8 @@ def plugin_config(settings: Any, name: str) -> dict[str, Any]:
 
 def find(name: str, group: str = ENTRY_POINT_GROUP) -> Callable[[], Any] | None:
     """The factory registered under name in the entry point group, or None."""
+    from importlib import metadata  # only when a plugin is configured (zipfile, csv, ...)
+
     for ep in metadata.entry_points(group=group):
         if ep.name == name:
             return ep.load()  # type: ignore[no-any-return]
@@ -51,6 +52,8 @@ def find(name: str, group: str = ENTRY_POINT_GROUP) -> Callable[[], Any] | None:
 
 def available(group: str = ENTRY_POINT_GROUP) -> list[str]:
     """Names of every installed plugin."""
+    from importlib import metadata
+
     return sorted({ep.name for ep in metadata.entry_points(group=group)})
 
 

@@ -27,9 +27,9 @@ async def start(state: Any) -> None:
     topics = TopicWatch(state)
     engine = PushEngine(state, hub, topics)
     await engine.start()
-    from federation.service import service_of
+    from ..resources.common import federation
 
-    fed = service_of(state)
+    fed = federation(state)  # not federation.service_of: that imports the whole package
     if fed is not None:  # a primary: mixed entities also cover their members on peers
         from federation.push_links import PeerLinks
 

@@ -16,14 +16,13 @@ import shutil
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from aiohttp import hdrs, web
 
 from recorder.config import RecorderConfig, default_state_dir
 from recorder.index import Recording
-from recorder.service import Recorder
 from recorder.uploads import Upload, UploadStore
 
 from ..auth.roles import Role
@@ -39,6 +38,16 @@ from ..http.routes import Registry
 from ..model.entities import Entity, EntitySet
 from ..state import GatewayState, state_of
 from .common import entities, entity_not_found, envelope, resolve_entity
+
+if TYPE_CHECKING:
+    from recorder.service import Recorder
+
+
+def _recorder_class() -> type[Recorder]:
+    """The recorder (imported when first needed: it is off by default)."""
+    from recorder.service import Recorder
+
+    return Recorder
 
 ROSBAGS = "rosbags"
 DOCS = "docs"  # `<path>/docs` is the scoped OpenAPI document, never a category or an id
@@ -91,7 +100,7 @@ async def start(state: GatewayState) -> None:
     state.extras.setdefault("fault_snapshot_providers", []).append(rosbag_snapshots)
     if not cfg.enabled:
         return
-    rec = Recorder(cfg, lambda: _graph(state), state.bridge)
+    rec = _recorder_class()(cfg, lambda: _graph(state), state.bridge)
     if await rec.start():
         state.extras["recorder"] = rec
         state.extras.setdefault("fault_listeners", []).append(rec.on_fault)
@@ -168,7 +177,7 @@ def _upload_visible(state: GatewayState, entity: Entity, up: Upload) -> bool:
 # descriptors ------------------------------------------------------------------------------------
 def rosbag_descriptor(state: GatewayState, rec: Recording) -> dict[str, Any]:
     """A recording's descriptor."""
-    return {"id": rec.id, "name": f"{rec.id}.{rec.format}", "mimetype": Recorder.mimetype(rec),
+    return {"id": rec.id, "name": f"{rec.id}.{rec.format}", "mimetype": _recorder_class().mimetype(rec),
             "size": rec.size, "creation_date": iso(rec.created_ns),
             state.xv: {"fault_codes": list(rec.fault_codes), "duration_sec": rec.duration_sec,
                        "format": rec.format, "recording_id": rec.id}}
@@ -265,7 +274,7 @@ async def download(request: web.Request) -> web.StreamResponse:
             if not recs:
                 raise missing
             rec = recs[0]
-        return await serve_file(request, rec_svc.path(rec), Recorder.mimetype(rec),
+        return await serve_file(request, rec_svc.path(rec), _recorder_class().mimetype(rec),
                                 f"{rec.id}.{rec.format}", f'"{rec.id}-{rec.size}"')
     up = _store(state).get(category, item_id)
     if up is None or not _upload_visible(state, entity, up):

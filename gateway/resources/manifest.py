@@ -5,7 +5,6 @@ from __future__ import annotations
 from aiohttp import web
 
 from ..auth.roles import Role
-from ..discovery.pipeline import inactive_status
 from ..http.jsonutil import json_response
 from ..http.routes import Registry
 from ..state import state_of
@@ -14,7 +13,11 @@ from ..state import state_of
 async def manifest_status(request: web.Request) -> web.Response:
     """Manifest discovery status (inactive in runtime_only mode)."""
     disc = state_of(request).extras.get("discovery")
-    return json_response(disc.status() if disc is not None else inactive_status())
+    if disc is not None:
+        return json_response(disc.status())
+    from ..discovery.pipeline import inactive_status  # the manifest stack: only when used
+
+    return json_response(inactive_status())
 
 
 def register(reg: Registry) -> None:

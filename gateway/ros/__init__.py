@@ -1,1 +1,14 @@
 """ros."""
+
+import sys
+
+from ..deferred import defer
+
+# rclpy imports numpy (through service_msgs); only messages with fixed-size numeric arrays
+# built as Python objects use it (gateway/deferred.py): about 6 MiB and 0.1 s CPU at start.
+defer("numpy")
+# Message classes import rosidl_generator_py for its type-support loader; its package also
+# tries to import the code generator (lark grammar, about 2 MiB), which the gateway never runs
+# and the package treats as optional: left out.
+if "rosidl_generator_py" not in sys.modules:
+    sys.modules.setdefault("rosidl_generator_py.generate_py_impl", None)  # type: ignore[arg-type]

@@ -37,6 +37,7 @@ class RosBridge:
         if domain_id >= 0:
             kwargs["domain_id"] = domain_id
         rclpy.init(**kwargs)
+        self.created = time.monotonic()  # the DDS participant exists: discovery runs from here
         self.domain_id = self.context.get_domain_id()
         self.node = rclpy.create_node(
             node_name, context=self.context, start_parameter_services=False,

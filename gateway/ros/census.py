@@ -1,0 +1,43 @@
+"""Participant census: which DDS participants are discovered and whether their nodes are known.
+
+Every ROS participant has one `ros_discovery_info` writer (its GUID prefix is the first 12 bytes
+of the endpoint GID) and publishes there which nodes it holds; until that arrives the rmw names
+the participant's endpoints `_NODE_NAME_UNKNOWN_`. Every ROS node publishes `/rosout`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+DISCOVERY_TOPIC = "ros_discovery_info"  # the rmw's own topic: a DDS name, not a ROS one
+UNKNOWN_NODE = "_NODE_NAME_UNKNOWN_"
+PREFIX_BYTES = 12
+
+
+@dataclass(frozen=True)
+class Census:
+    """Participants discovered (GUID prefixes) and those with their nodes known."""
+
+    participants: frozenset[bytes] = frozenset()
+    with_nodes: frozenset[bytes] = frozenset()
+    unnamed_endpoints: int = 0
+
+    @property
+    def complete(self) -> bool:
+        """Every participant discovered has its nodes known (and no /rosout writer is unnamed)."""
+        return self.unnamed_endpoints == 0 and self.participants <= self.with_nodes
+
+
+def count(discovery_writers: list[Any], rosout_writers: list[Any]) -> Census:
+    """The census from the endpoint infos of both topics (rclpy TopicEndpointInfo-like)."""
+    participants = frozenset(bytes(w.endpoint_gid[:PREFIX_BYTES]) for w in discovery_writers)
+    named = [w for w in rosout_writers if w.node_name != UNKNOWN_NODE]
+    return Census(participants, frozenset(bytes(w.endpoint_gid[:PREFIX_BYTES]) for w in named),
+                  len(rosout_writers) - len(named))
+
+
+def take_census(node: Any) -> Census:
+    """Query the graph through `node` (blocking; call from a worker thread)."""
+    return count(node.get_publishers_info_by_topic(DISCOVERY_TOPIC, no_mangle=True),
+                 node.get_publishers_info_by_topic("/rosout"))

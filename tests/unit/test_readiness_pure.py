@@ -1,0 +1,62 @@
+"""Readiness from the participant census (pure logic, explicit now)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gateway.discovery.readiness import Readiness
+from gateway.ros.census import UNKNOWN_NODE, count
+
+
+@dataclass
+class Endpoint:
+    """The two fields of rclpy's TopicEndpointInfo the census reads."""
+
+    node_name: str
+    endpoint_gid: list[int]
+
+
+def gid(participant: int, entity: int) -> list[int]:
+    """A 16-byte GID: a 12-byte participant prefix and a 4-byte entity id."""
+    return [participant] * 12 + [0, 0, 0, entity]
+
+
+def test_census_is_complete_when_every_participant_has_named_nodes() -> None:
+    discovery = [Endpoint(UNKNOWN_NODE, gid(p, 1)) for p in (1, 2, 3)]
+    rosout = [Endpoint("a", gid(1, 7)), Endpoint("b", gid(2, 7)), Endpoint("c", gid(3, 7)),
+              Endpoint("d", gid(3, 8))]  # two nodes in participant 3
+    census = count(discovery, rosout)
+    assert census.complete and len(census.participants) == 3
+
+
+def test_census_is_incomplete_while_a_participant_has_no_nodes_known() -> None:
+    discovery = [Endpoint(UNKNOWN_NODE, gid(p, 1)) for p in (1, 2)]
+    assert not count(discovery, [Endpoint("a", gid(1, 7))]).complete  # 2: nodes not yet seen
+    unnamed = count(discovery, [Endpoint("a", gid(1, 7)), Endpoint(UNKNOWN_NODE, gid(2, 7))])
+    assert not unnamed.complete and unnamed.unnamed_endpoints == 1  # 2's node info pending
+    # a /rosout writer counts only once its participant told its node names
+    assert count(discovery, [Endpoint("a", gid(1, 7)), Endpoint("b", gid(2, 9))]).complete
+    assert count([], []).complete  # nothing discovered: nothing missing
+
+
+def test_complete_census_is_ready_after_the_announcements_and_a_quiet_window() -> None:
+    r = Readiness(start=0.0, announce_s=0.5, quiet_s=0.3, settle_s=1.5, cap_s=15.0)
+    assert not r.observe(True, 0.05, complete=True)  # first poll: a change
+    assert not r.observe(False, 0.3, complete=True)  # quiet, but still announcing
+    assert not r.observe(True, 0.4, complete=True)  # a participant answered late
+    assert not r.observe(False, 0.6, complete=True)  # 0.2 s quiet only
+    assert r.observe(False, 0.75, complete=True) and r.ready_at == 0.75 and r.reason == "complete"
+    assert r.observe(True, 0.8)  # ready stays ready
+
+
+def test_incomplete_census_waits_for_the_graph_to_settle() -> None:
+    r = Readiness(start=0.0, announce_s=0.5, quiet_s=0.3, settle_s=1.5, cap_s=15.0)
+    assert not r.observe(True, 0.1, complete=False)
+    assert not r.observe(False, 1.0, complete=False)  # complete would be ready by now
+    assert r.observe(False, 1.6, complete=False) and r.reason == "settled"
+
+
+def test_a_graph_that_never_settles_is_ready_at_the_cap() -> None:
+    r = Readiness(start=0.0, announce_s=0.5, quiet_s=0.3, settle_s=1.5, cap_s=3.0)
+    assert not any(r.observe(True, t / 10, complete=True) for t in range(29))
+    assert r.observe(True, 3.0, complete=True) and r.reason == "cap"
