@@ -11,13 +11,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import Any
 from urllib.parse import quote
 
 from aiohttp import web
 
-from gateway.http.jsonutil import dumps
+from gateway.http.jsonutil import JSON_TYPE, dumps
 from gateway.model.entities import Entity, EntitySet
 from gateway.state import GatewayState
 
@@ -33,8 +33,11 @@ from .settings import FederationSettings
 log = logging.getLogger(__name__)
 
 _CACHE_AGE = "federation_cache_age_s"  # request key: oldest cached answer a merge used
-_CACHE_USED = "federation_cache_used"  # request key: the cached answers used, None if any live
-_MAX_MERGED = 1024
+_CACHE_OLDEST = "federation_cache_oldest"  # request key: fetch time of the oldest answer used
+_CACHE_COMPLETE = "federation_cache_complete"  # request key: every peer answered
+_AGE_MARK = "\x00age\x00"  # age_ms while a merged body is serialized for the body cache
+_AGE_BYTES = b'"age_ms":"\\u0000age\\u0000"'
+_AGE_KEY = b'"age_ms":'
 
 # Headers every forwarded and fanned-out call carries over from the caller.
 PASSED_HEADERS = ("X-Client-Id", "Accept-Language")
@@ -60,8 +63,6 @@ class FederationService:
         if state.settings["aggregation.cache.enabled"]:
             self.read_cache = ReadCache(state.settings["aggregation.cache.max_age_ms"] / 1000)
         self._cache_signals = contextlib.ExitStack()
-        # merged bodies built wholly from cached answers: (local part, answers used) -> body
-        self._merged: dict[Any, tuple[Any, dict[str, Any]]] = {}
         for warning in self.settings.warnings:
             log.warning("%s", warning)
 
@@ -193,7 +194,7 @@ class FederationService:
         now = time.monotonic()
         answers: dict[int, PeerAnswer] = {}
         ages: list[float] = []
-        used: list[tuple[str, str, float]] = []
+        oldest = now
         live: list[tuple[int, tuple[str, str, dict[str, str]], Any, tuple[int, int]]] = []
         for i, (name, path, headers) in enumerate(calls):
             key = (name, path, tuple(sorted(headers.items())))
@@ -201,13 +202,14 @@ class FederationService:
             if hit is not None:
                 answers[i] = hit[0]
                 ages.append(hit[1])
-                used.append((name, path, hit[2]))
+                oldest = min(oldest, hit[2])
             else:
                 live.append((i, (name, path, headers), key, cache.version(name)))
         if live:
             fetched = await gather(self.table, [c for _, c, _, _ in live],
                                    self.settings.budgets.timeout_s)
             done = time.monotonic()
+            oldest = min(oldest, done)
             for (i, _call, key, version), answer in zip(live, fetched, strict=True):
                 answers[i] = answer
                 if answer.ok:
@@ -215,8 +217,45 @@ class FederationService:
                     ages.append(0.0)
         if request is not None:  # the freshness bound of this merged answer (x-vendor cache)
             request[_CACHE_AGE] = max(ages, default=0.0)
-            request[_CACHE_USED] = None if live else tuple(used)
+            request[_CACHE_OLDEST] = oldest
+            request[_CACHE_COMPLETE] = all(a.ok for a in answers.values())
         return [answers[i] for i in range(len(calls))]
+
+    async def merged_response(self, request: web.Request, what: Hashable, stamp: object,
+                              collection: str, build: Callable[[], Awaitable[dict[str, Any]]]
+                              ) -> web.Response:
+        """A merged list response; with the read cache its bytes are kept and served again
+        until a change signal, a new local stamp (the local part's generation) or the age
+        bound."""
+        cache = self.read_cache
+        if cache is None or collection not in CACHEABLE:
+            return web.Response(body=dumps(await build()), content_type=JSON_TYPE)
+        headers = request.headers
+        key = (what, collection, request.query_string, headers.get("Authorization"),
+               headers.get("X-Client-Id"), headers.get("Accept-Language"),
+               headers.get(self.fan_out_path_header))
+        raw = cache.body_get(key, stamp, time.monotonic())
+        if raw is None:
+            epoch = cache.epoch  # a change signal during the build leaves the body stale
+            raw = self._keep(request, key, stamp, epoch, await build())
+        return web.Response(body=raw, content_type=JSON_TYPE)
+
+    def _keep(self, request: web.Request, key: Hashable, stamp: object, epoch: int,
+              body: dict[str, Any]) -> bytes:
+        """body serialized; kept in the read cache when every peer answered."""
+        assert self.read_cache is not None
+        xv = body.get(self.xv)
+        block = xv.get("cache") if isinstance(xv, dict) else None
+        oldest = request.get(_CACHE_OLDEST)
+        if not isinstance(block, dict) or oldest is None or not request.get(_CACHE_COMPLETE):
+            return dumps(body)
+        age = block["age_ms"]
+        block["age_ms"] = _AGE_MARK
+        raw = dumps(body)
+        cut = raw.rfind(_AGE_BYTES)
+        head, tail = raw[:cut + len(_AGE_KEY)], raw[cut + len(_AGE_BYTES):]
+        self.read_cache.body_put(key, stamp, epoch, oldest, head, tail)
+        return b"%b%d%b" % (head, age, tail)
 
     def cache_block(self, request: web.Request) -> dict[str, Any] | None:
         """x-vendor `cache` of a merged answer: the age bound and the oldest answer used."""
@@ -245,19 +284,7 @@ class FederationService:
         if peers is None:
             peers = self.contributors(request, entity)
         answers = await self.peer_items(request, entity, collection, peers)
-        used = request.get(_CACHE_USED)
-        key = None
-        if used is not None:  # every peer part came from the cache: the merge may be known
-            key = (entity.kind, entity.id, collection, limit, request.query_string,
-                   dumps(local_items), dumps(local_extra))
-            hit = self._merged.get(key)
-            if hit is not None and hit[0] == used:
-                return self._with_cache_block(request, hit[1])
         out = self.combine_list(entity, collection, local_items, local_extra, answers, limit)
-        if key is not None:
-            if len(self._merged) >= _MAX_MERGED:
-                self._merged.clear()
-            self._merged[key] = (used, out)
         return self._with_cache_block(request, out)
 
     def _with_cache_block(self, request: web.Request, body: dict[str, Any]) -> dict[str, Any]:
