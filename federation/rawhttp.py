@@ -14,6 +14,7 @@ from typing import Any
 
 # Idle connections kept per peer (fan-out reads in flight at once rarely exceed this).
 MAX_IDLE = 32
+MAX_REQUESTS = 256  # prebuilt request bytes kept per peer
 _HEAD_END = b"\r\n\r\n"
 
 
@@ -48,8 +49,11 @@ class _Conn(asyncio.Protocol):
             self.waiter.set_exception(exc or ConnectionResetError("peer closed the connection"))
 
     def data_received(self, data: bytes) -> None:
-        self.buf += data
         waiter = self.waiter
+        if not self.buf and self.need < 0 and waiter is not None and not waiter.done():
+            if self._whole(data, waiter):
+                return  # the usual case: the whole answer in one read, no copy into buf
+        self.buf += data
         if waiter is None or waiter.done():
             return
         if self.need < 0:
@@ -68,6 +72,24 @@ class _Conn(asyncio.Protocol):
             del self.buf[:self.need]
             self.need = -1
             waiter.set_result((self.status, body))
+
+    def _whole(self, data: bytes, waiter: asyncio.Future[tuple[int, bytes]]) -> bool:
+        """Answer from data alone when it holds the whole answer (and nothing more)."""
+        end = data.find(_HEAD_END)
+        if end < 0:
+            return False
+        try:
+            self._parse_head(data[:end])
+        except (Unsupported, TooLarge, ValueError) as exc:
+            self.keep_alive = False
+            waiter.set_exception(exc)
+            return True
+        if len(data) != self.need:
+            self.need = -1
+            return False
+        self.need = -1
+        waiter.set_result((self.status, data[end + 4:]))
+        return True
 
     def _parse_head(self, head: bytes) -> None:
         lines = head.split(b"\r\n")
@@ -116,33 +138,63 @@ class RawPool:
         self.port = port
         self.host_header = f"{host}:{port}"
         self._idle: list[_Conn] = []
+        self._requests: dict[tuple[str, tuple[tuple[str, str], ...]], bytes] = {}
         self.calls = 0
 
     def request_bytes(self, target: str, headers: dict[str, str]) -> bytes:
-        """The GET request for target (path and query) with these headers."""
-        lines = [f"GET {target} HTTP/1.1", f"Host: {self.host_header}"]
-        lines += [f"{k}: {v}" for k, v in headers.items()]
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        """The GET request for target (path and query) with these headers (built once)."""
+        key = (target, tuple(headers.items()))
+        raw = self._requests.get(key)
+        if raw is None:
+            lines = [f"GET {target} HTTP/1.1", f"Host: {self.host_header}"]
+            lines += [f"{k}: {v}" for k, v in headers.items()]
+            raw = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+            if len(self._requests) >= MAX_REQUESTS:
+                self._requests.clear()
+            self._requests[key] = raw
+        return raw
+
+    def start(self, target: str, headers: dict[str, str], cap: int
+              ) -> tuple[_Conn, asyncio.Future[tuple[int, bytes]]] | None:
+        """Send GET target on an idle connection at once: (connection, answer future), or None
+        when no idle connection is open. Give the connection back with `finish`."""
+        while self._idle:
+            conn = self._idle.pop()
+            if not conn.closed:
+                self.calls += 1
+                return conn, conn.request(self.request_bytes(target, headers), cap)
+        return None
+
+    def finish(self, conn: _Conn, answered: bool) -> None:
+        """Keep a connection for the next call when its answer came whole, else close it."""
+        conn.waiter = None
+        if answered and conn.keep_alive and not conn.closed and len(self._idle) < MAX_IDLE:
+            self._idle.append(conn)
+        else:
+            conn.close()  # cancelled or failed mid-answer: the connection is not reusable
 
     async def get(self, target: str, headers: dict[str, str], cap: int) -> tuple[int, bytes]:
         """(status, body) of GET target; Unsupported, TooLarge or OSError otherwise."""
-        raw = self.request_bytes(target, headers)
-        conn = self._idle.pop() if self._idle else None
-        if conn is None or conn.closed:
-            _t, conn = await asyncio.get_running_loop().create_connection(
-                _Conn, self.host, self.port)
+        started = self.start(target, headers, cap)
+        if started is not None:  # a kept connection the peer may have closed meanwhile
+            try:
+                return await self._await(*started)
+            except ConnectionError:
+                pass  # asked again once on a new connection
+        _t, conn = await asyncio.get_running_loop().create_connection(
+            _Conn, self.host, self.port)
         self.calls += 1
+        return await self._await(conn, conn.request(self.request_bytes(target, headers), cap))
+
+    async def _await(self, conn: _Conn, answer: asyncio.Future[tuple[int, bytes]]
+                     ) -> tuple[int, bytes]:
         done = False
         try:
-            answer = await conn.request(raw, cap)
+            result = await answer
             done = True
-            return answer
+            return result
         finally:
-            conn.waiter = None
-            if done and conn.keep_alive and not conn.closed and len(self._idle) < MAX_IDLE:
-                self._idle.append(conn)
-            else:
-                conn.close()  # cancelled or failed mid-answer: the connection is not reusable
+            self.finish(conn, done)
 
     def close(self) -> None:
         """Close every idle connection."""

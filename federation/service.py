@@ -177,10 +177,15 @@ class FederationService:
                          cacheable: bool = False) -> list[PeerAnswer]:
         """GET (peer, path) in parallel within aggregation.timeout_ms, marked no-fan-out."""
         calls = []
+        shared: dict[bool | None, dict[str, str]] = {}  # the headers depend on this alone
         for name, path in paths:
             peer = self.table.peers.get(name)
-            headers = self.peer_headers(request, peer) if peer is not None else {}
-            headers[self.no_fan_out_header] = "1"
+            kind = None if peer is None else peer.discovered
+            headers = shared.get(kind)
+            if headers is None:
+                headers = shared[kind] = self.peer_headers(request, peer) \
+                    if peer is not None else {}
+                headers[self.no_fan_out_header] = "1"
             calls.append((name, path, headers))
         return await self._gather(request, calls, cacheable)
 
@@ -301,7 +306,8 @@ class FederationService:
                      limit: int | None = None) -> dict[str, Any]:
         """The list envelope of local items merged with the peers' answers."""
         local = local_items if self.is_local(entity) or local_items else None
-        merged = combine(collection, self.xv, local, answers, self.rename, limit)
+        merged = combine(collection, self.xv, local, answers, self.rename, limit,
+                         memo=self.view, fragments=True)
         return self.envelope(merged.items, merged.extra, entity.id, local_extra)
 
     def _relay_headers(self, peer: Peer) -> dict[str, str]:
@@ -325,7 +331,7 @@ class FederationService:
             headers[self.fan_out_path_header] = ",".join([*path, self.settings.self_name])
             calls.append((name, f"/faults{query}", headers))
         answers = await self._gather(request, calls, cacheable=True)
-        merged = combine("faults", self.xv, body["items"], answers, self.rename)
+        merged = combine("faults", self.xv, body["items"], answers, self.rename, memo=self.view)
         out = dict(body)
         out["items"] = merged.items
         xv = dict(body.get(self.xv) or {})
@@ -352,7 +358,8 @@ class FederationService:
         answers = await self.call_peers(request, [(name, path + query)
                                                   for name in sorted(self.table.peers)],
                                         cacheable=collection in CACHEABLE)
-        merged = combine(collection, self.xv, local_items, answers, self.rename)
+        merged = combine(collection, self.xv, local_items, answers, self.rename,
+                         memo=self.view, fragments=True)
         out = self.envelope(merged.items, merged.extra, None, extra)
         block = self.cache_block(request)
         if block is not None:
