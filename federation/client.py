@@ -150,17 +150,17 @@ class PeerClient:
         answer = await self.get(path, budget_s=budget_s, headers=headers)
         return list_envelope(answer.status, answer.body)
 
-    def start_read(self, path: str, headers: dict[str, str]
-                   ) -> tuple[Any, asyncio.Future[tuple[int, bytes]]] | None:
-        """A fan-out GET sent at once on an idle pooled connection: (connection, future of
-        (status, body)); None when there is none (then `read_raw`). Give the connection back
+    def send_read(self, path: str, headers: dict[str, str], sink: Any, tag: int) -> Any:
+        """A fan-out GET sent at once on an idle pooled connection, its answer given to
+        sink(conn, (status, body) or None, exception or None) with conn.tag = tag; the
+        connection, or None when there is none (then `read_raw`). Give the connection back
         with `finish_read`."""
         if self._raw is None:
             return None
-        return self._raw.start(API_PREFIX + path, headers, self.max_bytes)
+        return self._raw.send(API_PREFIX + path, headers, self.max_bytes, sink, tag)
 
     def finish_read(self, conn: Any, answered: bool) -> None:
-        """Return a connection of `start_read` (closed unless its answer came whole)."""
+        """Return a connection of `send_read` (closed unless its answer came whole)."""
         assert self._raw is not None
         self._raw.finish(conn, answered)
 
@@ -196,7 +196,7 @@ class PeerClient:
 
 
 def raw_error(exc: BaseException) -> PeerError:
-    """The PeerError of a failed `start_read` answer."""
+    """The PeerError of a failed `send_read` answer."""
     if isinstance(exc, TooLarge):
         return PeerError(TOO_LARGE, str(exc))
     return PeerError(classify(exc), f"{type(exc).__name__}: {exc}")

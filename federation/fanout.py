@@ -1,7 +1,7 @@
 """Parallel peer calls for a collection read: every peer within its budget, never their sum.
 
-A call to a peer with an idle pooled connection is sent at once and awaited as a plain
-future (no task per peer); one deadline bounds every call. A peer answering the same bytes
+A call to a peer with an idle pooled connection is sent at once, its answer handed over by
+the connection itself (no task nor future per peer); one deadline bounds every call. A peer answering the same bytes
 as last time gets the answer object it got then (parsed once, and prepared once by
 combine.py for the same fleet view).
 """
@@ -59,6 +59,26 @@ async def _one(table: PeerTable, peer: Peer, path: str, headers: dict[str, str]
         return PeerAnswer(peer.name, reason=CANCELED)
 
 
+class _Batch:
+    """Answers of the calls sent at once; `all` completes when each has come."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.left = 0
+        self.all: asyncio.Future[None] = loop.create_future()
+        self.got: dict[int, tuple[Any, tuple[int, bytes] | None, BaseException | None]] = {}
+
+    def arrived(self, conn: Any, result: tuple[int, bytes] | None,
+                exc: BaseException | None) -> None:
+        self.got[conn.tag] = (conn, result, exc)
+        self.left -= 1
+        if self.left <= 0 and not self.all.done():
+            self.all.set_result(None)
+
+    def expire(self) -> None:
+        if not self.all.done():
+            self.all.set_result(None)
+
+
 async def gather(table: PeerTable, calls: Sequence[_Call], budget_s: float
                  ) -> list[PeerAnswer]:
     """Answers of (peer name, path, headers) calls made in parallel, in call order.
@@ -71,7 +91,8 @@ async def gather(table: PeerTable, calls: Sequence[_Call], budget_s: float
     loop = asyncio.get_running_loop()
     deadline = loop.time() + budget_s
     out: list[PeerAnswer | None] = [None] * len(calls)
-    sent: dict[int, tuple[Peer, Any, asyncio.Future[tuple[int, bytes]]]] = {}
+    batch = _Batch(loop)
+    sent: dict[int, tuple[Peer, Any]] = {}
     tasks: dict[int, asyncio.Future[PeerAnswer]] = {}
     for i, (name, path, headers) in enumerate(calls):
         peer = table.peers.get(name)
@@ -79,32 +100,29 @@ async def gather(table: PeerTable, calls: Sequence[_Call], budget_s: float
             # Offline peers are not called; they are reported so the answer is marked partial.
             out[i] = PeerAnswer(name, reason=UNREACHABLE)
             continue
-        started = peer.client.start_read(path, headers)
-        if started is not None:
-            sent[i] = (peer, *started)
+        conn = peer.client.send_read(path, headers, batch.arrived, i)
+        if conn is not None:
+            sent[i] = (peer, conn)
+            batch.left += 1
         else:
             tasks[i] = asyncio.ensure_future(_one(table, peer, path, headers))
+    timer = loop.call_at(deadline, batch.expire)
     try:
-        waiting: list[asyncio.Future[Any]] = [f for _, _, f in sent.values()]
-        waiting += tasks.values()
-        if waiting:
-            await asyncio.wait(waiting, timeout=budget_s)
-        for i, (peer, conn, future) in list(sent.items()):
-            if not future.done():
-                continue
-            exc = future.exception()
+        if batch.left > 0:
+            await batch.all
+        for i, (conn, result, exc) in batch.got.items():
+            peer = sent.pop(i)[0]
             peer.client.finish_read(conn, exc is None)
-            del sent[i]
             _name, path, headers = calls[i]
-            if exc is None:
+            if result is not None:
                 try:
-                    out[i] = _answer(peer, path, *future.result())
+                    out[i] = _answer(peer, path, *result)
                 except PeerError as err:
                     out[i] = _failed(table, peer.name, err)
             elif isinstance(exc, Unsupported):  # the general client reads it
                 tasks[i] = asyncio.ensure_future(_one(table, peer, path, headers))
             else:
-                out[i] = _failed(table, peer.name, raw_error(exc))
+                out[i] = _failed(table, peer.name, raw_error(exc or ConnectionError()))
         late = [t for i, t in tasks.items() if out[i] is None and not t.done()]
         left = deadline - loop.time()
         if late and left > 0:
@@ -114,8 +132,8 @@ async def gather(table: PeerTable, calls: Sequence[_Call], budget_s: float
             t.cancel()
         raise
     finally:
-        for peer, conn, future in sent.values():  # still unanswered: never reused
-            future.cancel()
+        timer.cancel()
+        for peer, conn in sent.values():  # still unanswered: never reused
             peer.client.finish_read(conn, False)
     for i, task in tasks.items():
         if out[i] is None and not task.done():

@@ -10,6 +10,7 @@ general client. The caller bounds the time; a call cancelled mid-answer closes i
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 # Idle connections kept per peer (fan-out reads in flight at once rarely exceed this).
@@ -26,13 +27,19 @@ class TooLarge(Exception):
     """The announced body exceeds the caller's cap."""
 
 
+Sink = Callable[["_Conn", "tuple[int, bytes] | None", "BaseException | None"], None]
+
+
 class _Conn(asyncio.Protocol):
-    """One connection; one request at a time."""
+    """One connection; one request at a time, its answer given to a future or a sink."""
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.buf = bytearray()
         self.waiter: asyncio.Future[tuple[int, bytes]] | None = None
+        self.sink: Sink | None = None
+        self.tag = 0  # the sink's name for this call
+        self.pending = False  # a request is out and its answer not delivered
         self.need = -1  # total bytes of the answer once its head is parsed
         self.head_len = 0
         self.status = 0
@@ -45,17 +52,31 @@ class _Conn(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_exception(exc or ConnectionResetError("peer closed the connection"))
+        if self.pending:
+            self._deliver(None, exc or ConnectionResetError("peer closed the connection"))
+
+    def _deliver(self, result: tuple[int, bytes] | None, exc: BaseException | None) -> None:
+        self.pending = False
+        if exc is not None:
+            self.keep_alive = False
+        sink, self.sink = self.sink, None
+        if sink is not None:
+            sink(self, result, exc)
+            return
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            if exc is not None:
+                waiter.set_exception(exc)
+            else:
+                waiter.set_result(result)  # type: ignore[arg-type]
 
     def data_received(self, data: bytes) -> None:
-        waiter = self.waiter
-        if not self.buf and self.need < 0 and waiter is not None and not waiter.done():
-            if self._whole(data, waiter):
-                return  # the usual case: the whole answer in one read, no copy into buf
-        self.buf += data
-        if waiter is None or waiter.done():
+        if not self.pending:
+            self.buf += data
             return
+        if not self.buf and self.need < 0 and self._whole(data):
+            return  # the usual case: the whole answer in one read, no copy into buf
+        self.buf += data
         if self.need < 0:
             end = self.buf.find(_HEAD_END)
             if end < 0:
@@ -63,17 +84,16 @@ class _Conn(asyncio.Protocol):
             try:
                 self._parse_head(bytes(self.buf[:end]))
             except (Unsupported, TooLarge, ValueError) as exc:
-                self.keep_alive = False
-                waiter.set_exception(exc)
+                self._deliver(None, exc)
                 return
             self.head_len = end + 4
         if len(self.buf) >= self.need:
             body = bytes(self.buf[self.head_len:self.need])
             del self.buf[:self.need]
             self.need = -1
-            waiter.set_result((self.status, body))
+            self._deliver((self.status, body), None)
 
-    def _whole(self, data: bytes, waiter: asyncio.Future[tuple[int, bytes]]) -> bool:
+    def _whole(self, data: bytes) -> bool:
         """Answer from data alone when it holds the whole answer (and nothing more)."""
         end = data.find(_HEAD_END)
         if end < 0:
@@ -81,14 +101,13 @@ class _Conn(asyncio.Protocol):
         try:
             self._parse_head(data[:end])
         except (Unsupported, TooLarge, ValueError) as exc:
-            self.keep_alive = False
-            waiter.set_exception(exc)
+            self._deliver(None, exc)
             return True
         if len(data) != self.need:
             self.need = -1
             return False
         self.need = -1
-        waiter.set_result((self.status, data[end + 4:]))
+        self._deliver((self.status, data[end + 4:]), None)
         return True
 
     def _parse_head(self, head: bytes) -> None:
@@ -117,12 +136,19 @@ class _Conn(asyncio.Protocol):
         self.need = len(head) + 4 + length
 
     def request(self, raw: bytes, cap: int) -> asyncio.Future[tuple[int, bytes]]:
-        assert self.transport is not None
+        """Send a request; its answer comes as the returned future's result."""
         self.waiter = asyncio.get_running_loop().create_future()
+        self.send(raw, cap, None)
+        return self.waiter
+
+    def send(self, raw: bytes, cap: int, sink: Sink | None) -> None:
+        """Send a request; its answer goes to sink (or to the waiter when sink is None)."""
+        assert self.transport is not None
+        self.sink = sink
+        self.pending = True
         self.need, self.cap = -1, cap
         self.buf.clear()
         self.transport.write(raw)
-        return self.waiter
 
     def close(self) -> None:
         self.closed = True
@@ -165,9 +191,24 @@ class RawPool:
                 return conn, conn.request(self.request_bytes(target, headers), cap)
         return None
 
+    def send(self, target: str, headers: dict[str, str], cap: int, sink: Sink, tag: int
+             ) -> _Conn | None:
+        """Send GET target on an idle connection at once, its answer to sink(conn, (status,
+        body) or None, exception or None) with conn.tag = tag; None when no idle connection
+        is open. Give the connection back with `finish`."""
+        while self._idle:
+            conn = self._idle.pop()
+            if not conn.closed:
+                self.calls += 1
+                conn.tag = tag
+                conn.send(self.request_bytes(target, headers), cap, sink)
+                return conn
+        return None
+
     def finish(self, conn: _Conn, answered: bool) -> None:
         """Keep a connection for the next call when its answer came whole, else close it."""
         conn.waiter = None
+        conn.sink = None
         if answered and conn.keep_alive and not conn.closed and len(self._idle) < MAX_IDLE:
             self._idle.append(conn)
         else:
