@@ -9,6 +9,7 @@ the middleware hands them to `forward`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Hashable, Sequence
@@ -273,8 +274,8 @@ class FederationService:
                          peers: Sequence[Origin]) -> list[PeerAnswer]:
         """Each contributing peer's items of one collection of the entity."""
         query = request.query_string
-        paths = [(o.gateway, f"/{entity.kind}/{quote(o.remote_id, safe='')}/{collection}"
-                             + (f"?{query}" if query else "")) for o in peers]
+        tail = f"/{collection}?{query}" if query else f"/{collection}"
+        paths = [(o.gateway, f"/{entity.kind}/{_quoted(o.remote_id)}{tail}") for o in peers]
         return await self.call_peers(request, paths, cacheable=collection in CACHEABLE)
 
     def rename(self, gateway: str, app_id: str) -> str:
@@ -381,6 +382,11 @@ class FederationService:
             else:
                 xv[key] = value
         return {"items": items, self.xv: xv}
+
+
+@functools.lru_cache(maxsize=4096)
+def _quoted(entity_id: str) -> str:
+    return quote(entity_id, safe="")
 
 
 FEDERATION = "federation"
