@@ -16,6 +16,7 @@ from typing import Any
 # Idle connections kept per peer (fan-out reads in flight at once rarely exceed this).
 MAX_IDLE = 32
 MAX_REQUESTS = 256  # prebuilt request bytes kept per peer
+READ_BUFFER = 64 * 1024
 _HEAD_END = b"\r\n\r\n"
 
 
@@ -30,11 +31,14 @@ class TooLarge(Exception):
 Sink = Callable[["_Conn", "tuple[int, bytes] | None", "BaseException | None"], None]
 
 
-class _Conn(asyncio.Protocol):
-    """One connection; one request at a time, its answer given to a future or a sink."""
+class _Conn(asyncio.BufferedProtocol):
+    """One connection; one request at a time, its answer given to a future or a sink.
+
+    Reads land in one buffer kept per connection (no large allocation per read)."""
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
+        self._in = memoryview(bytearray(READ_BUFFER))
         self.buf = bytearray()
         self.waiter: asyncio.Future[tuple[int, bytes]] | None = None
         self.sink: Sink | None = None
@@ -54,6 +58,12 @@ class _Conn(asyncio.Protocol):
         self.closed = True
         if self.pending:
             self._deliver(None, exc or ConnectionResetError("peer closed the connection"))
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._in
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.data_received(bytes(self._in[:nbytes]))
 
     def _deliver(self, result: tuple[int, bytes] | None, exc: BaseException | None) -> None:
         self.pending = False
