@@ -6,7 +6,9 @@ cache (aggregation.cache.enabled). `GET /components/<host>/data` is read by wrk 
 keep-alive connection from the live primary, the cached primary and (the baseline, a local
 read) one peer directly, in alternating rounds after a warm-up. Printed: p50 of each, the
 median of per-round p50 ratios merged/local with spread, the live primary's CPU per peer per
-merged read, and the robots' CPU while a dashboard polls the cached primary once a second.
+merged read, each server's CPU per read (the cached primary's against the peer's local read:
+a check of the p50 ratio that the machine's load does not blur), and the robots' CPU while a
+dashboard polls the cached primary once a second.
 Targets: live CPU per peer per read <= 60 us, live p50 at 32 peers <= 5 ms,
 cached merged read <= 1.5x the local read, robots' CPU near zero while nothing changes.
 With --hung, one peer then hangs (its data route never answers): the read is bounded by
@@ -136,7 +138,7 @@ def compare(n: int, peers: list[Gateway], logs: Path, path: str, seconds: float)
         c0 = cpu_s(pid(live))
         time.sleep(3.0)
         idle_rate = (cpu_s(pid(live)) - c0) / 3.0  # health probes, refreshes, ROS: not reads
-        sides = {"local": (peers[0], None), "live": (live, pid(live)),
+        sides = {"local": (peers[0], pid(peers[0])), "live": (live, pid(live)),
                  "cached": (cached, pid(cached))}
         for gw, _ in sides.values():
             run_wrk(f"http://127.0.0.1:{gw.port}{path}", 1.0, 1)
@@ -155,6 +157,9 @@ def compare(n: int, peers: list[Gateway], logs: Path, path: str, seconds: float)
                                                          strict=True)]
     cached_ratio = [c.p50_ms / lo.p50_ms for c, lo in zip(res["cached"], res["local"],
                                                          strict=True)]
+    cpu = {k: statistics.median(r.cpu_us_per_req for r in v) for k, v in res.items()}
+    cpu_ratio = [c.cpu_us_per_req / lo.cpu_us_per_req for c, lo in zip(
+        res["cached"], res["local"], strict=True)]
     raw_per_peer = statistics.median(r.cpu_us_per_req for r in res["live"]) / n
     per_peer = statistics.median(r.cpu_us_per_req - idle_rate * 1e6 / r.rps
                                  for r in res["live"]) / n
@@ -166,6 +171,8 @@ def compare(n: int, peers: list[Gateway], logs: Path, path: str, seconds: float)
     print(f"  merged, read cache               p50 {p50['cached']:7.2f} ms; ratio to local "
           f"{spread(cached_ratio)}; target <= {CACHED_RATIO_TARGET:g}: "
           f"{'met' if statistics.median(cached_ratio) <= CACHED_RATIO_TARGET else 'NOT met'}")
+    print(f"  server CPU per read: local {cpu['local']:.0f} us, cached {cpu['cached']:.0f} us "
+          f"(ratio {spread(cpu_ratio)}), live {cpu['live']:.0f} us")
     print(f"  live primary CPU per peer per merged read {per_peer:.0f} us above its idle "
           f"{idle_rate * 1e3:.0f} ms/s ({raw_per_peer:.0f} us with it); target <= "
           f"{CPU_PER_PEER_TARGET_US:g} us: "

@@ -107,6 +107,25 @@ class PeerClient:
         except Exception as exc:
             raise PeerError(classify(exc), f"{type(exc).__name__}: {exc}") from None
 
+    async def get_body(self, path: str, *, budget_s: float, headers: dict[str, str],
+                       max_bytes: int) -> tuple[int, bytes]:
+        """(status, body) of a GET within the budget, on the pooled GET client when it can
+        read the answer (a health probe needs no headers); PeerError otherwise."""
+        if self._raw is not None:
+            try:
+                return await asyncio.wait_for(
+                    self._raw.get(API_PREFIX + path, headers, max_bytes), budget_s)
+            except Unsupported:
+                pass
+            except TooLarge as exc:
+                raise PeerError(TOO_LARGE, str(exc)) from None
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                raise PeerError(classify(exc), f"{type(exc).__name__}: {exc}") from None
+        answer = await self.get(path, budget_s=budget_s, headers=headers, max_bytes=max_bytes)
+        return answer.status, answer.body
+
     async def _get(self, path: str, headers: dict[str, str], cap: int) -> Answer:
         async with self.session.get(self.api(path), headers=headers,
                                     allow_redirects=False) as resp:
@@ -129,28 +148,43 @@ class PeerClient:
                         headers: dict[str, str] | None = None) -> dict[str, Any] | None:
         """A list envelope; None when the peer lacks the route (404/501: members omitted)."""
         answer = await self.get(path, budget_s=budget_s, headers=headers)
-        return _list_envelope(answer.status, answer.body)
+        return list_envelope(answer.status, answer.body)
 
-    async def read_items(self, path: str, headers: dict[str, str]) -> dict[str, Any] | None:
-        """get_items without a budget of its own: the fan-out bounds all peers at once."""
+    def send_read(self, path: str, headers: dict[str, str], sink: Any, tag: int) -> Any:
+        """A fan-out GET sent at once on an idle pooled connection, its answer given to
+        sink(conn, (status, body) or None, exception or None) with conn.tag = tag; the
+        connection, or None when there is none (then `read_raw`). Give the connection back
+        with `finish_read`."""
+        if self._raw is None:
+            return None
+        return self._raw.send(API_PREFIX + path, headers, self.max_bytes, sink, tag)
+
+    def finish_read(self, conn: Any, answered: bool) -> None:
+        """Return a connection of `send_read` (closed unless its answer came whole)."""
+        assert self._raw is not None
+        self._raw.finish(conn, answered)
+
+    async def read_raw(self, path: str, headers: dict[str, str]) -> tuple[int, bytes]:
+        """(status, body) of a fan-out GET without a budget of its own; PeerError otherwise."""
         try:
             if self._raw is not None:
                 try:
-                    status, body = await self._raw.get(API_PREFIX + path, headers,
-                                                       self.max_bytes)
+                    return await self._raw.get(API_PREFIX + path, headers, self.max_bytes)
                 except Unsupported:
-                    answer = await self._get(path, headers, self.max_bytes)
-                    status, body = answer.status, answer.body
-            else:
-                answer = await self._get(path, headers, self.max_bytes)
-                status, body = answer.status, answer.body
+                    pass
+            answer = await self._get(path, headers, self.max_bytes)
+            return answer.status, answer.body
         except TooLarge as exc:
             raise PeerError(TOO_LARGE, str(exc)) from None
         except (PeerError, asyncio.CancelledError):
             raise
         except Exception as exc:
             raise PeerError(classify(exc), f"{type(exc).__name__}: {exc}") from None
-        return _list_envelope(status, body)
+
+    async def read_items(self, path: str, headers: dict[str, str]) -> dict[str, Any] | None:
+        """get_items without a budget of its own: the fan-out bounds all peers at once."""
+        status, body = await self.read_raw(path, headers)
+        return list_envelope(status, body)
 
     async def close(self) -> None:
         """Close the pool."""
@@ -161,7 +195,15 @@ class PeerClient:
         self._session = None
 
 
-def _list_envelope(status: int, raw: bytes) -> dict[str, Any] | None:
+def raw_error(exc: BaseException) -> PeerError:
+    """The PeerError of a failed `send_read` answer."""
+    if isinstance(exc, TooLarge):
+        return PeerError(TOO_LARGE, str(exc))
+    return PeerError(classify(exc), f"{type(exc).__name__}: {exc}")
+
+
+def list_envelope(status: int, raw: bytes) -> dict[str, Any] | None:
+    """A peer's list envelope; None when it lacks the route (404/501); PeerError otherwise."""
     if status in (404, 501):
         return None
     if not 200 <= status < 300:

@@ -8,16 +8,41 @@ Peers that did not answer make the list `partial` with `failed_peers` and `peer_
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.model.items import FleetItem, fleet_ids, operation_fleet_ids, reattribute
+import orjson
+
+from gateway.http.jsonutil import dumps
+from gateway.model.items import operation_fleet_ids, reattribute
 
 from .items import reserialize
 from .settings import LOCAL
 
 Rename = Callable[[str, str], str]  # (gateway, its app id) -> fleet app id
+
+
+@dataclass
+class _Prepared:
+    """A peer answer's items as the merge takes them, and what it learned from the answer."""
+
+    kept: list[dict[str, Any]]
+    dropped: list[dict[str, Any]]
+    nodes: dict[str, list[str]]
+    # serialized items by (index in kept, id assigned in the merge)
+    serial: dict[tuple[int, Any], orjson.Fragment] = field(default_factory=dict)
+
+    def fragment(self, k: int, item: dict[str, Any]) -> orjson.Fragment:
+        """Its k-th item (a copy with its id assigned), serialized once per id it is given."""
+        key = (k, item.get("id"))
+        out = self.serial.get(key)
+        if out is None:
+            if len(self.serial) >= 4 * len(self.kept) + 4:
+                self.serial.clear()
+            out = self.serial[key] = orjson.Fragment(dumps(item))
+        return out
 
 
 @dataclass
@@ -28,6 +53,10 @@ class PeerAnswer:
     items: list[Any] = field(default_factory=list)
     reason: str | None = None
     body: dict[str, Any] = field(default_factory=dict)
+    # (collection, fleet view, its items checked and re-attributed): combine's memo; a peer
+    # answering the same bytes again is not parsed nor checked again (fanout.py)
+    prepared: tuple[str, Any, _Prepared] | None = field(default=None, repr=False,
+                                                         compare=False)
 
     @property
     def ok(self) -> bool:
@@ -58,9 +87,18 @@ def _reattribute(collection: str, item: dict[str, Any], xv: str, peer: str,
 
 
 def _assign(collection: str, tagged: Sequence[tuple[str, dict[str, Any]]], xv: str) -> None:
-    if collection == "data":
-        ids = fleet_ids([FleetItem(g, _members(i, xv), i["id"]) for g, i in tagged])
-    elif collection == "operations":
+    if collection == "data":  # fleet_ids (rules 2, 4) without an object per item
+        local_ids = [i["id"] for _, i in tagged]
+        totals = Counter(local_ids)
+        if len(totals) == len(local_ids):
+            return
+        for (_, item), local_id in zip(tagged, local_ids, strict=True):
+            if totals[local_id] > 1:
+                members = _members(item, xv)
+                if members:
+                    item["id"] = f"{members[0]}:{local_id}"
+        return
+    if collection == "operations":
         rows = []
         for g, i in tagged:
             vx = i[xv]
@@ -72,11 +110,38 @@ def _assign(collection: str, tagged: Sequence[tuple[str, dict[str, Any]]], xv: s
         item["id"] = new_id
 
 
+def _prepare(collection: str, xv: str, answer: PeerAnswer, rename: Rename) -> _Prepared:
+    """A peer answer's valid items re-serialized and re-attributed, its dropped items and its
+    unavailable/failed nodes."""
+    found = answer.body.get(xv)
+    peer_xv: dict[str, Any] = found if isinstance(found, dict) else {}
+    nodes_of: dict[str, list[str]] = {}
+    for key in ("unavailable_nodes", "failed_nodes"):
+        nodes = peer_xv.get(key)
+        if isinstance(nodes, list):
+            nodes_of[key] = [f"{answer.peer}:{n}" for n in nodes if isinstance(n, str)]
+    kept, lost = reserialize(collection, answer.items, xv, answer.peer)
+    for item in kept:
+        _reattribute(collection, item, xv, answer.peer, rename)
+        if collection == "logs":
+            item["id"] = f"{answer.peer}:{item['id']}"
+        if collection in ("logs", "faults", "version-info"):
+            item.setdefault(xv, {})["peer"] = answer.peer
+    return _Prepared(kept, lost, nodes_of)
+
+
 def combine(collection: str, xv: str, local_items: Sequence[dict[str, Any]] | None,
-            answers: Sequence[PeerAnswer], rename: Rename, limit: int | None = None
-            ) -> Combined:
-    """The merged collection; local_items None when this gateway contributes nothing."""
+            answers: Sequence[PeerAnswer], rename: Rename, limit: int | None = None,
+            memo: Any = None, fragments: bool = False) -> Combined:
+    """The merged collection; local_items None when this gateway contributes nothing.
+
+    `memo` names the state of `rename` (the fleet view): while it is the same object, a peer
+    answer already prepared for this collection is not checked and re-attributed again.
+    With `fragments` (not for logs) peer items come serialized (orjson.Fragment), each once
+    per prepared answer and id: for a merge that is only serialized.
+    """
     tagged: list[tuple[str, dict[str, Any]]] = [(LOCAL, i) for i in (local_items or ())]
+    sources: list[tuple[_Prepared, int] | None] = [None] * len(tagged)
     dropped: list[dict[str, Any]] = []
     failures: list[dict[str, str]] = []
     contributors = [LOCAL] if local_items is not None else []
@@ -88,24 +153,24 @@ def combine(collection: str, xv: str, local_items: Sequence[dict[str, Any]] | No
         if answer.body.get("omitted"):
             continue  # the peer lacks the route (404/501): its members are omitted
         contributors.append(answer.peer)
-        found = answer.body.get(xv)
-        peer_xv: dict[str, Any] = found if isinstance(found, dict) else {}
-        for key in ("unavailable_nodes", "failed_nodes"):
-            nodes = peer_xv.get(key)
-            if isinstance(nodes, list):
-                peer_nodes.setdefault(key, []).extend(
-                    f"{answer.peer}:{n}" for n in nodes if isinstance(n, str))
-        kept, lost = reserialize(collection, answer.items, xv, answer.peer)
-        dropped.extend(lost)
-        for item in kept:
-            _reattribute(collection, item, xv, answer.peer, rename)
-            if collection == "logs":
-                item["id"] = f"{answer.peer}:{item['id']}"
-            if collection in ("logs", "faults", "version-info"):
-                item.setdefault(xv, {})["peer"] = answer.peer
-            tagged.append((answer.peer, item))
+        known = answer.prepared
+        if memo is not None and known is not None and known[1] is memo \
+                and known[0] == collection:
+            prepared = known[2]
+        else:
+            prepared = _prepare(collection, xv, answer, rename)
+            if memo is not None:
+                answer.prepared = (collection, memo, prepared)
+        for key, nodes in prepared.nodes.items():
+            peer_nodes.setdefault(key, []).extend(nodes)
+        dropped.extend(prepared.dropped)
+        tagged.extend((answer.peer, dict(item)) for item in prepared.kept)  # ids assigned below
+        sources.extend((prepared, k) for k in range(len(prepared.kept)))
     _assign(collection, tagged, xv)
-    items = [i for _, i in tagged]
+    items: list[Any] = [i for _, i in tagged]
+    if fragments and collection != "logs":
+        items = [i if src is None else src[0].fragment(src[1], i) for (_, i), src in zip(
+            tagged, sources, strict=True)]
     if collection == "logs":
         items.sort(key=lambda i: str(i.get("timestamp", "")))
         if limit is not None:

@@ -1,39 +1,86 @@
-"""Parallel peer calls for a collection read: every peer within its budget, never their sum."""
+"""Parallel peer calls for a collection read: every peer within its budget, never their sum.
+
+A call to a peer with an idle pooled connection is sent at once, its answer handed over by
+the connection itself (no task nor future per peer); one deadline bounds every call. A peer answering the same bytes
+as last time gets the answer object it got then (parsed once, and prepared once by
+combine.py for the same fleet view).
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Any
 
-from .client import PeerError
+from .client import PeerError, list_envelope, raw_error
 from .combine import PeerAnswer
 from .health import CANCELED, TIMEOUT, UNREACHABLE
-from .peers import PeerTable
+from .peers import Peer, PeerTable
+from .rawhttp import Unsupported
+
+MAX_MEMO = 64  # answers remembered per peer (by path)
+_Call = tuple[str, str, dict[str, str]]
 
 
-async def _one(table: PeerTable, name: str, path: str, headers: dict[str, str]) -> PeerAnswer:
-    peer = table.peers.get(name)
-    if peer is None or not peer.online:
-        # Offline peers are not called; they are reported so the answer is marked partial.
-        return PeerAnswer(name, reason=UNREACHABLE)
+def _answer(peer: Peer, path: str, status: int, raw: bytes) -> PeerAnswer:
+    """The peer's answer for these bytes: the one it gave last time when they are the same."""
+    memo = peer.answers.get(path)
+    if memo is not None and memo[0] == status and memo[1] == raw:
+        return memo[2]
+    body = list_envelope(status, raw)  # PeerError when unusable (never remembered)
+    if body is None:
+        answer = PeerAnswer(peer.name, body={"omitted": True})
+    else:
+        answer = PeerAnswer(peer.name, items=body["items"], body=body)
+    if len(peer.answers) >= MAX_MEMO:
+        peer.answers.clear()
+    peer.answers[path] = (status, raw, answer)
+    return answer
+
+
+def _failed(table: PeerTable, name: str, exc: PeerError) -> PeerAnswer:
+    if exc.reason in (TIMEOUT, UNREACHABLE):
+        table.suspect(name)
+    return PeerAnswer(name, reason=exc.reason)
+
+
+async def _one(table: PeerTable, peer: Peer, path: str, headers: dict[str, str]
+               ) -> PeerAnswer:
+    """A call that needs a connection made first (or the general client)."""
     try:
-        body = await peer.client.read_items(path, headers)
+        status, raw = await peer.client.read_raw(path, headers)
+        return _answer(peer, path, status, raw)
     except PeerError as exc:
-        if exc.reason in (TIMEOUT, UNREACHABLE):
-            table.suspect(name)
-        return PeerAnswer(name, reason=exc.reason)
+        return _failed(table, peer.name, exc)
     except asyncio.CancelledError:
         task = asyncio.current_task()
         if task is not None and task.cancelling():
             raise
-        return PeerAnswer(name, reason=CANCELED)
-    if body is None:
-        return PeerAnswer(name, body={"omitted": True})
-    return PeerAnswer(name, items=body["items"], body=body)
+        return PeerAnswer(peer.name, reason=CANCELED)
 
 
-async def gather(table: PeerTable, calls: Sequence[tuple[str, str, dict[str, str]]],
-                 budget_s: float) -> list[PeerAnswer]:
+class _Batch:
+    """Answers of the calls sent at once; `all` completes when each has come."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.left = 0
+        self.all: asyncio.Future[None] = loop.create_future()
+        self.got: dict[int, tuple[Any, tuple[int, bytes] | None, BaseException | None]] = {}
+
+    def arrived(self, conn: Any, result: tuple[int, bytes] | None,
+                exc: BaseException | None) -> None:
+        self.got[conn.tag] = (conn, result, exc)
+        self.left -= 1
+        if self.left <= 0 and not self.all.done():
+            self.all.set_result(None)
+
+    def expire(self) -> None:
+        if not self.all.done():
+            self.all.set_result(None)
+
+
+async def gather(table: PeerTable, calls: Sequence[_Call], budget_s: float
+                 ) -> list[PeerAnswer]:
     """Answers of (peer name, path, headers) calls made in parallel, in call order.
 
     One deadline bounds every call (no timer per peer); a call still running at the deadline
@@ -41,29 +88,73 @@ async def gather(table: PeerTable, calls: Sequence[tuple[str, str, dict[str, str
     """
     if not calls:
         return []
-    tasks = [asyncio.ensure_future(_one(table, name, path, headers))
-             for name, path, headers in calls]
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + budget_s
+    out: list[PeerAnswer | None] = [None] * len(calls)
+    batch = _Batch(loop)
+    sent: dict[int, tuple[Peer, Any]] = {}
+    tasks: dict[int, asyncio.Future[PeerAnswer]] = {}
+    for i, (name, path, headers) in enumerate(calls):
+        peer = table.peers.get(name)
+        if peer is None or not peer.online:
+            # Offline peers are not called; they are reported so the answer is marked partial.
+            out[i] = PeerAnswer(name, reason=UNREACHABLE)
+            continue
+        conn = peer.client.send_read(path, headers, batch.arrived, i)
+        if conn is not None:
+            sent[i] = (peer, conn)
+            batch.left += 1
+        else:
+            tasks[i] = asyncio.ensure_future(_one(table, peer, path, headers))
+    timer = loop.call_at(deadline, batch.expire)
     try:
-        _done, pending = await asyncio.wait(tasks, timeout=budget_s)
+        if batch.left > 0:
+            await batch.all
+        for i, (conn, result, exc) in batch.got.items():
+            peer = sent.pop(i)[0]
+            peer.client.finish_read(conn, exc is None)
+            _name, path, headers = calls[i]
+            if result is not None:
+                try:
+                    out[i] = _answer(peer, path, *result)
+                except PeerError as err:
+                    out[i] = _failed(table, peer.name, err)
+            elif isinstance(exc, Unsupported):  # the general client reads it
+                tasks[i] = asyncio.ensure_future(_one(table, peer, path, headers))
+            else:
+                out[i] = _failed(table, peer.name, raw_error(exc or ConnectionError()))
+        late = [t for i, t in tasks.items() if out[i] is None and not t.done()]
+        left = deadline - loop.time()
+        if late and left > 0:
+            await asyncio.wait(late, timeout=left)
     except asyncio.CancelledError:
-        for t in tasks:
+        for t in tasks.values():
             t.cancel()
         raise
-    for t in pending:
-        t.cancel()
+    finally:
+        timer.cancel()
+        for peer, conn in sent.values():  # still unanswered: never reused
+            peer.client.finish_read(conn, False)
+    for i, task in tasks.items():
+        if out[i] is None and not task.done():
+            task.cancel()
+    pending = [t for t in tasks.values() if not t.done()]
     if pending:
         await asyncio.wait(pending)
-    out: list[PeerAnswer] = []
-    for (name, _, _), task in zip(calls, tasks, strict=True):
-        if task in pending:
-            table.suspect(name)
-            out.append(PeerAnswer(name, reason=TIMEOUT))
+    for i, (name, _, _) in enumerate(calls):
+        if out[i] is not None:
             continue
-        exc = None if task.cancelled() else task.exception()
-        if task.cancelled() or isinstance(exc, asyncio.CancelledError):
-            out.append(PeerAnswer(name, reason=CANCELED))
+        maybe = tasks.get(i)
+        if maybe is None or maybe.cancelled():
+            # sent on a pooled connection and unanswered at the deadline, or cut off by it
+            table.suspect(name)
+            out[i] = PeerAnswer(name, reason=TIMEOUT)
+            continue
+        exc = maybe.exception()
+        if isinstance(exc, asyncio.CancelledError):
+            out[i] = PeerAnswer(name, reason=CANCELED)
         elif exc is not None:
-            out.append(PeerAnswer(name, reason=UNREACHABLE))
+            out[i] = PeerAnswer(name, reason=UNREACHABLE)
         else:
-            out.append(task.result())
-    return out
+            out[i] = maybe.result()
+    return out  # type: ignore[return-value]

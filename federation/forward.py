@@ -165,7 +165,8 @@ class Forwarder:
         local = await provider(fed.state, entity)
         answers = await fed.peer_items(request, entity, collection,
                                        fed.view.peers_of(entity.kind, entity.id))
-        merged = combine(collection, fed.xv, local, answers, fed.rename).items
+        merged = combine(collection, fed.xv, local, answers, fed.rename,
+                         memo=fed.view).items
         xv = fed.xv
         members = [tuple(i[xv].get("member_ids") or ()) for i in merged]
         ids = [i["id"] for i in merged]

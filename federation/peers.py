@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+import orjson
+
 from gateway.model.entities import EntitySet
 
 from .client import PeerClient, PeerError, base_url
@@ -44,6 +46,8 @@ class Peer:
     task: asyncio.Task[None] | None = None
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     added: float = field(default_factory=time.monotonic)  # loop.time() clock
+    # fan-out answers by path: (status, body bytes, the answer made of them) (fanout.py)
+    answers: dict[str, tuple[int, bytes, Any]] = field(default_factory=dict)
 
     @property
     def online(self) -> bool:
@@ -147,18 +151,18 @@ class PeerTable:
         """One health check: (passed, failure reason)."""
         peer.probes += 1
         try:
-            answer = await peer.client.get("/health", budget_s=self.settings.budgets.health_s,
-                                           headers=peer.own_headers(self.auth),
-                                           max_bytes=HEALTH_BODY_CAP)
+            status, body = await peer.client.get_body(
+                "/health", budget_s=self.settings.budgets.health_s,
+                headers=peer.own_headers(self.auth), max_bytes=HEALTH_BODY_CAP)
         except PeerError as exc:
             return False, exc.reason
-        if answer.status != 200:
+        if status != 200:
             return False, ERROR_STATUS
         # A port answering 200 is not yet a gateway: only its health document counts.
         try:
-            document = answer.json()
-        except PeerError as exc:
-            return False, exc.reason
+            document = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return False, INVALID_RESPONSE
         if not is_health_document(document):
             return False, INVALID_RESPONSE
         return True, None

@@ -10,10 +10,13 @@ general client. The caller bounds the time; a call cancelled mid-answer closes i
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 # Idle connections kept per peer (fan-out reads in flight at once rarely exceed this).
 MAX_IDLE = 32
+MAX_REQUESTS = 256  # prebuilt request bytes kept per peer
+READ_BUFFER = 64 * 1024
 _HEAD_END = b"\r\n\r\n"
 
 
@@ -25,13 +28,22 @@ class TooLarge(Exception):
     """The announced body exceeds the caller's cap."""
 
 
-class _Conn(asyncio.Protocol):
-    """One connection; one request at a time."""
+Sink = Callable[["_Conn", "tuple[int, bytes] | None", "BaseException | None"], None]
+
+
+class _Conn(asyncio.BufferedProtocol):
+    """One connection; one request at a time, its answer given to a future or a sink.
+
+    Reads land in one buffer kept per connection (no large allocation per read)."""
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
+        self._in = memoryview(bytearray(READ_BUFFER))
         self.buf = bytearray()
         self.waiter: asyncio.Future[tuple[int, bytes]] | None = None
+        self.sink: Sink | None = None
+        self.tag = 0  # the sink's name for this call
+        self.pending = False  # a request is out and its answer not delivered
         self.need = -1  # total bytes of the answer once its head is parsed
         self.head_len = 0
         self.status = 0
@@ -44,14 +56,37 @@ class _Conn(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_exception(exc or ConnectionResetError("peer closed the connection"))
+        if self.pending:
+            self._deliver(None, exc or ConnectionResetError("peer closed the connection"))
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._in
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.data_received(bytes(self._in[:nbytes]))
+
+    def _deliver(self, result: tuple[int, bytes] | None, exc: BaseException | None) -> None:
+        self.pending = False
+        if exc is not None:
+            self.keep_alive = False
+        sink, self.sink = self.sink, None
+        if sink is not None:
+            sink(self, result, exc)
+            return
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            if exc is not None:
+                waiter.set_exception(exc)
+            else:
+                waiter.set_result(result)  # type: ignore[arg-type]
 
     def data_received(self, data: bytes) -> None:
-        self.buf += data
-        waiter = self.waiter
-        if waiter is None or waiter.done():
+        if not self.pending:
+            self.buf += data
             return
+        if not self.buf and self.need < 0 and self._whole(data):
+            return  # the usual case: the whole answer in one read, no copy into buf
+        self.buf += data
         if self.need < 0:
             end = self.buf.find(_HEAD_END)
             if end < 0:
@@ -59,15 +94,31 @@ class _Conn(asyncio.Protocol):
             try:
                 self._parse_head(bytes(self.buf[:end]))
             except (Unsupported, TooLarge, ValueError) as exc:
-                self.keep_alive = False
-                waiter.set_exception(exc)
+                self._deliver(None, exc)
                 return
             self.head_len = end + 4
         if len(self.buf) >= self.need:
             body = bytes(self.buf[self.head_len:self.need])
             del self.buf[:self.need]
             self.need = -1
-            waiter.set_result((self.status, body))
+            self._deliver((self.status, body), None)
+
+    def _whole(self, data: bytes) -> bool:
+        """Answer from data alone when it holds the whole answer (and nothing more)."""
+        end = data.find(_HEAD_END)
+        if end < 0:
+            return False
+        try:
+            self._parse_head(data[:end])
+        except (Unsupported, TooLarge, ValueError) as exc:
+            self._deliver(None, exc)
+            return True
+        if len(data) != self.need:
+            self.need = -1
+            return False
+        self.need = -1
+        self._deliver((self.status, data[end + 4:]), None)
+        return True
 
     def _parse_head(self, head: bytes) -> None:
         lines = head.split(b"\r\n")
@@ -95,12 +146,19 @@ class _Conn(asyncio.Protocol):
         self.need = len(head) + 4 + length
 
     def request(self, raw: bytes, cap: int) -> asyncio.Future[tuple[int, bytes]]:
-        assert self.transport is not None
+        """Send a request; its answer comes as the returned future's result."""
         self.waiter = asyncio.get_running_loop().create_future()
+        self.send(raw, cap, None)
+        return self.waiter
+
+    def send(self, raw: bytes, cap: int, sink: Sink | None) -> None:
+        """Send a request; its answer goes to sink (or to the waiter when sink is None)."""
+        assert self.transport is not None
+        self.sink = sink
+        self.pending = True
         self.need, self.cap = -1, cap
         self.buf.clear()
         self.transport.write(raw)
-        return self.waiter
 
     def close(self) -> None:
         self.closed = True
@@ -116,33 +174,78 @@ class RawPool:
         self.port = port
         self.host_header = f"{host}:{port}"
         self._idle: list[_Conn] = []
+        self._requests: dict[tuple[str, tuple[tuple[str, str], ...]], bytes] = {}
         self.calls = 0
 
     def request_bytes(self, target: str, headers: dict[str, str]) -> bytes:
-        """The GET request for target (path and query) with these headers."""
-        lines = [f"GET {target} HTTP/1.1", f"Host: {self.host_header}"]
-        lines += [f"{k}: {v}" for k, v in headers.items()]
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        """The GET request for target (path and query) with these headers (built once)."""
+        key = (target, tuple(headers.items()))
+        raw = self._requests.get(key)
+        if raw is None:
+            lines = [f"GET {target} HTTP/1.1", f"Host: {self.host_header}"]
+            lines += [f"{k}: {v}" for k, v in headers.items()]
+            raw = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+            if len(self._requests) >= MAX_REQUESTS:
+                self._requests.clear()
+            self._requests[key] = raw
+        return raw
+
+    def start(self, target: str, headers: dict[str, str], cap: int
+              ) -> tuple[_Conn, asyncio.Future[tuple[int, bytes]]] | None:
+        """Send GET target on an idle connection at once: (connection, answer future), or None
+        when no idle connection is open. Give the connection back with `finish`."""
+        while self._idle:
+            conn = self._idle.pop()
+            if not conn.closed:
+                self.calls += 1
+                return conn, conn.request(self.request_bytes(target, headers), cap)
+        return None
+
+    def send(self, target: str, headers: dict[str, str], cap: int, sink: Sink, tag: int
+             ) -> _Conn | None:
+        """Send GET target on an idle connection at once, its answer to sink(conn, (status,
+        body) or None, exception or None) with conn.tag = tag; None when no idle connection
+        is open. Give the connection back with `finish`."""
+        while self._idle:
+            conn = self._idle.pop()
+            if not conn.closed:
+                self.calls += 1
+                conn.tag = tag
+                conn.send(self.request_bytes(target, headers), cap, sink)
+                return conn
+        return None
+
+    def finish(self, conn: _Conn, answered: bool) -> None:
+        """Keep a connection for the next call when its answer came whole, else close it."""
+        conn.waiter = None
+        conn.sink = None
+        if answered and conn.keep_alive and not conn.closed and len(self._idle) < MAX_IDLE:
+            self._idle.append(conn)
+        else:
+            conn.close()  # cancelled or failed mid-answer: the connection is not reusable
 
     async def get(self, target: str, headers: dict[str, str], cap: int) -> tuple[int, bytes]:
         """(status, body) of GET target; Unsupported, TooLarge or OSError otherwise."""
-        raw = self.request_bytes(target, headers)
-        conn = self._idle.pop() if self._idle else None
-        if conn is None or conn.closed:
-            _t, conn = await asyncio.get_running_loop().create_connection(
-                _Conn, self.host, self.port)
+        started = self.start(target, headers, cap)
+        if started is not None:  # a kept connection the peer may have closed meanwhile
+            try:
+                return await self._await(*started)
+            except ConnectionError:
+                pass  # asked again once on a new connection
+        _t, conn = await asyncio.get_running_loop().create_connection(
+            _Conn, self.host, self.port)
         self.calls += 1
+        return await self._await(conn, conn.request(self.request_bytes(target, headers), cap))
+
+    async def _await(self, conn: _Conn, answer: asyncio.Future[tuple[int, bytes]]
+                     ) -> tuple[int, bytes]:
         done = False
         try:
-            answer = await conn.request(raw, cap)
+            result = await answer
             done = True
-            return answer
+            return result
         finally:
-            conn.waiter = None
-            if done and conn.keep_alive and not conn.closed and len(self._idle) < MAX_IDLE:
-                self._idle.append(conn)
-            else:
-                conn.close()  # cancelled or failed mid-answer: the connection is not reusable
+            self.finish(conn, done)
 
     def close(self) -> None:
         """Close every idle connection."""

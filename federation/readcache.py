@@ -4,6 +4,11 @@ With aggregation.cache.enabled a primary keeps each peer's answer to a collectio
 serves it again while it is younger than aggregation.cache.max_age_ms and the peer has not
 signalled a change since: a relayed fault event from that peer, or any change of the peer
 table (health, entity ETag). A miss falls back to the live fan-out. Times are explicit.
+
+The final merged response body is kept too (`body_get`/`body_put`), as bytes split around its
+`age_ms` value, so a repeated merged read costs a lookup and a join: it holds while no change
+signal came (one epoch for all peers), the local part's stamp is the same and its oldest peer
+answer is within the age bound.
 """
 
 from __future__ import annotations
@@ -17,6 +22,16 @@ from typing import Any
 # configurations (parameter values) change without a signal and are always read live.
 CACHEABLE = frozenset({"data", "operations", "faults", "version-info"})
 MAX_ENTRIES = 4096
+MAX_BODIES = 1024
+
+
+@dataclass
+class _Body:
+    head: bytes  # the body up to the age_ms value
+    tail: bytes  # the rest
+    stamp: object  # the local part's generation
+    epoch: int  # ReadCache.epoch when its peer answers were taken
+    oldest: float  # fetch time of its oldest peer answer
 
 
 @dataclass
@@ -34,6 +49,9 @@ class ReadCache:
         self._entries: dict[Hashable, _Entry] = {}
         self._peer_versions: dict[str, int] = {}
         self._all = 0  # bumped by changes that may touch every peer's answers
+        self.epoch = 0  # bumped by every change signal (merged bodies hold within one)
+        self._bodies: dict[Hashable, _Body] = {}
+        self.body_hits = 0
         self.hits = 0
         self.misses = 0
         self.invalidations = 0
@@ -61,14 +79,34 @@ class ReadCache:
     def peer_changed(self, peer: str) -> None:
         """A peer signalled a change (e.g. a fault event): its answers are stale."""
         self._peer_versions[peer] = self._peer_versions.get(peer, 0) + 1
+        self.epoch += 1
         self.invalidations += 1
 
     def all_changed(self) -> None:
         """The peer table changed (health, entities): every answer is stale."""
         self._all += 1
+        self.epoch += 1
         self.invalidations += 1
+
+    def body_get(self, key: Hashable, stamp: object, now: float) -> bytes | None:
+        """The merged body kept under key, its age_ms filled in for now; None when stale."""
+        entry = self._bodies.get(key)
+        if entry is None or entry.epoch != self.epoch or entry.stamp != stamp \
+                or now - entry.oldest > self.max_age_s:
+            return None
+        self.hits += 1
+        self.body_hits += 1
+        return b"%b%d%b" % (entry.head, round((now - entry.oldest) * 1000), entry.tail)
+
+    def body_put(self, key: Hashable, stamp: object, epoch: int, oldest: float,
+                 head: bytes, tail: bytes) -> None:
+        """Keep a merged body built from answers taken in epoch, the oldest fetched at oldest."""
+        if len(self._bodies) >= MAX_BODIES and key not in self._bodies:
+            self._bodies.clear()
+        self._bodies[key] = _Body(head, tail, stamp, epoch, oldest)
 
     def stats(self) -> dict[str, Any]:
         """Figures for /health."""
         return {"max_age_ms": round(self.max_age_s * 1000), "entries": len(self._entries),
-                "hits": self.hits, "misses": self.misses, "invalidations": self.invalidations}
+                "bodies": len(self._bodies), "hits": self.hits, "body_hits": self.body_hits,
+                "misses": self.misses, "invalidations": self.invalidations}

@@ -9,15 +9,16 @@ the middleware hands them to `forward`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import Any
 from urllib.parse import quote
 
 from aiohttp import web
 
-from gateway.http.jsonutil import dumps
+from gateway.http.jsonutil import JSON_TYPE, dumps
 from gateway.model.entities import Entity, EntitySet
 from gateway.state import GatewayState
 
@@ -33,8 +34,12 @@ from .settings import FederationSettings
 log = logging.getLogger(__name__)
 
 _CACHE_AGE = "federation_cache_age_s"  # request key: oldest cached answer a merge used
-_CACHE_USED = "federation_cache_used"  # request key: the cached answers used, None if any live
-_MAX_MERGED = 1024
+_CACHE_OLDEST = "federation_cache_oldest"  # request key: fetch time of the oldest answer used
+_CACHE_COMPLETE = "federation_cache_complete"  # request key: every peer answered
+_AGE_MARK = "\x00age\x00"  # age_ms while a merged body is serialized for the body cache
+_AGE_BYTES = b'"age_ms":"\\u0000age\\u0000"'
+_AGE_KEY = b'"age_ms":'
+_MAX_MERGES = 1024
 
 # Headers every forwarded and fanned-out call carries over from the caller.
 PASSED_HEADERS = ("X-Client-Id", "Accept-Language")
@@ -60,8 +65,9 @@ class FederationService:
         if state.settings["aggregation.cache.enabled"]:
             self.read_cache = ReadCache(state.settings["aggregation.cache.max_age_ms"] / 1000)
         self._cache_signals = contextlib.ExitStack()
-        # merged bodies built wholly from cached answers: (local part, answers used) -> body
-        self._merged: dict[Any, tuple[Any, dict[str, Any]]] = {}
+        # the last merge of each list read: (view, local part, peer answers, merged body)
+        self._merges: dict[Any, tuple[Any, tuple[bytes, bytes], tuple[PeerAnswer, ...],
+                                      dict[str, Any]]] = {}
         for warning in self.settings.warnings:
             log.warning("%s", warning)
 
@@ -176,10 +182,15 @@ class FederationService:
                          cacheable: bool = False) -> list[PeerAnswer]:
         """GET (peer, path) in parallel within aggregation.timeout_ms, marked no-fan-out."""
         calls = []
+        shared: dict[bool | None, dict[str, str]] = {}  # the headers depend on this alone
         for name, path in paths:
             peer = self.table.peers.get(name)
-            headers = self.peer_headers(request, peer) if peer is not None else {}
-            headers[self.no_fan_out_header] = "1"
+            kind = None if peer is None else peer.discovered
+            headers = shared.get(kind)
+            if headers is None:
+                headers = shared[kind] = self.peer_headers(request, peer) \
+                    if peer is not None else {}
+                headers[self.no_fan_out_header] = "1"
             calls.append((name, path, headers))
         return await self._gather(request, calls, cacheable)
 
@@ -193,7 +204,7 @@ class FederationService:
         now = time.monotonic()
         answers: dict[int, PeerAnswer] = {}
         ages: list[float] = []
-        used: list[tuple[str, str, float]] = []
+        oldest = now
         live: list[tuple[int, tuple[str, str, dict[str, str]], Any, tuple[int, int]]] = []
         for i, (name, path, headers) in enumerate(calls):
             key = (name, path, tuple(sorted(headers.items())))
@@ -201,13 +212,14 @@ class FederationService:
             if hit is not None:
                 answers[i] = hit[0]
                 ages.append(hit[1])
-                used.append((name, path, hit[2]))
+                oldest = min(oldest, hit[2])
             else:
                 live.append((i, (name, path, headers), key, cache.version(name)))
         if live:
             fetched = await gather(self.table, [c for _, c, _, _ in live],
                                    self.settings.budgets.timeout_s)
             done = time.monotonic()
+            oldest = min(oldest, done)
             for (i, _call, key, version), answer in zip(live, fetched, strict=True):
                 answers[i] = answer
                 if answer.ok:
@@ -215,8 +227,45 @@ class FederationService:
                     ages.append(0.0)
         if request is not None:  # the freshness bound of this merged answer (x-vendor cache)
             request[_CACHE_AGE] = max(ages, default=0.0)
-            request[_CACHE_USED] = None if live else tuple(used)
+            request[_CACHE_OLDEST] = oldest
+            request[_CACHE_COMPLETE] = all(a.ok for a in answers.values())
         return [answers[i] for i in range(len(calls))]
+
+    async def merged_response(self, request: web.Request, what: Hashable, stamp: object,
+                              collection: str, build: Callable[[], Awaitable[dict[str, Any]]]
+                              ) -> web.Response:
+        """A merged list response; with the read cache its bytes are kept and served again
+        until a change signal, a new local stamp (the local part's generation) or the age
+        bound."""
+        cache = self.read_cache
+        if cache is None or collection not in CACHEABLE:
+            return web.Response(body=dumps(await build()), content_type=JSON_TYPE)
+        headers = request.headers
+        key = (what, collection, request.query_string, headers.get("Authorization"),
+               headers.get("X-Client-Id"), headers.get("Accept-Language"),
+               headers.get(self.fan_out_path_header))
+        raw = cache.body_get(key, stamp, time.monotonic())
+        if raw is None:
+            epoch = cache.epoch  # a change signal during the build leaves the body stale
+            raw = self._keep(request, key, stamp, epoch, await build())
+        return web.Response(body=raw, content_type=JSON_TYPE)
+
+    def _keep(self, request: web.Request, key: Hashable, stamp: object, epoch: int,
+              body: dict[str, Any]) -> bytes:
+        """body serialized; kept in the read cache when every peer answered."""
+        assert self.read_cache is not None
+        xv = body.get(self.xv)
+        block = xv.get("cache") if isinstance(xv, dict) else None
+        oldest = request.get(_CACHE_OLDEST)
+        if not isinstance(block, dict) or oldest is None or not request.get(_CACHE_COMPLETE):
+            return dumps(body)
+        age = block["age_ms"]
+        block["age_ms"] = _AGE_MARK
+        raw = dumps(body)
+        cut = raw.rfind(_AGE_BYTES)
+        head, tail = raw[:cut + len(_AGE_KEY)], raw[cut + len(_AGE_BYTES):]
+        self.read_cache.body_put(key, stamp, epoch, oldest, head, tail)
+        return b"%b%d%b" % (head, age, tail)
 
     def cache_block(self, request: web.Request) -> dict[str, Any] | None:
         """x-vendor `cache` of a merged answer: the age bound and the oldest answer used."""
@@ -229,8 +278,8 @@ class FederationService:
                          peers: Sequence[Origin]) -> list[PeerAnswer]:
         """Each contributing peer's items of one collection of the entity."""
         query = request.query_string
-        paths = [(o.gateway, f"/{entity.kind}/{quote(o.remote_id, safe='')}/{collection}"
-                             + (f"?{query}" if query else "")) for o in peers]
+        tail = f"/{collection}?{query}" if query else f"/{collection}"
+        paths = [(o.gateway, f"/{entity.kind}/{_quoted(o.remote_id)}{tail}") for o in peers]
         return await self.call_peers(request, paths, cacheable=collection in CACHEABLE)
 
     def rename(self, gateway: str, app_id: str) -> str:
@@ -245,19 +294,24 @@ class FederationService:
         if peers is None:
             peers = self.contributors(request, entity)
         answers = await self.peer_items(request, entity, collection, peers)
-        used = request.get(_CACHE_USED)
-        key = None
-        if used is not None:  # every peer part came from the cache: the merge may be known
-            key = (entity.kind, entity.id, collection, limit, request.query_string,
-                   dumps(local_items), dumps(local_extra))
-            hit = self._merged.get(key)
-            if hit is not None and hit[0] == used:
-                return self._with_cache_block(request, hit[1])
+        if collection == "logs":
+            out = self.combine_list(entity, collection, local_items, local_extra, answers,
+                                    limit)
+            return self._with_cache_block(request, out)
+        # Every peer answered the very bytes of the last merge (fanout.py hands back the same
+        # answer objects), the local part and the fleet view are the same: so is the merge.
+        key = (entity.kind, entity.id, collection, limit, request.query_string)
+        local = (dumps(local_items), dumps(local_extra))
+        last = self._merges.get(key)
+        if last is not None and last[0] is self.view and last[1] == local \
+                and len(last[2]) == len(answers) \
+                and all(a is b for a, b in zip(last[2], answers, strict=True)):
+            return self._with_cache_block(request, last[3])
         out = self.combine_list(entity, collection, local_items, local_extra, answers, limit)
-        if key is not None:
-            if len(self._merged) >= _MAX_MERGED:
-                self._merged.clear()
-            self._merged[key] = (used, out)
+        if all(a.ok for a in answers):
+            if len(self._merges) >= _MAX_MERGES:
+                self._merges.clear()
+            self._merges[key] = (self.view, local, tuple(answers), out)
         return self._with_cache_block(request, out)
 
     def _with_cache_block(self, request: web.Request, body: dict[str, Any]) -> dict[str, Any]:
@@ -274,7 +328,8 @@ class FederationService:
                      limit: int | None = None) -> dict[str, Any]:
         """The list envelope of local items merged with the peers' answers."""
         local = local_items if self.is_local(entity) or local_items else None
-        merged = combine(collection, self.xv, local, answers, self.rename, limit)
+        merged = combine(collection, self.xv, local, answers, self.rename, limit,
+                         memo=self.view, fragments=True)
         return self.envelope(merged.items, merged.extra, entity.id, local_extra)
 
     def _relay_headers(self, peer: Peer) -> dict[str, str]:
@@ -298,7 +353,7 @@ class FederationService:
             headers[self.fan_out_path_header] = ",".join([*path, self.settings.self_name])
             calls.append((name, f"/faults{query}", headers))
         answers = await self._gather(request, calls, cacheable=True)
-        merged = combine("faults", self.xv, body["items"], answers, self.rename)
+        merged = combine("faults", self.xv, body["items"], answers, self.rename, memo=self.view)
         out = dict(body)
         out["items"] = merged.items
         xv = dict(body.get(self.xv) or {})
@@ -325,7 +380,8 @@ class FederationService:
         answers = await self.call_peers(request, [(name, path + query)
                                                   for name in sorted(self.table.peers)],
                                         cacheable=collection in CACHEABLE)
-        merged = combine(collection, self.xv, local_items, answers, self.rename)
+        merged = combine(collection, self.xv, local_items, answers, self.rename,
+                         memo=self.view, fragments=True)
         out = self.envelope(merged.items, merged.extra, None, extra)
         block = self.cache_block(request)
         if block is not None:
@@ -347,6 +403,11 @@ class FederationService:
             else:
                 xv[key] = value
         return {"items": items, self.xv: xv}
+
+
+@functools.lru_cache(maxsize=4096)
+def _quoted(entity_id: str) -> str:
+    return quote(entity_id, safe="")
 
 
 FEDERATION = "federation"

@@ -93,15 +93,17 @@ async def list_collection(request: web.Request, collection: str,
                           ) -> web.Response:
     """A collection list of the addressed entity: this gateway's cached items, merged with the
     peers' when aggregation names contributors."""
-    from ..http.jsonutil import dumps, json_response
+    from ..http.jsonutil import dumps
 
     state = state_of(request)
     entity = resolve_entity(request)
     fed = federation(state)
     peers = fed.contributors(request, entity) if fed is not None else []
-    if peers:
-        return json_response(await fed.merge_list(request, entity, collection,
-                                                  local_items(state, entity), peers=peers))
+    if peers:  # with the read cache the merged bytes are served again until a change
+        return await fed.merged_response(  # type: ignore[no-any-return]
+            request, (entity.kind, entity.id), state.cache.generation, collection,
+            lambda: fed.merge_list(request, entity, collection, local_items(state, entity),
+                                   peers=peers))
     body = state.cache.body((f"{collection}-list", entity.kind, entity.id),
                             lambda: dumps(envelope(state, local_items(state, entity),
                                                    entity.id)))

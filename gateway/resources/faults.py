@@ -69,21 +69,27 @@ async def list_all(request: web.Request) -> web.Response:
         if cached is not None:
             hot.offer(state.extras, request, _hot_all(state, svc, key))
             return _cached(cached)
-    faults = svc.visible(svc.select(_statuses(request)))
-    engine = svc.engine
-    wire = state.wire.faults
-    items = [wire.list_item(f) for f in faults]
-    counts = {"muted_count": len(engine.muted), "cluster_count": engine.cluster_count()}
-    body: dict[str, Any] = {"items": items, state.xv: wire.list_vendor(len(items), **counts),
-                            **counts}
-    if _flag(request, "include_muted"):
-        body["muted_faults"] = engine.muted_faults()
-    if _flag(request, "include_clusters"):
-        body["clusters"] = engine.cluster_items(iso)
-    if fed is not None:
-        return json_response(await fed.merge_global_faults(request, body))
+
+    def local() -> dict[str, Any]:
+        faults = svc.visible(svc.select(_statuses(request)))
+        engine = svc.engine
+        wire = state.wire.faults
+        items = [wire.list_item(f) for f in faults]
+        counts = {"muted_count": len(engine.muted), "cluster_count": engine.cluster_count()}
+        body: dict[str, Any] = {"items": items, state.xv: wire.list_vendor(len(items), **counts),
+                                **counts}
+        if _flag(request, "include_muted"):
+            body["muted_faults"] = engine.muted_faults()
+        if _flag(request, "include_clusters"):
+            body["clusters"] = engine.cluster_items(iso)
+        return body
+
+    if fed is not None:  # with the read cache the merged bytes are served again until a change
+        return await fed.merged_response(  # type: ignore[no-any-return]
+            request, "faults", svc.generation, "faults",
+            lambda: fed.merge_global_faults(request, local()))
     hot.offer(state.extras, request, _hot_all(state, svc, key))
-    return _cached(svc.bodies.put(key, svc.generation, dumps(body)))
+    return _cached(svc.bodies.put(key, svc.generation, dumps(local())))
 
 
 def _hot_all(state: GatewayState, svc: FaultService, key: tuple[str, str]) -> hot.Probe:
@@ -137,11 +143,16 @@ async def list_entity(request: web.Request) -> web.Response:
         cached = svc.bodies.get(key, generation)
         if cached is not None:
             return _cached(cached)
-    faults = svc.select(_statuses(request), owners(state, entity))
     wire = state.wire.faults
-    items = [wire.list_item(f) for f in faults]
-    if peers:
-        return json_response(await fed.merge_list(request, entity, "faults", items, peers=peers))
+
+    def local() -> list[dict[str, Any]]:
+        return [wire.list_item(f) for f in svc.select(_statuses(request), owners(state, entity))]
+
+    if peers:  # with the read cache the merged bytes are served again until a change
+        return await fed.merged_response(  # type: ignore[no-any-return]
+            request, (entity.kind, entity.id), generation, "faults",
+            lambda: fed.merge_list(request, entity, "faults", local(), peers=peers))
+    items = local()
     body = wire.list_vendor(len(items), entity, state.cache.entities)
     return _cached(svc.bodies.put(key, generation,
                                   dumps({"items": items, state.xv: body})))

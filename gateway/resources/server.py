@@ -72,8 +72,9 @@ async def version_info(request: web.Request) -> web.Response:
     fed = federation(state_of(request))
     if fed is None or fed.no_fan_out(request):
         return json_response({"items": items})
-    return json_response(await fed.merge_server_list(request, "version-info", "/version-info",
-                                                     items))
+    return await fed.merged_response(  # type: ignore[no-any-return]
+        request, "version-info", None, "version-info",
+        lambda: fed.merge_server_list(request, "version-info", "/version-info", items))
 
 
 def _warnings(state: GatewayState) -> list[dict[str, Any]]:

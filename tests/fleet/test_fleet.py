@@ -368,6 +368,17 @@ def test_invalid_peer_items_are_dropped_and_unknown_fields_stripped(fleet: Fleet
                                             "type": "std_msgs/msg/String"}
 
 
+def test_a_merge_follows_each_change_of_a_peer_answer(fleet: Fleet) -> None:
+    # the primary reuses a merge while every peer answers the same bytes (federation
+    # service): a peer whose answer changes changes the merge, and back
+    path = f"/components/{fleet.host}/data"
+    first = fleet.get(path).json()
+    assert fleet.get(path).json()["items"] == first["items"]
+    spoiled = _junk_failure(fleet, r"/components/.*/data$", "bad-items")
+    assert "/junk/topic" in by_id(spoiled) and "/junk/topic" not in by_id(first)
+    assert "/junk/topic" not in by_id(fleet.get(path).json())
+
+
 def test_a_declaration_that_cannot_be_read_is_discarded_whole(fleet: Fleet) -> None:
     fleet.junk.rules = {r"/x-vendor-entities": "garbage"}
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,10 +49,17 @@ def test_merged_reads_carry_the_freshness_bound_and_hit_the_cache(
     before = primary.get("/health").json()["x-vendor-read-cache"]["hits"]
     again = primary.get(f"/components/{host}/data").json()
     assert again["items"] == first["items"]
+    signals = primary.get("/health").json()["x-vendor-read-cache"]["invalidations"]
     third = primary.get(f"/components/{host}/data").json()  # the merge itself is reused
     assert third["items"] == first["items"] and "cache" in third["x-vendor"]
     assert 0 <= again["x-vendor"]["cache"]["age_ms"] <= MAX_AGE_MS
-    assert primary.get("/health").json()["x-vendor-read-cache"]["hits"] > before
+    stats = primary.get("/health").json()["x-vendor-read-cache"]
+    assert stats["hits"] > before and stats["body_hits"] >= 1 and stats["bodies"] >= 1
+    # the kept body says its own age: it grows from read to read while nothing changes
+    time.sleep(0.05)  # the age must visibly grow (this is not a wait for a condition)
+    later = primary.get(f"/components/{host}/data").json()
+    if primary.get("/health").json()["x-vendor-read-cache"]["invalidations"] == signals:
+        assert later["x-vendor"]["cache"]["age_ms"] > third["x-vendor"]["cache"]["age_ms"]
     logs = primary.get("/apps/temp_sensor/logs").json()  # logs are always read live
     assert "cache" not in logs["x-vendor"]
 

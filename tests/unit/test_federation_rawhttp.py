@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from aiohttp import web
@@ -67,3 +68,22 @@ def test_pool_only_for_plain_http_base_urls() -> None:
     assert pool_for("http://127.0.0.1:8080") is not None
     assert pool_for("https://robot:8443") is None
     assert pool_for("http://robot:8080/prefix") is None
+
+
+def test_an_answer_larger_than_one_read() -> None:
+    big = {"items": ["x" * 1000] * 300}  # about 300 kB: many reads into the one buffer
+
+    async def items(request: web.Request) -> web.Response:
+        return web.json_response(big)
+
+    async def scenario() -> None:
+        app = web.Application()
+        app.router.add_get("/api/v1/big", items)
+        async with TestServer(app) as server:
+            pool = RawPool("127.0.0.1", server.port)
+            for _ in range(2):
+                status, body = await pool.get("/api/v1/big", {}, 1 << 20)
+                assert status == 200 and json.loads(body) == big
+            pool.close()
+
+    asyncio.run(scenario())

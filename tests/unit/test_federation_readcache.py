@@ -26,3 +26,26 @@ def test_an_answer_fetched_across_a_change_is_stale_at_once() -> None:
     cache.peer_changed("a")  # the peer changed while its answer was on the way
     cache.put(("a", "/x"), "old", fetched=100.0, version=version)
     assert cache.get("a", ("a", "/x"), now=100.0) is None
+
+
+def test_merged_bodies_hold_until_a_signal_a_new_stamp_or_the_age_bound() -> None:
+    cache = ReadCache(max_age_s=10.0)
+    key = (("components", "host"), "data", "")
+    cache.body_put(key, stamp=7, epoch=cache.epoch, oldest=100.0, head=b'{"age_ms":',
+                   tail=b"}")
+    assert cache.body_get(key, 7, now=102.5) == b'{"age_ms":2500}'  # the age of this read
+    assert cache.body_get(key, 8, now=102.5) is None  # the local part changed
+    assert cache.body_get(key, 7, now=110.5) is None  # its oldest answer is past the bound
+    assert cache.body_get(("other",), 7, now=101.0) is None
+    cache.peer_changed("a")  # any peer's signal: the merged bodies hold every peer's part
+    assert cache.body_get(key, 7, now=101.0) is None
+    stats = cache.stats()
+    assert stats["body_hits"] == 1 and stats["hits"] == 1 and stats["bodies"] == 1
+
+
+def test_a_body_built_across_a_change_is_stale_at_once() -> None:
+    cache = ReadCache(max_age_s=10.0)
+    epoch = cache.epoch  # taken before the peers were asked
+    cache.all_changed()
+    cache.body_put("k", stamp=None, epoch=epoch, oldest=100.0, head=b"", tail=b"")
+    assert cache.body_get("k", None, now=100.0) is None
