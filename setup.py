@@ -25,7 +25,8 @@ STAGE = Path("build") / "cython-src"
 # order, each part's "# twin: joined-begin" ... "# twin: joined-end" block (its imports of
 # the earlier parts) and later `from __future__` lines dropped.
 TWINS = [
-    ("gateway._fast", ("_msgconv_tables", "_msgconv_floats", "_msgconv_cursor", "msgconv_py"),
+    ("gateway._fast",
+     ("_msgconv_tables", "_msgconv_floats", "_msgconv_digits", "_msgconv_cursor", "msgconv_py"),
      "msgconv_c"),
     ("recorder", ("ringbuf_py",), "ringbuf_c"),
 ]

@@ -48,6 +48,7 @@ from ._msgconv_cursor import (
     _CHAR_JSON,
     _Cursor,
 )
+from ._msgconv_digits import _w_f32, _w_f64
 from ._msgconv_floats import _f32_text, _f64_text
 from ._msgconv_tables import (
     _ARRAY,
@@ -86,7 +87,7 @@ def float32_repr(value: float) -> str:
     if cython.compiled:
         cur = _Cursor.__new__(_Cursor)
         cur.start(b"", 64, True)
-        cur.w_f32(bits)
+        cur.n = _w_f32(cur.buf, bits, cur) - cur.buf
         return cur.result().decode()
     else:
         return _f32_text(bits).decode()
@@ -98,7 +99,7 @@ def float64_repr(value: float) -> str:
         (bits,) = struct.unpack("<Q", struct.pack("<d", value))
         cur = _Cursor.__new__(_Cursor)
         cur.start(b"", 64, True)
-        cur.w_f64(bits)
+        cur.n = _w_f64(cur.buf, bits, cur) - cur.buf
         return cur.result().decode()
     else:
         return _f64_text(value).decode()
