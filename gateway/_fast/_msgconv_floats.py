@@ -71,19 +71,22 @@ def _f64_shortest(bits, out):
     """Sets ``out`` to the shortest decimal of the finite non-zero float64 ``bits`` (sign ignored)."""
     ieee_exponent = (bits >> 52) & 0x7FF
     c = bits & _F64_MANTISSA
+    q = _F64_Q_MIN  # subnormal
     if ieee_exponent:
-        return _shortest(c | _F64_HIDDEN_BIT, ieee_exponent - 1075, 53, _F64_HIDDEN_BIT,
-                         _F64_Q_MIN, out)
-    return _shortest(c, _F64_Q_MIN, 53, _F64_HIDDEN_BIT, _F64_Q_MIN, out)  # subnormal
+        c |= _F64_HIDDEN_BIT
+        q = ieee_exponent - 1075
+    return _shortest(c, q, 53, _F64_HIDDEN_BIT, _F64_Q_MIN, out)
 
 
 def _f32_shortest(bits, out):
     """Sets ``out`` to the shortest decimal of the finite non-zero float32 ``bits`` (sign ignored)."""
     ieee_exponent = (bits >> 23) & 0xFF
     c = bits & 0x7FFFFF
+    q = _F32_Q_MIN  # subnormal
     if ieee_exponent:
-        return _shortest(c | 0x800000, ieee_exponent - 150, 24, 0x800000, _F32_Q_MIN, out)
-    return _shortest(c, _F32_Q_MIN, 24, 0x800000, _F32_Q_MIN, out)  # subnormal
+        c |= 0x800000
+        q = ieee_exponent - 150
+    return _shortest(c, q, 24, 0x800000, _F32_Q_MIN, out)
 
 
 def _shortest(c, q, precision, c_min, q_min, out):

@@ -82,10 +82,10 @@ cdef class _Decimal:
     cdef int exp10
 
 
-@cython.locals(ieee_exponent=int, c=uint64_t)
+@cython.locals(ieee_exponent=int, c=uint64_t, q=int)
 cdef inline int _f64_shortest(uint64_t bits, _Decimal out) noexcept
 
-@cython.locals(ieee_exponent=int, c=uint64_t)
+@cython.locals(ieee_exponent=int, c=uint64_t, q=int)
 cdef inline int _f32_shortest(uint32_t bits, _Decimal out) noexcept
 
 @cython.locals(sig=uint64_t, exp10=int, odd=uint64_t, cb=uint64_t, cbr=uint64_t, cbl=uint64_t,
@@ -232,5 +232,5 @@ cdef class Converter:
     cdef readonly str type_name
     cdef readonly _Plan plan
 
-    @cython.locals(size=Py_ssize_t, cur=_Cursor)
+    @cython.locals(size=Py_ssize_t, cur=_Cursor, head=cython.p_const_uchar)
     cpdef bytes to_json(self, data)

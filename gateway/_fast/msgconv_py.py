@@ -216,10 +216,12 @@ class Converter:
         size = len(data)
         if size < 4:
             raise CdrError(f"{size} bytes: shorter than the CDR encapsulation header")
-        if data[0] != 0 or data[1] > 1:
-            raise CdrError(f"unsupported CDR encapsulation 0x{data[0]:02x}{data[1]:02x}")
         cur = _Cursor.__new__(_Cursor)
-        cur.start(data, size * 2 + 64, data[1] == 1)
+        cur.start(data, size * 2 + 64, True)
+        head = cur.p  # the compiled twin reads the header bytes without int objects
+        if head[0] != 0 or head[1] > 1:
+            raise CdrError(f"unsupported CDR encapsulation 0x{head[0]:02x}{head[1]:02x}")
+        cur.little = head[1] == 1
         _emit_struct(cur, self.plan)
         return cur.result()
 
