@@ -167,6 +167,11 @@ def _emit_struct(cur, plan):
             count = size
         if f.kind < _K_STR:
             cur.put_prims(f.kind, count)
+        elif f.kind == _K_STR:
+            for i in range(count):
+                if i:
+                    cur.put_c(44)  # ','
+                cur.put_str()
         else:
             for i in range(count):
                 if i:
