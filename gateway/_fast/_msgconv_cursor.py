@@ -1,4 +1,4 @@
-"""msgconv, part 3 of the twin: the cursor reading CDR input and writing JSON output."""
+"""msgconv, part 4 of the twin: the cursor reading CDR input and writing JSON output."""
 
 from __future__ import annotations
 
