@@ -154,11 +154,13 @@ def _shortest(c, q, precision, c_min, q_min, out):
 def _sch_rop(g1, g0, cp):
     """Schubfach's rounded-odd product: floor(g cp / 2**127), its last bit set if inexact."""
     x1 = _mulhi64(g0, cp)
-    y0 = (g1 * cp) & _MASK64
     y1 = _mulhi64(g1, cp)
-    z = (y0 >> 1) + x1
-    vbp = y1 + (z >> 63)
-    return vbp | (((z & _SCH_MASK63) + _SCH_MASK63) >> 63)
+    if cython.compiled:
+        z = ((g1 * cp) >> 1) + x1  # uint64 arithmetic wraps: no masks to load
+        return (y1 + (z >> 63)) | ((z << 1) != 0)
+    else:
+        z = (((g1 * cp) & _MASK64) >> 1) + x1
+        return (y1 + (z >> 63)) | (((z & _SCH_MASK63) + _SCH_MASK63) >> 63)
 
 
 def _decimal_text(negative, digits, exp10):

@@ -94,7 +94,7 @@ cdef inline int _f32_shortest(uint32_t bits, _Decimal out) noexcept
 cdef inline int _shortest(uint64_t c, int q, int precision, uint64_t c_min, int q_min,
                           _Decimal out) noexcept
 
-@cython.locals(x1=uint64_t, y0=uint64_t, y1=uint64_t, z=uint64_t, vbp=uint64_t)
+@cython.locals(x1=uint64_t, y1=uint64_t, z=uint64_t)
 cdef inline uint64_t _sch_rop(uint64_t g1, uint64_t g0, uint64_t cp) noexcept
 
 @cython.locals(bits=uint32_t, cur=_Cursor)
