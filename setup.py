@@ -25,12 +25,21 @@ STAGE = Path("build") / "cython-src"
 # order, each part's "# twin: joined-begin" ... "# twin: joined-end" block (its imports of
 # the earlier parts) and later `from __future__` lines dropped.
 TWINS = [
-    ("gateway._fast", ("_msgconv_tables", "_msgconv_floats", "_msgconv_cursor", "msgconv_py"),
+    ("gateway._fast",
+     ("_msgconv_tables", "_msgconv_floats", "_msgconv_digits", "_msgconv_cursor", "msgconv_py"),
      "msgconv_c"),
     ("recorder", ("ringbuf_py",), "ringbuf_c"),
 ]
 
 COMPILER_DIRECTIVES = {"language_level": 3, "cdivision": True}
+# GCC at -O3 leaves the digit search and the digit writers as calls inside the float loops;
+# allowed to grow functions further, it inlines them (about 8% fewer instructions per
+# message, callgrind). Other compilers get their defaults.
+GCC_INLINE_FLAGS = [
+    "-finline-limit=1000",
+    "--param=large-function-growth=1000",
+    "--param=inline-unit-growth=400",
+]
 
 
 def _flag(name: str) -> bool:
@@ -95,6 +104,9 @@ class OptionalBuildExt(build_ext):
             self._fallback(exc, self.extensions)
 
     def build_extension(self, ext: Extension) -> None:
+        command = getattr(self.compiler, "compiler_so", None) or ["cc"]
+        if "gcc" in Path(command[0]).name:
+            ext.extra_compile_args = [*ext.extra_compile_args, *GCC_INLINE_FLAGS]
         try:
             super().build_extension(ext)
         except Exception as exc:  # compiler missing or failing

@@ -1,4 +1,4 @@
-"""msgconv, part 3 of the twin: the cursor reading CDR input and writing JSON output."""
+"""msgconv, part 4 of the twin: the cursor reading CDR input and writing JSON output."""
 
 from __future__ import annotations
 
@@ -14,23 +14,10 @@ except ImportError:  # pure twin running without Cython installed
     cython = SimpleNamespace(compiled=False)
 
 # twin: joined-begin (one compiled module in msgconv_c: setup.py drops this block)
-from ._msgconv_floats import (
-    _DIV_POW10_MAGIC,
-    _DIV_POW10_SHIFT,
-    _F64_ABS,
-    _F64_EXPONENT,
-    _ascii8,
-    _Decimal,
-    _decimal_length,
-    _f32_shortest,
-    _f32_text,
-    _f64_shortest,
-    _f64_text,
-    _mulhi64,
-)
+from ._msgconv_digits import _w_f32, _w_f64, _w_uint
+from ._msgconv_floats import _Decimal, _f32_text, _f64_text
 from ._msgconv_tables import (
     _ARRAY_CODE,
-    _DIGITS2,
     _F64_BE,
     _F64_LE,
     _K_BOOL,
@@ -42,7 +29,6 @@ from ._msgconv_tables import (
     _KIND_SIGNED,
     _KIND_SIZE,
     _NATIVE_LITTLE,
-    _POW10,
     _SIGN_BIT,
     _SIZE_MASK,
     _STRUCT_BE,
@@ -58,36 +44,10 @@ from ._msgconv_tables import (
 # twin: joined-end
 
 
-def _load(q, size, little):
-    """Unsigned value of the ``size`` bytes at ``q``, in the given byte order."""
-    v = 0
-    if little:
-        if size == 8:
-            for i in range(7, -1, -1):
-                v = (v << 8) | q[i]
-        elif size == 4:
-            for i in range(3, -1, -1):
-                v = (v << 8) | q[i]
-        elif size == 2:
-            v = (q[1] << 8) | q[0]
-        else:
-            v = q[0]
-    elif size == 8:
-        for i in range(8):
-            v = (v << 8) | q[i]
-    elif size == 4:
-        for i in range(4):
-            v = (v << 8) | q[i]
-    elif size == 2:
-        v = (q[0] << 8) | q[1]
-    else:
-        v = q[0]
-    return v
-
-
-
 # Compiled twin: one output buffer of at most this size is kept between cursors.
 _SPARE_MAX = 1 << 20
+# Room reserved for one number: its text and the junk a digit writer may store past it.
+_ROOM = 48
 
 
 # Eight string bytes at once: is any of them outside printable ASCII, '"' or '\\'?
@@ -222,241 +182,22 @@ class _Cursor(_Decimal):
             self.out.append(_BYTE_TXT[c])
         return 0
 
-    # -- compiled-only writers: the caller has reserved the room ------------------------
-
-    def w_8digits(self, o, x):
-        """Writes exactly 8 digits of ``x`` < 10**8 at ``o``."""
-        if _NATIVE_LITTLE:
-            tens = _ascii8(x)
-            memcpy(o, cython.address(tens), 8)  # noqa: F821
-        else:
-            digits = _DIGITS2
-            high = x // 10000
-            low = x - high * 10000
-            memcpy(o, digits + (high // 100) * 2, 2)  # noqa: F821
-            memcpy(o + 2, digits + (high % 100) * 2, 2)  # noqa: F821
-            memcpy(o + 4, digits + (low // 100) * 2, 2)  # noqa: F821
-            memcpy(o + 6, digits + (low % 100) * 2, 2)  # noqa: F821
-        return 0
-
-    def w_digits(self, o, v, count):
-        """Writes exactly ``count`` digits of ``v`` (zero-padded on the left) at ``o``."""
-        digits = _DIGITS2
-        while count > 8:
-            count -= 8
-            self.w_8digits(o + count, v % 100000000)
-            v //= 100000000
-        small = v
-        while count >= 2:
-            count -= 2
-            memcpy(o + count, digits + (small % 100) * 2, 2)  # noqa: F821
-            small //= 100
-        if count:
-            o[0] = 48 + small
-        return 0
-
-    def w_digits_fast(self, o, v, length):
-        """Writes the ``length`` digits of ``v`` < 10**17 at ``o``; junk may follow up to o + 8."""
-        if not _NATIVE_LITTLE or length <= 2:
-            return self.w_digits(o, v, length)  # one or two digits: one table copy
-        if length <= 8:
-            word = _ascii8(v) >> ((8 - length) * 8)  # leading zeros shifted out
-            memcpy(o, cython.address(word), 8)  # noqa: F821
-            return 0
-        high = v // 100000000
-        low = _ascii8(v - high * 100000000)
-        top = high // 100000000  # the 17th digit, else 0 and overwritten: no branch
-        high -= top * 100000000
-        o[0] = 48 + top
-        skip = length == 17
-        o += skip
-        length -= skip
-        word = _ascii8(high) >> ((16 - length) * 8)
-        memcpy(o, cython.address(word), 8)  # noqa: F821
-        memcpy(o + length - 8, cython.address(low), 8)  # noqa: F821
-        return 0
-
-    def w_fraction(self, o, digits, length, point):
-        """Writes ``length`` <= 17 digits with a '.' after the first ``point`` (0 < point <
-        length) at ``o``, junk up to 8 bytes after; returns the end. Little-endian hosts.
-
-        8-digit words stored whole, the one holding the point stored again shifted past it:
-        no division per digit and no reads of bytes just written.
-        """
-        if length <= 8:
-            word = _ascii8(digits) >> ((8 - length) * 8)
-            memcpy(o, cython.address(word), 8)  # noqa: F821
-            word >>= point * 8
-            memcpy(o + point + 1, cython.address(word), 8)  # noqa: F821
-            o[point] = 46  # '.'
-            return o + length + 1
-        high = digits // 100000000
-        low = _ascii8(digits - high * 100000000)
-        if length == 17:
-            top = high // 100000000
-            o[0] = 48 + top
-            high -= top * 100000000
-            if point == 1:
-                o[1] = 46
-                word = _ascii8(high)
-                memcpy(o + 2, cython.address(word), 8)  # noqa: F821
-                memcpy(o + 10, cython.address(low), 8)  # noqa: F821
-                return o + 18
-            o += 1
-            point -= 1
-            length -= 1
-        head = length - 8  # digits in the high word
-        word = _ascii8(high) >> ((8 - head) * 8)
-        memcpy(o, cython.address(word), 8)  # noqa: F821
-        if point < head:
-            word >>= point * 8
-            memcpy(o + point + 1, cython.address(word), 8)  # noqa: F821
-            memcpy(o + head + 1, cython.address(low), 8)  # noqa: F821
-        else:
-            memcpy(o + head, cython.address(low), 8)  # noqa: F821
-            low >>= (point - head) * 8
-            memcpy(o + point + 1, cython.address(low), 8)  # noqa: F821
-        o[point] = 46  # '.'
-        return o + length + 1
-
-    def w_uint(self, v):
-        """Writes the decimal digits of an unsigned 64-bit value."""
-        length = _decimal_length(v)
-        self.w_digits(self.buf + self.n, v, length)
-        self.n += length
-        return 0
-
-    def w_decimal(self, negative, digits, exp10):
-        """Writes ``digits * 10**exp10`` laid out as Python's float repr does.
-
-        Needs 64 reserved bytes: fixed-size copies of digits and zeros may run past the text.
-        """
-        o = self.buf + self.n
-        if negative:
-            o[0] = 45  # '-'
-            o += 1
-        length = _decimal_length(digits)
-        point = length + exp10
-        if _NATIVE_LITTLE and 0 < point < length:
-            o = self.w_fraction(o, digits, length, point)
-        elif point <= -4 or point > 16:
-            self.w_digits_fast(o + 1, digits, length)
-            o[0] = o[1]
-            if length > 1:
-                o[1] = 46  # '.'
-                o += length + 1
-            else:
-                o += 1
-            o[0] = 101  # 'e'
-            x = point - 1
-            if x < 0:
-                o[1] = 45
-                x = -x
-            else:
-                o[1] = 43  # '+'
-            if x >= 100:
-                o[2] = 48 + x // 100
-                x %= 100
-                o += 1
-            o[2] = 48 + x // 10
-            o[3] = 48 + x % 10
-            o += 4
-        elif point <= 0:
-            memcpy(o, b"0.000", 5)  # noqa: F821
-            self.w_digits_fast(o + 2 - point, digits, length)
-            o += 2 - point + length
-        elif point >= length:
-            self.w_digits_fast(o, digits, length)
-            memcpy(o + length, b"0000000000000000", 16)  # noqa: F821
-            o[point] = 46
-            o[point + 1] = 48
-            o += point + 2
-        elif point <= 4:
-            # Digits one place to the right, then the integer digits back over the gap:
-            # byte reads of bytes just stored (store forwarding), no division.
-            self.w_digits(o + 1, digits, length)
-            o[0] = o[1]
-            if point > 1:
-                o[1] = o[2]
-                if point > 2:
-                    o[2] = o[3]
-                    if point > 3:
-                        o[3] = o[4]
-            o[point] = 46  # '.'
-            o += length + 1
-        else:
-            fraction_length = length - point
-            whole = _mulhi64(digits, _DIV_POW10_MAGIC[fraction_length])
-            whole >>= _DIV_POW10_SHIFT[fraction_length]
-            fraction = digits - whole * _POW10[fraction_length]
-            chunks = (fraction_length + 7) >> 3
-            if length + 1 >= chunks * 8:
-                # Whole 8-digit chunks from the right end; the leading zeros of the first
-                # one land on the point and the integer part, written after them.
-                end = o + length + 1
-                while chunks:
-                    end -= 8
-                    self.w_8digits(end, fraction % 100000000)
-                    fraction //= 100000000
-                    chunks -= 1
-            else:
-                self.w_digits(o + point + 1, fraction, fraction_length)
-            o[point] = 46  # '.'
-            self.w_digits(o, whole, point)
-            o += length + 1
-        self.n = o - self.buf
-        return 0
-
-    def w_f32(self, bits):
-        if (bits & 0x7F800000) == 0x7F800000:
-            memcpy(self.buf + self.n, b"null", 4)  # noqa: F821
-            self.n += 4
-        elif (bits & 0x7FFFFFFF) == 0:
-            if bits >> 31:
-                self.buf[self.n] = 45
-                self.n += 1
-            memcpy(self.buf + self.n, b"0.0", 3)  # noqa: F821
-            self.n += 3
-        else:
-            _f32_shortest(bits, self)
-            self.w_decimal(bits >> 31, self.sig, self.exp10)
-        return 0
-
-    def w_f64(self, bits):
-        if (bits & _F64_EXPONENT) == _F64_EXPONENT:
-            memcpy(self.buf + self.n, b"null", 4)  # noqa: F821
-            self.n += 4
-        elif (bits & _F64_ABS) == 0:
-            if bits >> 63:
-                self.buf[self.n] = 45
-                self.n += 1
-            memcpy(self.buf + self.n, b"0.0", 3)  # noqa: F821
-            self.n += 3
-        else:
-            _f64_shortest(bits, self)
-            self.w_decimal(bits >> 63, self.sig, self.exp10)
-        return 0
-
-    def w_prim(self, kind, bits):
-        """Writes one primitive given its raw bits (compiled twin)."""
+    def w_prim(self, o, kind, bits):
+        """Writes one primitive given its raw bits at ``o`` (compiled twin); returns the end."""
         if kind == _K_F64:
-            self.w_f64(bits)
-        elif kind == _K_F32:
-            self.w_f32(bits)
-        elif kind == _K_BOOL:
+            return _w_f64(o, bits, self)
+        if kind == _K_F32:
+            return _w_f32(o, bits, self)
+        if kind == _K_BOOL:
             if bits:
-                memcpy(self.buf + self.n, b"true", 4)  # noqa: F821
-                self.n += 4
-            else:
-                memcpy(self.buf + self.n, b"false", 5)  # noqa: F821
-                self.n += 5
-        elif _KIND_SIGNED[kind] and bits & _SIGN_BIT[kind]:
-            self.buf[self.n] = 45
-            self.n += 1
-            self.w_uint((~bits + 1) & _SIZE_MASK[kind])
-        else:
-            self.w_uint(bits)
-        return 0
+                memcpy(o, b"true", 4)  # noqa: F821
+                return o + 4
+            memcpy(o, b"false", 5)  # noqa: F821
+            return o + 5
+        if _KIND_SIGNED[kind] and bits & _SIGN_BIT[kind]:
+            o[0] = 45  # '-'
+            return _w_uint(o + 1, (~bits + 1) & _SIZE_MASK[kind])
+        return _w_uint(o, bits)
 
     # -- input ----------------------------------------------------------------------
 
@@ -464,7 +205,7 @@ class _Cursor(_Decimal):
         self.align(4)
         self.need(4)
         if cython.compiled:
-            v = _load(self.p + self.pos, 4, self.little)
+            v = _c_load(self.p + self.pos, 4, self.little)  # noqa: F821
         else:
             v = (_U32_LE if self.little else _U32_BE).unpack_from(self.data, self.pos)[0]
         self.pos += 4
@@ -478,8 +219,9 @@ class _Cursor(_Decimal):
         self.align(size)
         self.need(size)
         if cython.compiled:
-            self.reserve(64)
-            self.w_prim(kind, _load(self.p + self.pos, size, self.little))
+            self.reserve(_ROOM)
+            o = self.buf + self.n
+            self.n = self.w_prim(o, kind, _c_load(self.p + self.pos, size, self.little)) - self.buf  # noqa: F821
         elif kind == _K_F64:
             (value,) = (_F64_LE if self.little else _F64_BE).unpack_from(self.data, self.pos)
             self.out.append(_f64_text(value))
@@ -516,27 +258,27 @@ class _Cursor(_Decimal):
                     o += lens[b]
                 self.n = (o - self.buf) - 1  # drop the last comma
             else:
-                room = _KIND_MAXTXT[kind]  # per element: the buffer grows with the text
+                # Room for every element at once: the text of one is at most _KIND_MAXTXT
+                # (comma included) and a writer may store junk up to _ROOM past its start.
+                self.reserve(count * _KIND_MAXTXT[kind] + _ROOM)
+                o = self.buf + self.n
                 little = self.little
                 if kind == _K_F64:
                     for i in range(count):
-                        self.reserve(room)
-                        self.w_f64(_load(q + i * 8, 8, little))
-                        self.buf[self.n] = 44  # ','
-                        self.n += 1
+                        o = _w_f64(o, _c_load(q + i * 8, 8, little), self)  # noqa: F821
+                        o[0] = 44  # ','
+                        o += 1
                 elif kind == _K_F32:
                     for i in range(count):
-                        self.reserve(room)
-                        self.w_f32(_load(q + i * 4, 4, little))
-                        self.buf[self.n] = 44
-                        self.n += 1
+                        o = _w_f32(o, _c_load(q + i * 4, 4, little), self)  # noqa: F821
+                        o[0] = 44
+                        o += 1
                 else:
                     for i in range(count):
-                        self.reserve(room)
-                        self.w_prim(kind, _load(q + i * size, size, little))
-                        self.buf[self.n] = 44
-                        self.n += 1
-                self.n -= 1  # the last comma
+                        o = self.w_prim(o, kind, _c_load(q + i * size, size, little))  # noqa: F821
+                        o[0] = 44
+                        o += 1
+                self.n = (o - self.buf) - 1  # the last comma
         else:
             raw = self.data[self.pos : self.pos + count * size]
             self.out.append(_prims_text(kind, raw, self.little))

@@ -42,8 +42,9 @@ _K_MSG = 15
 
 _KIND_SIZE = (1, 1, 1, 2, 2, 4, 4, 8, 8, 4, 8, 4, 4, 1, 4, 1)
 _KIND_SIGNED = (False, False, True, True, False, True, False, True, False, False, False)
-# Room reserved per element (text and comma); floats: see w_decimal.
-_KIND_MAXTXT = (6, 4, 5, 7, 6, 12, 11, 21, 21, 64, 64)
+# The longest text of an element and its comma: float32 "-1234567800000000.0,",
+# float64 "-2.2250738585072014e-308,".
+_KIND_MAXTXT = (6, 4, 5, 7, 6, 12, 11, 21, 21, 21, 25)
 
 
 def _array_code(size: int, signed: bool) -> str:

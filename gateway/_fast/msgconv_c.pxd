@@ -20,6 +20,18 @@ cdef extern from *:
     #endif
     }
 
+    /* The unsigned value of the `size` bytes at q, little- or big-endian. */
+    static inline uint64_t _c_load(const unsigned char* q, Py_ssize_t size, int little) {
+        uint64_t v8; uint32_t v4; uint16_t v2;
+        const int swap = little != (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__);
+        switch (size) {
+        case 8: memcpy(&v8, q, 8); return swap ? __builtin_bswap64(v8) : v8;
+        case 4: memcpy(&v4, q, 4); return swap ? __builtin_bswap32(v4) : v4;
+        case 2: memcpy(&v2, q, 2); return swap ? __builtin_bswap16(v2) : v2;
+        default: return q[0];
+        }
+    }
+
     static inline int _c_bitlen64(uint64_t v) {  /* v > 0 */
     #if defined(__GNUC__) || defined(__clang__)
         return 64 - __builtin_clzll(v);
@@ -32,6 +44,7 @@ cdef extern from *:
     """
     uint64_t _c_mulhi64(uint64_t a, uint64_t b) noexcept
     int _c_bitlen64(uint64_t v) noexcept
+    uint64_t _c_load(const unsigned char* q, Py_ssize_t size, bint little) noexcept
 
 
 # -- tables and constants (module globals of the .py) ---------------------------------------
@@ -50,13 +63,7 @@ cdef bint _NATIVE_LITTLE
 cdef bytes _PLAIN_ASCII
 
 cdef uint64_t _F64_MANTISSA, _F64_HIDDEN_BIT, _F64_EXPONENT, _F64_ABS
-cdef int _F32_POW5_INV_BITS, _F32_POW5_BITS, _F64_POW5_INV_BITS, _F64_POW5_BITS
-cdef uint64_t _F32_POW5_INV[31]
-cdef uint64_t _F32_POW5[47]
-cdef uint64_t _F64_POW5_INV_LO[342]
-cdef uint64_t _F64_POW5_INV_HI[342]
-cdef uint64_t _F64_POW5_LO[326]
-cdef uint64_t _F64_POW5_HI[326]
+cdef int _F64_Q_MIN, _F32_Q_MIN
 cdef long long _SCH_LOG10_2, _SCH_LOG10_3Q, _SCH_LOG2_10
 cdef uint64_t _SCH_MASK63
 cdef uint64_t _SCH_G1[617]
@@ -66,21 +73,8 @@ cdef int _DIV_POW10_SHIFT[17]
 cdef uint64_t _SWAR_LANES_7F, _SWAR_LANES_0F, _SWAR_ASCII
 
 
-# -- shortest float digits (Ryu) --------------------------------------------------------------
-cdef int _pow5bits(int e) noexcept
-cdef int _log10_pow2(int e) noexcept
-cdef int _log10_pow5(int e) noexcept
-
-@cython.locals(count=int)
-cdef int _pow5_factor(uint64_t v) noexcept
-
-@cython.locals(low=uint64_t, high=uint64_t, total=uint64_t)
-cdef uint32_t _mulshift32(uint32_t m, uint64_t factor, int shift) noexcept
-
+# -- shortest float digits (Schubfach) --------------------------------------------------------
 cdef uint64_t _mulhi64(uint64_t a, uint64_t b) noexcept
-
-@cython.locals(high1=uint64_t, low1=uint64_t, high0=uint64_t, total=uint64_t)
-cdef uint64_t _mulshift64(uint64_t m, uint64_t lo, uint64_t hi, int shift) noexcept
 
 
 cdef class _Decimal:
@@ -88,28 +82,20 @@ cdef class _Decimal:
     cdef int exp10
 
 
-@cython.locals(ieee_mantissa=uint32_t, ieee_exponent=uint32_t, e2=int, m2=uint32_t,
-               accept_bounds=bint, mv=uint32_t, mp=uint32_t, mm=uint32_t, mm_shift=uint32_t,
-               vm_trailing_zeros=bint, vr_trailing_zeros=bint, last_removed=uint32_t,
-               q=int, e10=int, k=int, i=int, j=int, factor=uint64_t,
-               vr=uint32_t, vp=uint32_t, vm=uint32_t, removed=int)
-cdef int _f32_shortest(uint32_t bits, _Decimal out) noexcept
-
-@cython.locals(ieee_mantissa=uint64_t, ieee_exponent=uint32_t, e2=int, m2=uint64_t,
-               accept_bounds=bint, mv=uint64_t, mm_shift=uint32_t,
-               vm_trailing_zeros=bint, vr_trailing_zeros=bint, last_removed=uint32_t,
-               q=int, e10=int, k=int, i=int, j=int, lo=uint64_t, hi=uint64_t,
-               vr=uint64_t, vp=uint64_t, vm=uint64_t, removed=int, round_up=bint)
-cdef int _f64_ryu(uint64_t bits, _Decimal out) noexcept
-
-@cython.locals(x1=uint64_t, y0=uint64_t, y1=uint64_t, z=uint64_t, vbp=uint64_t)
-cdef inline uint64_t _sch_rop(uint64_t g1, uint64_t g0, uint64_t cp) noexcept
-
-@cython.locals(ieee_exponent=int, c=uint64_t, q=int, sig=uint64_t, exp10=int, odd=uint64_t,
-               cb=uint64_t, cbr=uint64_t, cbl=uint64_t, k=int, h=int, g1=uint64_t,
-               g0=uint64_t, vb=uint64_t, vbl=uint64_t, vbr=uint64_t, s=uint64_t,
-               sp10=uint64_t, upin=bint)
+@cython.locals(ieee_exponent=int, c=uint64_t, q=int)
 cdef inline int _f64_shortest(uint64_t bits, _Decimal out) noexcept
+
+@cython.locals(ieee_exponent=int, c=uint64_t, q=int)
+cdef inline int _f32_shortest(uint32_t bits, _Decimal out) noexcept
+
+@cython.locals(sig=uint64_t, exp10=int, odd=uint64_t, cb=uint64_t, cbr=uint64_t, cbl=uint64_t,
+               k=int, h=int, g1=uint64_t, g0=uint64_t, vb=uint64_t, vbl=uint64_t,
+               vbr=uint64_t, s=uint64_t, sp10=uint64_t, upin=bint)
+cdef inline int _shortest(uint64_t c, int q, int precision, uint64_t c_min, int q_min,
+                          _Decimal out) noexcept
+
+@cython.locals(x1=uint64_t, y1=uint64_t, z=uint64_t)
+cdef inline uint64_t _sch_rop(uint64_t g1, uint64_t g0, uint64_t cp) noexcept
 
 @cython.locals(bits=uint32_t, cur=_Cursor)
 cpdef str float32_repr(double value)
@@ -119,22 +105,46 @@ cpdef str float64_repr(double value)
 
 
 
-# -- reading CDR, writing JSON ----------------------------------------------------------------
-@cython.locals(length=int, t=int)
+# -- number text into the output buffer -------------------------------------------------------
+@cython.locals(t=int)
 cdef inline int _decimal_length(uint64_t v) noexcept
 
-@cython.locals(merged=uint64_t, top=uint64_t, hundreds=uint64_t, tens=uint64_t)
+@cython.locals(merged=uint64_t, high=uint32_t, top=uint64_t, hundreds=uint64_t, tens=uint64_t)
 cdef inline uint64_t _ascii8(uint32_t x) noexcept
 
+@cython.locals(word=uint64_t, digits=cython.p_const_char, high=uint32_t, low=uint32_t)
+cdef inline int _w_8digits(char* o, uint32_t x) noexcept
+
+@cython.locals(digits=cython.p_const_char, small=uint32_t)
+cdef inline int _w_digits(char* o, uint64_t v, int count) noexcept
+
+@cython.locals(word=uint64_t, high=uint64_t, low=uint64_t, top=uint64_t, skip=int)
+cdef inline int _w_digits_fast(char* o, uint64_t v, int length) noexcept
+
+@cython.locals(word=uint64_t, high=uint64_t, low=uint64_t, top=uint64_t, head=int)
+cdef inline char* _w_fraction(char* o, uint64_t digits, int length, int point) noexcept
+
+@cython.locals(length=int)
+cdef inline char* _w_uint(char* o, uint64_t v) noexcept
+
+cdef char* _w_exponent(char* o, uint64_t digits, int length, int x) noexcept
+
+@cython.locals(length=int, point=int, fraction_length=int, whole=uint64_t, fraction=uint64_t,
+               chunks=int, end=cython.p_char)
+cdef inline char* _w_decimal(char* o, uint64_t digits, int exp10) noexcept
+
+cdef inline char* _w_f64(char* o, uint64_t bits, _Decimal dec) noexcept
+cdef inline char* _w_f32(char* o, uint32_t bits, _Decimal dec) noexcept
+
+
+# -- reading CDR, writing JSON ----------------------------------------------------------------
 cdef uint64_t _SWAR_01, _SWAR_80, _SWAR_SPACE, _SWAR_QUOTE, _SWAR_BACKSLASH
 cdef char* _SPARE_BUF
-cdef Py_ssize_t _SPARE_CAP, _SPARE_MAX
+cdef Py_ssize_t _SPARE_CAP, _SPARE_MAX, _ROOM
 
 @cython.locals(t=uint64_t, u=uint64_t, found=uint64_t)
 cdef inline uint64_t _swar_special(uint64_t w) noexcept
 
-@cython.locals(v=uint64_t, i=int)
-cdef uint64_t _load(const unsigned char* q, Py_ssize_t size, bint little) noexcept
 
 
 @cython.final
@@ -167,38 +177,17 @@ cdef class _Cursor(_Decimal):
 
     cdef inline int put_c(self, int c) except -1
 
-    @cython.locals(tens=uint64_t, digits=cython.p_const_char, high=uint32_t, low=uint32_t)
-    cdef inline int w_8digits(self, char* o, uint32_t x) noexcept
-
-    @cython.locals(digits=cython.p_const_char, small=uint32_t)
-    cdef inline int w_digits(self, char* o, uint64_t v, int count) noexcept
-
-    @cython.locals(word=uint64_t, high=uint64_t, low=uint64_t, top=uint64_t, skip=int)
-    cdef inline int w_digits_fast(self, char* o, uint64_t v, int length) noexcept
-
-    @cython.locals(word=uint64_t, high=uint64_t, low=uint64_t, top=uint64_t, head=int)
-    cdef inline char* w_fraction(self, char* o, uint64_t digits, int length, int point) noexcept
-
-    @cython.locals(length=int)
-    cdef int w_uint(self, uint64_t v) noexcept
-
-    @cython.locals(o=cython.p_char, length=int, point=int, x=int, fraction_length=int,
-                   whole=uint64_t, fraction=uint64_t, chunks=int, end=cython.p_char)
-    cdef inline int w_decimal(self, bint negative, uint64_t digits, int exp10) noexcept
-
-    cdef inline int w_f32(self, uint32_t bits) noexcept
-    cdef inline int w_f64(self, uint64_t bits) noexcept
-    cdef int w_prim(self, int kind, uint64_t bits) noexcept
+    cdef char* w_prim(self, char* o, int kind, uint64_t bits) noexcept
 
     @cython.locals(v=uint64_t)
     cdef inline Py_ssize_t read_u32(self) except -1
 
-    @cython.locals(size=Py_ssize_t)
+    @cython.locals(size=Py_ssize_t, o=cython.p_char)
     cdef int put_prim(self, int kind) except -1
 
     @cython.locals(size=Py_ssize_t, q=cython.p_const_uchar, o=cython.p_char,
                    slots=cython.p_const_char, lens=cython.p_const_uchar, i=Py_ssize_t,
-                   b=cython.uchar, little=bint, room=Py_ssize_t)
+                   b=cython.uchar, little=bint)
     cdef int put_prims(self, int kind, Py_ssize_t count) except -1
 
     @cython.locals(size=Py_ssize_t, start=Py_ssize_t, q=cython.p_const_uchar, o=cython.p_char,
@@ -243,5 +232,5 @@ cdef class Converter:
     cdef readonly str type_name
     cdef readonly _Plan plan
 
-    @cython.locals(size=Py_ssize_t, cur=_Cursor)
+    @cython.locals(size=Py_ssize_t, cur=_Cursor, head=cython.p_const_uchar)
     cpdef bytes to_json(self, data)

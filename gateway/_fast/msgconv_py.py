@@ -48,6 +48,7 @@ from ._msgconv_cursor import (
     _CHAR_JSON,
     _Cursor,
 )
+from ._msgconv_digits import _w_f32, _w_f64
 from ._msgconv_floats import _f32_text, _f64_text
 from ._msgconv_tables import (
     _ARRAY,
@@ -86,7 +87,7 @@ def float32_repr(value: float) -> str:
     if cython.compiled:
         cur = _Cursor.__new__(_Cursor)
         cur.start(b"", 64, True)
-        cur.w_f32(bits)
+        cur.n = _w_f32(cur.buf, bits, cur) - cur.buf
         return cur.result().decode()
     else:
         return _f32_text(bits).decode()
@@ -98,7 +99,7 @@ def float64_repr(value: float) -> str:
         (bits,) = struct.unpack("<Q", struct.pack("<d", value))
         cur = _Cursor.__new__(_Cursor)
         cur.start(b"", 64, True)
-        cur.w_f64(bits)
+        cur.n = _w_f64(cur.buf, bits, cur) - cur.buf
         return cur.result().decode()
     else:
         return _f64_text(value).decode()
@@ -166,6 +167,11 @@ def _emit_struct(cur, plan):
             count = size
         if f.kind < _K_STR:
             cur.put_prims(f.kind, count)
+        elif f.kind == _K_STR:
+            for i in range(count):
+                if i:
+                    cur.put_c(44)  # ','
+                cur.put_str()
         else:
             for i in range(count):
                 if i:
@@ -215,10 +221,12 @@ class Converter:
         size = len(data)
         if size < 4:
             raise CdrError(f"{size} bytes: shorter than the CDR encapsulation header")
-        if data[0] != 0 or data[1] > 1:
-            raise CdrError(f"unsupported CDR encapsulation 0x{data[0]:02x}{data[1]:02x}")
         cur = _Cursor.__new__(_Cursor)
-        cur.start(data, size * 2 + 64, data[1] == 1)
+        cur.start(data, size * 2 + 64, True)
+        head = cur.p  # the compiled twin reads the header bytes without int objects
+        if head[0] != 0 or head[1] > 1:
+            raise CdrError(f"unsupported CDR encapsulation 0x{head[0]:02x}{head[1]:02x}")
+        cur.little = head[1] == 1
         _emit_struct(cur, self.plan)
         return cur.result()
 

@@ -445,6 +445,22 @@ def test_non_finite_floats_are_null(mc: Any) -> None:
     assert out["float64_values"] == [None, 0.0, None]
 
 
+def test_longest_float_texts_fill_long_arrays(mc: Any) -> None:
+    # Arrays reserve their output room per element: every element here has the longest text.
+    from test_msgs.msg import UnboundedSequences
+
+    f32 = [-1.2345678e15, -3.4028235e38, -1.1754944e-38] * 100
+    f64 = [-2.2250738585072014e-308, -1234567890123456.8, -0.0001234567890123456] * 100
+    msg = UnboundedSequences(float32_values=f32, float64_values=f64)
+    data = serialize_message(msg)
+    text = mc.converter_for("test_msgs/UnboundedSequences").to_json(data)
+    assert b"-1234567800000000.0,-3.4028235e+38,-1.1754944e-38," in text
+    assert b"-2.2250738585072014e-308,-1234567890123456.8,-0.0001234567890123456," in text
+    out = json.loads(text)
+    assert out["float64_values"] == f64
+    assert numpy.array_equal(numpy.float32(out["float32_values"]), numpy.float32(f32))
+
+
 def test_float_texts(mc: Any) -> None:
     conv = mc.converter_for("test_msgs/BasicTypes")
     text = conv.to_json(_basic(float32_value=0.1, float64_value=0.1))
@@ -489,6 +505,37 @@ def test_float64_digit_search_edges() -> None:
         assert _pure_f64_digits(x) == repr(x)
         if msgconv_c is not None:
             assert msgconv_c.float64_repr(x) == repr(x)
+
+
+def test_float64_subnormals_are_python_repr() -> None:
+    # One digit search for every double: the smallest subnormals have the widest intervals.
+    patterns = [*range(1, 3000), *(1 << e for e in range(52)), (1 << 52) - 1, 0x000FFFFFFFFFFFF0]
+    for bits in patterns:
+        (x,) = struct.unpack("<d", struct.pack("<Q", bits))
+        assert _pure_f64_digits(x) == repr(x)
+        if msgconv_c is not None:
+            assert msgconv_c.float64_repr(-x) == repr(-x)
+
+
+def _shortest_f32(x: float) -> str:
+    """Digits of numpy's shortest float32 text, without sign, point, exponent or outer zeros."""
+    text = numpy.format_float_scientific(numpy.float32(x), unique=True)
+    return text.split("e")[0].replace("-", "").replace(".", "").strip("0")
+
+
+def test_float32_subnormals_and_edges_are_shortest() -> None:
+    patterns = [*range(1, 2000), *(1 << e for e in range(31)), 0x7F7FFFFF, 0x00800000, 0x007FFFFF]
+    patterns += [(e << 23) | m for e in range(1, 255, 3) for m in (0, 1, 0x400000, 0x7FFFFF)]
+    for bits in patterns:
+        (x,) = struct.unpack("<f", struct.pack("<I", bits))
+        digits = _shortest_f32(x)
+        for twin in (msgconv_py, msgconv_c):
+            if twin is None:
+                continue
+            text = twin.float32_repr(x)
+            assert numpy.float32(float(text)) == numpy.float32(x)
+            mantissa = text.split("e")[0].replace("-", "").replace(".", "").strip("0")
+            assert mantissa == digits, (bits, text)
 
 
 @settings(HYPO, max_examples=400)
