@@ -140,7 +140,8 @@ def idle_health(gw: Any, seconds: float = 2.0) -> dict[str, float]:
 
 
 def ingest(gw: Any, reporter: Any, tag: str) -> dict[str, float]:
-    before = health(gw)["x-vendor-fault-manager"]
+    first = health(gw)
+    before, gc0 = first["x-vendor-fault-manager"], first.get("x-vendor-gc", {})
     probe = Probe(gw.port)
     t0 = time.perf_counter()
     for i in range(INGEST_REPORTS):
@@ -153,6 +154,8 @@ def ingest(gw: Any, reporter: Any, tag: str) -> dict[str, float]:
     body = health(gw)
     after = body["x-vendor-fault-manager"]
     lag = body.get("x-vendor-event-loop", {})
+    gc1 = body.get("x-vendor-gc", {})
+    full_gcs = gc1.get("collections", [0, 0, 0])[2] - gc0.get("collections", [0, 0, 0])[2]
     commits = after["commits"] - before["commits"]
     return {
         "rate": INGEST_REPORTS / elapsed, "elapsed": elapsed, "sent": sent,
@@ -163,6 +166,7 @@ def ingest(gw: Any, reporter: Any, tag: str) -> dict[str, float]:
         "health_p50": pct(probe_ms, 0.5) if probe_ms else float("nan"),
         "health_p99": pct(probe_ms, 0.99) if probe_ms else float("nan"),
         "lag_p99": lag.get("p99_ms", float("nan")), "lag_max": lag.get("max_ms", float("nan")),
+        "full_gcs": full_gcs,
     }
 
 
@@ -196,7 +200,8 @@ def main(storm_only: bool = False) -> None:
                 busy = ingest(gw, reporter, "busy")
             finally:
                 listeners.stop()
-            stats = health(gw)["x-vendor-fault-manager"]
+            final = health(gw)
+            stats, gcs = final["x-vendor-fault-manager"], final.get("x-vendor-gc")
         finally:
             ros.close()
             gw.stop()
@@ -218,12 +223,17 @@ def main(storm_only: bool = False) -> None:
               f"{r['duplicates']:.0f} retried duplicates dropped); {r['commits']:.0f} commits, "
               f"avg {r['commit_us_avg']:.0f} us; /health during the burst p50 "
               f"{r['health_p50']:.1f} ms p99 {r['health_p99']:.1f} ms; the gateway's event "
-              f"loop lag over the last 5 s p99 {r['lag_p99']:.1f} ms max {r['lag_max']:.1f} ms")
+              f"loop lag over the last 5 s p99 {r['lag_p99']:.1f} ms max {r['lag_max']:.1f} ms; "
+              f"{r['full_gcs']:.0f} full garbage collections")
     print(f"  baseline /health, idle gateway: p50 {baseline['health_p50']:.1f} ms "
           f"p99 {baseline['health_p99']:.1f} ms (burst p99 / idle p99 = "
           f"{idle['health_p99'] / baseline['health_p99']:.1f}x with 0 clients)")
     print(f"store commits over the run: {stats['commits']}, max {stats['commit_us_max']} us "
           f"(on the writer thread; its longest job {stats.get('writer_busy_us_max', 0)} us)")
+    if gcs:
+        print(f"garbage collections over the run (young, middle, full): {gcs['collections']}, "
+              f"longest pause {gcs['max_pause_ms']} ms; {gcs['frozen_objects']} objects frozen "
+              f"at start, thresholds {gcs['threshold']}")
     verdict = "met" if busy["health_p99"] <= HEALTH_P99_TARGET_MS else "NOT met"
     print(f"/health p99 during the {INGEST_REPORTS}-report burst with {max(CLIENT_COUNTS)} "
           f"clients: {busy['health_p99']:.1f} ms (target <= {HEALTH_P99_TARGET_MS:g} ms: "
