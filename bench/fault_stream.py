@@ -9,6 +9,7 @@ commit time. Clients run in worker processes; everything shares this machine's c
 
     .venv/bin/python bench/fault_stream.py            # ROS domain 68 ($FAULT_BENCH_DOMAIN)
     .venv/bin/python bench/fault_stream.py --storm    # only the burst with 1000 clients
+    .venv/bin/python bench/fault_stream.py --storm --set server.gc_freeze=false  # A/B a setting
 
 Target (the event loop never stalls): /health p99 <= 20 ms during the burst with 1000 clients.
 """
@@ -170,7 +171,7 @@ def ingest(gw: Any, reporter: Any, tag: str) -> dict[str, float]:
     }
 
 
-def main(storm_only: bool = False) -> None:
+def main(storm_only: bool = False, extra: list[str] | None = None) -> None:
     from tests.conftest import free_port
     from tests.harness import Gateway
     from tests.integration.test_faults_support import RosSide
@@ -178,7 +179,7 @@ def main(storm_only: bool = False) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         gw = Gateway(free_port(), DOMAIN, [
             f"state_dir={tmp}/state", "sse.max_clients=1000", "snapshots.enabled=false",
-            "faults.rosout_bridge.enabled=false"], Path(tmp) / "gateway.log")
+            "faults.rosout_bridge.enabled=false", *(extra or [])], Path(tmp) / "gateway.log")
         gw.start()
         ros = RosSide(DOMAIN)
         results: dict[int, tuple[list[float], float]] = {}
@@ -250,8 +251,10 @@ if __name__ == "__main__":
     parser.add_argument("--prefix", default="", help=argparse.SUPPRESS)
     parser.add_argument("--storm", action="store_true",
                         help="skip the fan-out series: only the bursts and /health")
+    parser.add_argument("--set", dest="extra", action="append", default=[], metavar="KEY=VALUE",
+                        help="an extra gateway setting (repeatable), e.g. server.gc_freeze=false")
     args = parser.parse_args()
     if args.worker:
         asyncio.run(_worker(args.port, args.clients, args.expect, args.prefix))
     else:
-        main(args.storm)
+        main(args.storm, args.extra)

@@ -18,7 +18,7 @@ from typing import Any
 
 
 class GcPolicy:
-    """Applies the policy and times every collection (the x-vendor-event-loop `gc` block)."""
+    """Applies the policy and times every collection (the x-vendor-gc block of /health)."""
 
     def __init__(self) -> None:
         self.frozen = 0
