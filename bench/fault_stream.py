@@ -9,6 +9,7 @@ commit time. Clients run in worker processes; everything shares this machine's c
 
     .venv/bin/python bench/fault_stream.py            # ROS domain 68 ($FAULT_BENCH_DOMAIN)
     .venv/bin/python bench/fault_stream.py --storm    # only the burst with 1000 clients
+    .venv/bin/python bench/fault_stream.py --storm --set server.gc_freeze=false  # A/B a setting
 
 Target (the event loop never stalls): /health p99 <= 20 ms during the burst with 1000 clients.
 """
@@ -140,7 +141,8 @@ def idle_health(gw: Any, seconds: float = 2.0) -> dict[str, float]:
 
 
 def ingest(gw: Any, reporter: Any, tag: str) -> dict[str, float]:
-    before = health(gw)["x-vendor-fault-manager"]
+    first = health(gw)
+    before, gc0 = first["x-vendor-fault-manager"], first.get("x-vendor-gc", {})
     probe = Probe(gw.port)
     t0 = time.perf_counter()
     for i in range(INGEST_REPORTS):
@@ -153,6 +155,8 @@ def ingest(gw: Any, reporter: Any, tag: str) -> dict[str, float]:
     body = health(gw)
     after = body["x-vendor-fault-manager"]
     lag = body.get("x-vendor-event-loop", {})
+    gc1 = body.get("x-vendor-gc", {})
+    full_gcs = gc1.get("collections", [0, 0, 0])[2] - gc0.get("collections", [0, 0, 0])[2]
     commits = after["commits"] - before["commits"]
     return {
         "rate": INGEST_REPORTS / elapsed, "elapsed": elapsed, "sent": sent,
@@ -163,10 +167,11 @@ def ingest(gw: Any, reporter: Any, tag: str) -> dict[str, float]:
         "health_p50": pct(probe_ms, 0.5) if probe_ms else float("nan"),
         "health_p99": pct(probe_ms, 0.99) if probe_ms else float("nan"),
         "lag_p99": lag.get("p99_ms", float("nan")), "lag_max": lag.get("max_ms", float("nan")),
+        "full_gcs": full_gcs,
     }
 
 
-def main(storm_only: bool = False) -> None:
+def main(storm_only: bool = False, extra: list[str] | None = None) -> None:
     from tests.conftest import free_port
     from tests.harness import Gateway
     from tests.integration.test_faults_support import RosSide
@@ -174,7 +179,7 @@ def main(storm_only: bool = False) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         gw = Gateway(free_port(), DOMAIN, [
             f"state_dir={tmp}/state", "sse.max_clients=1000", "snapshots.enabled=false",
-            "faults.rosout_bridge.enabled=false"], Path(tmp) / "gateway.log")
+            "faults.rosout_bridge.enabled=false", *(extra or [])], Path(tmp) / "gateway.log")
         gw.start()
         ros = RosSide(DOMAIN)
         results: dict[int, tuple[list[float], float]] = {}
@@ -196,7 +201,8 @@ def main(storm_only: bool = False) -> None:
                 busy = ingest(gw, reporter, "busy")
             finally:
                 listeners.stop()
-            stats = health(gw)["x-vendor-fault-manager"]
+            final = health(gw)
+            stats, gcs = final["x-vendor-fault-manager"], final.get("x-vendor-gc")
         finally:
             ros.close()
             gw.stop()
@@ -218,12 +224,17 @@ def main(storm_only: bool = False) -> None:
               f"{r['duplicates']:.0f} retried duplicates dropped); {r['commits']:.0f} commits, "
               f"avg {r['commit_us_avg']:.0f} us; /health during the burst p50 "
               f"{r['health_p50']:.1f} ms p99 {r['health_p99']:.1f} ms; the gateway's event "
-              f"loop lag over the last 5 s p99 {r['lag_p99']:.1f} ms max {r['lag_max']:.1f} ms")
+              f"loop lag over the last 5 s p99 {r['lag_p99']:.1f} ms max {r['lag_max']:.1f} ms; "
+              f"{r['full_gcs']:.0f} full garbage collections")
     print(f"  baseline /health, idle gateway: p50 {baseline['health_p50']:.1f} ms "
           f"p99 {baseline['health_p99']:.1f} ms (burst p99 / idle p99 = "
           f"{idle['health_p99'] / baseline['health_p99']:.1f}x with 0 clients)")
     print(f"store commits over the run: {stats['commits']}, max {stats['commit_us_max']} us "
           f"(on the writer thread; its longest job {stats.get('writer_busy_us_max', 0)} us)")
+    if gcs:
+        print(f"garbage collections over the run (young, middle, full): {gcs['collections']}, "
+              f"longest pause {gcs['max_pause_ms']} ms; {gcs['frozen_objects']} objects frozen "
+              f"at start, thresholds {gcs['threshold']}")
     verdict = "met" if busy["health_p99"] <= HEALTH_P99_TARGET_MS else "NOT met"
     print(f"/health p99 during the {INGEST_REPORTS}-report burst with {max(CLIENT_COUNTS)} "
           f"clients: {busy['health_p99']:.1f} ms (target <= {HEALTH_P99_TARGET_MS:g} ms: "
@@ -240,8 +251,10 @@ if __name__ == "__main__":
     parser.add_argument("--prefix", default="", help=argparse.SUPPRESS)
     parser.add_argument("--storm", action="store_true",
                         help="skip the fan-out series: only the bursts and /health")
+    parser.add_argument("--set", dest="extra", action="append", default=[], metavar="KEY=VALUE",
+                        help="an extra gateway setting (repeatable), e.g. server.gc_freeze=false")
     args = parser.parse_args()
     if args.worker:
         asyncio.run(_worker(args.port, args.clients, args.expect, args.prefix))
     else:
-        main(args.storm)
+        main(args.storm, args.extra)

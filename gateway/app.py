@@ -165,6 +165,7 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     from .discovery.poller import GraphPoller
     from .discovery.runtime import HostInfo
     from .faults.service import FaultService
+    from .gcpolicy import GcPolicy
     from .looplag import LoopLag
     from .push import service as push
     from .resources import bulk_data
@@ -213,9 +214,13 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     lag = LoopLag(loopslice.apply(s["server.loop_slice_us"]))  # after the threads start
     lag.start()  # how long the event loop is busy at a stretch (docs/architecture.md)
     state.extras.setdefault("health", {})["x-vendor-event-loop"] = lag.health
+    gc_policy = GcPolicy()
+    gc_policy.settle(s["server.gc_freeze"], s["server.gc_young_threshold"])
+    state.extras["health"]["x-vendor-gc"] = gc_policy.health
     try:
         yield
     finally:
+        gc_policy.close()
         await lag.stop()
         await push.stop(state)
         await _stop_plugins(state)

@@ -350,6 +350,14 @@ SETTINGS: tuple[Setting, ...] = (
        "scheduler slice asked for the event-loop thread (Linux 6.12+ EEVDF): a short slice "
        "lets the loop run soon after it wakes on a busy machine, with no more CPU; 0: kernel "
        "default", minimum=0, maximum=100000),
+    # Garbage collector (docs/architecture.md, "Event loop"): no full-heap pauses in storms.
+    _s("server.gc_freeze", bool, True,
+       "once started, move the startup heap out of the garbage collector's full collections "
+       "(each would stop the event loop for tens of milliseconds)"),
+    _s("server.gc_young_threshold", int, 10000,
+       "allocations between young garbage collections (Python's default: 700); higher: "
+       "fewer transient objects of a burst promoted to the old generation; 0: keep",
+       minimum=0, maximum=1000000),
 )
 
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
