@@ -350,6 +350,11 @@ SETTINGS: tuple[Setting, ...] = (
        "scheduler slice asked for the event-loop thread (Linux 6.12+ EEVDF): a short slice "
        "lets the loop run soon after it wakes on a busy machine, with no more CPU; 0: kernel "
        "default", minimum=0, maximum=100000),
+    # Memory (docs/architecture.md, "Memory"): glibc malloc arenas, capped before threads start.
+    _s("server.malloc_arenas", int, 1,
+       "most glibc malloc arenas the process uses (set at start, before any thread): one "
+       "arena per busy thread holds more memory; 0: glibc's default (8 per core)",
+       minimum=0, maximum=1024),
 )
 
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
