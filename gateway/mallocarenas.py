@@ -38,3 +38,4 @@ def limit(arenas: int) -> bool:
     ok = mallopt(M_ARENA_MAX, arenas) == 1
     log.debug("malloc arenas capped at %d: %s", arenas, ok)
     return ok
+
