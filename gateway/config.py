@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -394,6 +393,8 @@ def unknown_setting(key: str) -> ConfigError:
     if feature is not None:
         return ConfigError(f"setting '{key}': the '{feature}' feature is not in this build "
                            "(feature not in this build)")
+    import difflib  # only on a bad key: not held from start
+
     close = difflib.get_close_matches(key, [*BY_KEY, *unbuilt_keys()], n=1, cutoff=0.6)
     hint = f"; did you mean '{close[0]}'?" if close else ""
     return ConfigError(f"unknown setting '{key}'{hint} (`diag-gateway settings` lists "

@@ -10,15 +10,17 @@ import sys
 from gateway.app import build_registry
 from gateway.http.openapi import build
 from gateway.ros import graph
+from gateway.push import fault_engine
 reg = build_registry("vendor", set())
-print(sorted(m for m in ("gateway.http.schemas", "gateway.http.feature_schemas", "rclpy.action")
+print(sorted(m for m in ("gateway.http.schemas", "gateway.http.feature_schemas", "rclpy.action",
+                                  "difflib")
              if m in sys.modules))
 doc = build(reg, vendor="vendor", version="0", with_roles=False)
 print("gateway.http.schemas" in sys.modules, len(doc["paths"]) > 50)
 """
 
 
-def test_route_contracts_and_rclpy_action_load_on_use() -> None:
+def test_route_contracts_rclpy_action_and_difflib_load_on_use() -> None:
     out = subprocess.run([sys.executable, "-c", _CHILD], capture_output=True, text=True,
                          timeout=120, check=True).stdout.splitlines()
     assert out == ["[]", "True True"]
