@@ -159,11 +159,18 @@ def _logging(level: str) -> None:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
+def _cap_arenas(settings: Settings) -> None:
+    from . import mallocarenas
+
+    mallocarenas.limit(settings["server.malloc_arenas"])
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Serve a gateway."""
     _logging(args.log_level)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     settings = _settings(args)
+    _cap_arenas(settings)
     asyncio.run(serve(settings))
     return 0
 
@@ -180,6 +187,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if args.manifest:
         args.overrides = _manifest_overrides(args.manifest) + list(args.overrides)
     settings = _settings(args)
+    _cap_arenas(settings)  # before the robot's threads
     scheme = "https" if settings["server.tls.enabled"] else "http"
     base = f"{scheme}://{settings['server.host']}:{settings['server.port']}/api/v1"
     with Robot.start(domain) as robot:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -358,6 +357,11 @@ SETTINGS: tuple[Setting, ...] = (
        "allocations between young garbage collections (Python's default: 700); higher: "
        "fewer transient objects of a burst promoted to the old generation; 0: keep",
        minimum=0, maximum=1000000),
+    # Memory (docs/architecture.md, "Memory"): glibc malloc arenas, capped before threads start.
+    _s("server.malloc_arenas", int, 1,
+       "most glibc malloc arenas the process uses (set at start, before any thread): one "
+       "arena per busy thread holds more memory; 0: glibc's default (8 per core)",
+       minimum=0, maximum=1024),
 )
 
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
@@ -397,6 +401,8 @@ def unknown_setting(key: str) -> ConfigError:
     if feature is not None:
         return ConfigError(f"setting '{key}': the '{feature}' feature is not in this build "
                            "(feature not in this build)")
+    import difflib  # only on a bad key: not held from start
+
     close = difflib.get_close_matches(key, [*BY_KEY, *unbuilt_keys()], n=1, cutoff=0.6)
     hint = f"; did you mean '{close[0]}'?" if close else ""
     return ConfigError(f"unknown setting '{key}'{hint} (`diag-gateway settings` lists "

@@ -40,16 +40,21 @@ def install(app: web.Application, state: GatewayState) -> None:
     """Serve the dashboard at / when `dashboard.enabled` (the default)."""
     if not state.settings["dashboard.enabled"]:
         return
-    assets = load()
-    index = assets["index.html"]
+    loaded: dict[str, Asset] = {}
+
+    def assets() -> dict[str, Asset]:
+        """The shipped files, read on the first dashboard request (not held until then)."""
+        if not loaded:
+            loaded.update(load())
+        return loaded
 
     async def page(request: web.Request) -> web.Response:
         """The dashboard page."""
-        return _serve(index, request)
+        return _serve(assets()["index.html"], request)
 
     async def static(request: web.Request) -> web.Response:
         """One dashboard file; 404 for anything not shipped in the package."""
-        asset = assets.get(request.match_info["name"])
+        asset = assets().get(request.match_info["name"])
         if asset is None:
             raise web.HTTPNotFound(reason=f"No dashboard file {request.match_info['name']}")
         return _serve(asset, request)

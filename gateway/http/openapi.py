@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..auth.roles import Role
 from ..model.ids import MAX_ID_LENGTH
-from . import feature_schemas
 from .routes import API_PREFIX, ENTITY_PARAM, Registry, Route
-from .schemas import ROUTE_DOCS, OperationDoc, components, doc_for
+
+if TYPE_CHECKING:
+    from .schemas import OperationDoc
+# The route contracts (schemas.py, feature_schemas.py) load on the first /docs: not at start.
 
 SOVD_VERSION = "1.1.0"
 
@@ -72,8 +75,13 @@ def add_schemas(schemas: dict[str, Any]) -> None:
     _SCHEMAS.update(schemas)
 
 
-# every documented route contract: the core table and the later features' rows
-_DOCS = {**ROUTE_DOCS, **feature_schemas.ROUTE_DOCS}
+@cache
+def _docs() -> dict[tuple[str, str], OperationDoc]:
+    """Every documented route contract: the core table and the later features' rows."""
+    from . import feature_schemas
+    from .schemas import ROUTE_DOCS
+
+    return {**ROUTE_DOCS, **feature_schemas.ROUTE_DOCS}
 
 _LOCKABLE = ("/components/", "/apps/")  # a lock of another client refuses their writes (409)
 _OPTIONAL_BODY = ("ExecutionRequest", "LogConfigurationWrite")  # all fields optional
@@ -94,8 +102,10 @@ def _responses(route: Route, vendor: str) -> tuple[dict[str, Any], OperationDoc 
     """Success and error responses of a route (its contract row when it has one)."""
     responses: dict[str, Any] = {}
     error = {"application/json": {"schema": _ERROR}}
+    from .schemas import doc_for
+
     doc = None if route.extra.get("stub") else doc_for(route.method, route.path, route.status,
-                                                       vendor, _DOCS)
+                                                       vendor, _docs())
     if route.extra.get("stub"):
         pass  # an absent feature answers 501 and nothing else of its own
     elif doc is not None:
@@ -175,6 +185,9 @@ def _operation(route: Route, vendor: str, with_roles: bool) -> dict[str, Any]:
 
 def build(registry: Registry, *, vendor: str, version: str, with_roles: bool) -> dict[str, Any]:
     """The full document."""
+    from . import feature_schemas
+    from .schemas import components
+
     paths: dict[str, dict[str, Any]] = {}
     for route in registry:
         paths.setdefault(route.path, {})[route.method.lower()] = _operation(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import difflib
 import json
 import logging
 import os
@@ -84,6 +83,8 @@ class FaultTriggerEngine:
         topics = list(entity_topics(self.state, app))
         if not topics or any(topic_matches(t, rule.topic_path) for t in topics):
             return
+        import difflib  # only on a bad rule: not held from start
+
         close = difflib.get_close_matches(rule.topic_path, topics, n=1, cutoff=0.0)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         raise invalid_parameter(f"App '{app.id}' has no data item '{rule.data_name}'{hint}")

@@ -6,8 +6,6 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from rclpy.action import graph as action_graph
-
 log = logging.getLogger(__name__)
 
 # Topics and services every node has; not diagnostic data or operations of the node.
@@ -80,6 +78,12 @@ class GraphSnapshot:
         return None
 
 
+def _action_servers(node: Any, name: str, ns: str) -> Any:
+    """rclpy.action.graph's query, without importing rclpy.action (clients, servers, msgs)."""
+    with node.handle:
+        return node.handle.get_action_server_names_and_types_by_node(name, ns)
+
+
 def take_snapshot(node: Any, own_topics: frozenset[str] = frozenset()) -> GraphSnapshot:
     """Query the graph through `node` (blocking; call from a worker thread)."""
     nodes = []
@@ -95,8 +99,7 @@ def take_snapshot(node: Any, own_topics: frozenset[str] = frozenset()) -> GraphS
                 publishers=_pairs(node.get_publisher_names_and_types_by_node(name, ns)),
                 subscribers=_pairs(node.get_subscriber_names_and_types_by_node(name, ns)),
                 services=_pairs(node.get_service_names_and_types_by_node(name, ns)),
-                actions=_pairs(
-                    action_graph.get_action_server_names_and_types_by_node(node, name, ns)),
+                actions=_pairs(_action_servers(node, name, ns)),
             ))
         except Exception:  # node left between the two queries
             log.debug("node %s%s vanished during the graph poll", ns, name)
