@@ -33,6 +33,8 @@ from std_msgs.msg import Bool, Float32, String
 from std_srvs.srv import Trigger
 from test_msgs.action import Fibonacci
 
+from gateway import hardexit
+
 #: Set when the process is asked to stop; long-running callbacks watch it.
 STOP = threading.Event()
 #: Signals that stop a node process; the parent may start us with them blocked.
@@ -443,6 +445,9 @@ def run(name: str) -> NoReturn:
     signal.sigwait(STOP_SIGNALS)
     STOP.set()
     _exit_if_stalled(TEARDOWN_TIMEOUT)
+    # The Python watchdog above needs the GIL, which rclpy keeps while DDS teardown can
+    # deadlock inside Fast DDS; this one leaves without it, a second later.
+    hardexit.arm(TEARDOWN_TIMEOUT + 1.0)
     executor.shutdown(timeout_sec=TEARDOWN_TIMEOUT)
     spinner.join(timeout=TEARDOWN_TIMEOUT)
     node.destroy_node()
