@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import os
 import subprocess
 import sys
 import time
@@ -20,11 +21,12 @@ def pct(values: list[float], q: float) -> float:
 class Workers:
     """Worker processes (`script --worker <args>`), each printing "ready" then its latencies."""
 
-    def __init__(self, script: str, worker_args: list[list[str]]) -> None:
+    def __init__(self, script: str, worker_args: list[list[str]], nice: int = 0) -> None:
         self.procs: list[subprocess.Popen[str]] = []
         for args in worker_args:
             self.procs.append(subprocess.Popen([sys.executable, script, "--worker", *args],
-                                               stdout=subprocess.PIPE, text=True))
+                                               stdout=subprocess.PIPE, text=True,
+                                               preexec_fn=(lambda: os.nice(nice)) if nice else None))
         for p in self.procs:
             assert p.stdout is not None
             line = p.stdout.readline().strip()

@@ -44,6 +44,9 @@ CLIENTS_PER_WORKER = 500
 INGEST_REPORTS = 5000
 INGEST_CODES = 100
 HEALTH_P99_TARGET_MS = 20.0
+#: SSE clients would run on other machines: here their worker processes yield the cores to
+#: the gateway, the reporter and the /health probe (the load generator is not the system).
+CLIENT_NICE = int(os.environ.get("FAULT_BENCH_CLIENT_NICE", "10"))
 
 
 # worker process: N SSE clients --------------------------------------------------------------
@@ -71,7 +74,8 @@ def client_workers(port: int, clients: int, expect: int, prefix: str) -> Workers
     n = max(1, math.ceil(clients / CLIENTS_PER_WORKER))
     return Workers(__file__, [["--port", str(port), "--clients",
                                str(clients // n + (1 if i < clients % n else 0)),
-                               "--expect", str(expect), "--prefix", prefix] for i in range(n)])
+                               "--expect", str(expect), "--prefix", prefix] for i in range(n)],
+                   nice=CLIENT_NICE)
 
 
 # main process: gateway, reporter, measurements ----------------------------------------------
