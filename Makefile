@@ -44,7 +44,7 @@ unit: install
 
 lint: install
 	$(BIN)/ruff check gateway federation recorder tests bench $(wildcard setup.py)
-	$(BIN)/mypy gateway/config.py gateway/http gateway/model gateway/wire gateway/discovery/runtime.py \
+	$(BIN)/mypy gateway/config.py gateway/settings_table.py gateway/http gateway/model gateway/wire gateway/discovery/runtime.py \
 		gateway/discovery/manifest.py gateway/discovery/validate.py gateway/discovery/inventory.py \
 		gateway/discovery/linker.py gateway/discovery/merge.py federation recorder
 

@@ -1,6 +1,6 @@
 """Settings of features this build does not have: refused at load time, naming the feature.
 
-A key declared in config.SETTINGS always wins over this table, so a feature that gets built
+A key declared in settings_table.SETTINGS always wins over this table, so a feature that gets built
 declares its settings there and needs no change here. `<name>` stands for one dotted
 segment, a trailing `.*` for any number of them.
 """
