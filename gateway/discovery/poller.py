@@ -13,6 +13,7 @@ from ..ros.graph import GraphSnapshot, take_snapshot
 from ..ros.topics import SamplePool
 from .cache import EntityCache
 from .readiness import Readiness
+from .runclock import RunClock
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,7 @@ class GraphPoller:
         last_apply = 0.0
         started = time.monotonic()
         census_changed = False
+        run_clock = RunClock()  # of the event-loop thread (readiness.py)
         while True:
             starting = not self.ready.is_set()
             began = time.monotonic()
@@ -117,8 +119,8 @@ class GraphPoller:
                 last_apply = now
                 self.first.set()
             if starting and self.readiness.observe(
-                    changed or census_changed, now,
-                    self._census is not None and self._census.complete):
+                    changed or census_changed, run_clock.now(now),
+                    self._census is not None and self._census.complete, wall=now):
                 log.info("discovery %s: %d apps, %d DDS participants; ready after %.2f s",
                          self.readiness.reason, len(self.cache.entities.apps),
                          len(self._census.participants) if self._census else 0,

@@ -7,7 +7,9 @@ announces itself at start (Fast DDS: 5 announcements 100 ms apart) and every loc
 answers, so the gateway is ready once the census is complete, ANNOUNCE_S passed since its
 participant was created, and the graph and census stayed unchanged for QUIET_S. A census that
 never completes (a participant without nodes, a node without /rosout) falls back to the graph
-staying unchanged for SETTLE_S; CAP_S after the start it is ready in any case.
+staying unchanged for SETTLE_S; CAP_S after the start it is ready in any case. The windows are
+measured on a clock that stops while the gateway waits for a CPU (runclock.py), the cap on the
+wall clock: a saturated machine delays readiness, up to the cap, instead of ending it early.
 """
 
 from __future__ import annotations
@@ -37,11 +39,16 @@ class Readiness:
         """True once discovery is done."""
         return self.ready_at is not None
 
-    def observe(self, changed: bool, now: float, complete: bool = False) -> bool:
+    def observe(self, changed: bool, now: float, complete: bool = False,
+                wall: float | None = None) -> bool:
         """Account one poll (changed: graph or census differ from the previous poll;
-        complete: every participant discovered has its nodes known); ready?"""
+        complete: every participant discovered has its nodes known); ready?
+
+        now: the run clock (the windows); wall: the wall clock (the cap; default now). Both
+        count from the same start."""
         if self.ready_at is not None:
             return True
+        wall = now if wall is None else wall
         if changed:
             self.last_change = now
         quiet = now - self.last_change
@@ -49,9 +56,9 @@ class Readiness:
             self.reason = "complete"
         elif quiet >= self.settle_s:
             self.reason = "settled"
-        elif now - self.start >= self.cap_s:
+        elif wall - self.start >= self.cap_s:
             self.reason = "cap"
         else:
             return False
-        self.ready_at = now
+        self.ready_at = wall
         return True

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from dataclasses import dataclass
+
+import pytest
 
 from gateway.discovery.readiness import Readiness
 from gateway.ros.census import UNKNOWN_NODE, count
@@ -60,3 +66,42 @@ def test_a_graph_that_never_settles_is_ready_at_the_cap() -> None:
     r = Readiness(start=0.0, announce_s=0.5, quiet_s=0.3, settle_s=1.5, cap_s=3.0)
     assert not any(r.observe(True, t / 10, complete=True) for t in range(29))
     assert r.observe(True, 3.0, complete=True) and r.reason == "cap"
+
+
+def test_time_spent_waiting_for_a_cpu_does_not_count_towards_the_windows() -> None:
+    # The run clock stood still for 2 s of wall time (the machine was saturated): the census
+    # looks complete, but the announcement window has not passed on the run clock.
+    r = Readiness(start=0.0, announce_s=0.5, quiet_s=0.3, settle_s=1.5, cap_s=15.0)
+    assert not r.observe(True, 0.05, complete=True, wall=0.05)
+    assert not r.observe(False, 0.2, complete=True, wall=2.2)
+    assert not r.observe(False, 0.45, complete=True, wall=4.0)
+    assert r.observe(False, 0.6, complete=True, wall=4.1) and r.reason == "complete"
+    assert r.ready_at == 4.1  # reported on the wall clock
+
+
+def test_the_cap_is_on_the_wall_clock() -> None:
+    r = Readiness(start=0.0, announce_s=0.5, quiet_s=0.3, settle_s=1.5, cap_s=3.0)
+    assert not r.observe(True, 0.1, complete=False, wall=2.9)
+    assert r.observe(True, 0.2, complete=False, wall=3.0) and r.reason == "cap"
+
+
+def test_run_clock_runs_behind_the_wall_by_the_cpu_wait() -> None:
+    from gateway.discovery.runclock import RunClock, waited_s
+
+    if waited_s() is None:
+        pytest.skip("no /proc/thread-self/schedstat here")
+    clock = RunClock()
+    start = clock.now(0.0)
+    assert start <= 0.0
+    # Busy processes, more than the cores, make this thread wait for a CPU now and then.
+    spinners = [subprocess.Popen([sys.executable, "-c", "while 1: pass"])
+                for _ in range(2 * (os.cpu_count() or 1) + 1)]
+    try:
+        deadline = time.monotonic() + 60
+        while clock.now(0.0) >= start and time.monotonic() < deadline:
+            sum(range(10000))
+    finally:
+        for p in spinners:
+            p.kill()
+            p.wait()
+    assert clock.now(0.0) < start  # waiting was taken off
