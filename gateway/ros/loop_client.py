@@ -117,30 +117,18 @@ class LoopClient:
         self.pending.pop(seq, None)
 
     def _take(self) -> None:
-        # The count is of samples that arrived, answers to other clients of the service
-        # included: their take comes back empty too, so it takes at least that many takes.
         try:
-            left = os.eventfd_read(self._fd)
+            arrived = os.eventfd_read(self._fd)
         except BlockingIOError:
-            left = 0
-        take, cls, pending = self._impl.take_response, self._response_cls, self.pending
-        while True:
-            try:
-                header, response = take(cls)
-            except Exception:  # a broken client: callers run into their budgets
-                log.exception("taking a response of %s", self.name)
-                return
-            left -= 1
-            if header is None:
-                if left <= 0:
-                    return
-                continue
-            fut = pending.pop(header.request_id.sequence_number, None)
-            if fut is None or fut.done():
-                self.dropped += 1
-                continue
-            self.taken += 1
-            fut.set_result(response)
+            arrived = 0
+        try:
+            taken, dropped = take_all(self._impl.take_response, self._response_cls,
+                                      self.pending, arrived)
+        except Exception:  # a broken client: its callers run into their budgets
+            log.exception("taking a response of %s", self.name)
+            return
+        self.taken += taken
+        self.dropped += dropped
 
     def close(self) -> None:
         """Unhook the listener (no more writes to the fd), stop watching, destroy the client."""
@@ -150,3 +138,27 @@ class LoopClient:
         os.close(self._fd)
         self._impl.destroy_when_not_in_use()
         self.pending.clear()  # callers still waiting run into their budgets
+
+
+def take_all(take: Any, response_cls: Any, pending: dict[int, asyncio.Future[Any]],
+             arrived: int) -> tuple[int, int]:
+    """Take responses and complete their callers' futures; (delivered, dropped).
+
+    `arrived` counts the samples the listener reported. Answers to other clients of the
+    service may be among them (their take comes back empty), so at least that many takes are
+    made, and then more until one comes back empty.
+    """
+    delivered = dropped = 0
+    while True:
+        header, response = take(response_cls)
+        arrived -= 1
+        if header is None:
+            if arrived <= 0:
+                return delivered, dropped
+            continue
+        fut = pending.pop(header.request_id.sequence_number, None)
+        if fut is None or fut.done():
+            dropped += 1  # its caller gave up (budget, cancel)
+            continue
+        fut.set_result(response)
+        delivered += 1

@@ -189,6 +189,8 @@ class ServiceCaller:
                     raise CallTimeout(f"service {name} did not answer within {timeout:g} s",
                                       timeout)
                 raise NotAvailable(f"service {name} is not available on the ROS graph")
+        if loop.time() >= deadline:  # spent already: an answer taken first must not count
+            raise CallTimeout(f"service {name} did not answer within {timeout:g} s", timeout)
         if type(client) is LoopClient:
             try:
                 seq, afut = client.send(request)
