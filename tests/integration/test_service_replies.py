@@ -160,7 +160,8 @@ async def _eventually(predicate: Any, budget_s: float = 20.0) -> bool:
 
 
 @pytest.mark.parametrize(("executor", "replies"),
-                         [("events", "loop"), ("events", "executor"), ("single", "executor")])
+                         [("events", "loop"), ("events", "executor"), ("single", "loop"),
+                          ("single", "executor")])
 def test_calls_answer_and_a_timed_out_call_leaves_nothing_pending(
         domain: int, server: Server, executor: str, replies: str) -> None:
     _scenario(domain, server, executor, replies)
