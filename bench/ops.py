@@ -7,9 +7,11 @@ and by rclpy's EventsExecutor (about half its CPU per call); the baseline of a r
 faster of the two, and the verdict is the median of per-round ratios with spread (target:
 gateway >= 0.8 of direct). CPU per call of the gateway process and of each direct client. Then
 /health p50/p99 (wrk) alone and while 20 parameter requests to the never-answering node are
-outstanding. The gateway's executor is the setting ros.executor.
+outstanding. The gateway's executor is the setting ros.executor; who takes its service
+responses (the event loop or that executor) the setting ros.service_replies.
 
     .venv/bin/python bench/ops.py       # ROS domain $DIAG_BENCH_DOMAIN (default 98)
+    .venv/bin/python bench/ops.py ros.service_replies=executor   # gateway settings (key=value)
 """
 
 from __future__ import annotations
@@ -158,8 +160,11 @@ def main() -> None:
     """Run the comparison and print the figures."""
     wrk_path()
     settings = [f"parameter_service_timeout_sec={HANG_TIMEOUT_S}",
-                "parameter_negative_cache_sec=0", f"service_call_timeout_sec={HANG_TIMEOUT_S}"]
-    executor = load_settings(None, settings).get("ros.executor", "single")
+                "parameter_negative_cache_sec=0", f"service_call_timeout_sec={HANG_TIMEOUT_S}",
+                *sys.argv[1:]]
+    loaded = load_settings(None, settings)
+    executor = loaded.get("ros.executor", "single")
+    replies = loaded.get("ros.service_replies", "executor")
     with tempfile.TemporaryDirectory() as tmp, \
             Robot.start(DOMAIN, nodes=("lidar_sensor", "unresponsive_param")), \
             Gateway(free_port(), DOMAIN, [*settings, f"state_dir={tmp}/state"]) as gw:
@@ -187,7 +192,8 @@ def main() -> None:
     best = [max(directs[k][r][0].rps for k in DIRECT) for r in range(ROUNDS)]
     ratios = [g.rps / b for g, b in zip(gws, best, strict=True)]
     print(f"service calls to {SERVICE} (std_srvs/Trigger), {IN_FLIGHT} in flight, "
-          f"{ROUNDS} alternating rounds x {SECONDS:g} s; gateway ros.executor={executor}")
+          f"{ROUNDS} alternating rounds x {SECONDS:g} s; gateway ros.executor={executor}, "
+          f"ros.service_replies={replies}")
     print(f"gateway POST .../executions (wrk)   {statistics.median(g.rps for g in gws):8.0f} "
           f"calls/s, p50 {statistics.median(g.p50_ms for g in gws):.2f} ms, CPU "
           f"{statistics.median(g.cpu_us_per_req for g in gws):.0f} us/call (whole process)")

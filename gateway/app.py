@@ -197,7 +197,8 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     log.info("ROS domain %d: %d apps discovered", bridge.domain_id,
              len(state.cache.entities.apps))
     # operations, configurations, logs, status
-    calls = ServiceCaller(bridge, s["operations.max_in_flight_per_service"])
+    calls = ServiceCaller(bridge, s["operations.max_in_flight_per_service"],
+                          s["ros.service_replies"])
     state.extras.update(
         service_caller=calls, actions=ActionManager(bridge, calls.limiter),
         parameters=ParameterStore(calls, s["parameter_service_timeout_sec"],
@@ -227,6 +228,7 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
         await state.extras["faults"].stop()
         await bulk_data.stop(state)
         await state.extras["actions"].close()
+        calls.close()
         await state.extras["rosout"].stop()
         await state.poller.stop()
         if discovery is not None:

@@ -315,6 +315,10 @@ SETTINGS: tuple[Setting, ...] = (
     _s("ros.executor", str, "events",
        "rclpy executor of the service and action client node: events (EventsExecutor) or "
        "single (SingleThreadedExecutor, on the bridge's one node)", choices=("events", "single")),
+    _s("ros.service_replies", str, "loop",
+       "who takes service responses: loop (the event loop, woken through an eventfd by the "
+       "middleware; falls back to the executor where rcl lacks the hook) or executor",
+       choices=("loop", "executor")),
     _s("aggregation.cache.enabled", bool, False,
        "serve merged collection reads from peers' cached answers, dropped on their change "
        "events (fault stream relay, entity ETags, health)"),

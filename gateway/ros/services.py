@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 from .bridge import ClientCache, RosBridge
+from .loop_client import LoopClient, wakeup
 from .replies import forget, send, supports_slots
+
+log = logging.getLogger(__name__)
 
 # How long a call waits for a freshly created client to match its server.
 READY_WAIT_S = 2.0
@@ -117,19 +121,43 @@ async def wait_until(predicate: Any, deadline: float) -> bool:
 
 
 class ServiceCaller:
-    """Calls remote services; clients live on the bridge's node and are cached per (name, type)."""
+    """Calls remote services; clients live on the bridge's node and are cached per (name, type).
 
-    def __init__(self, bridge: RosBridge, max_in_flight: int = 8) -> None:
+    With replies="loop" (and rcl's response hook available) a client's responses are taken on
+    the event loop (ros/loop_client.py); otherwise the call node's executor takes them.
+    """
+
+    def __init__(self, bridge: RosBridge, max_in_flight: int = 8,
+                 replies: str = "loop") -> None:
         self.bridge = bridge
         self.limiter = InFlightLimiter(max_in_flight)
         self._clients = ClientCache(bridge)
+        self._hook = wakeup() if replies == "loop" else None
+        self._loop_clients: list[LoopClient] = []
         self.calls = 0
         self.timeouts = 0
 
     async def client(self, name: str, type_name: str) -> Any:
         """The cached client of a service, created on first use (off the loop)."""
-        return await self._clients.get(name, type_name, _create_client,
-                                       f"creating a client for {name}")
+        client = await self._clients.get(name, type_name, self._create_client,
+                                         f"creating a client for {name}")
+        if type(client) is LoopClient:
+            client.attach(asyncio.get_running_loop())
+        return client
+
+    def _create_client(self, node: Any, cls: Any, name: str) -> Any:
+        """A loop client when the hook works, else a plain rclpy client (graph pool thread)."""
+        hook = self._hook
+        if hook is not None:
+            try:
+                client = LoopClient(node, cls, name, hook)
+            except OSError as exc:  # e.g. an rmw without the response callback
+                log.info("service responses go through the executor: %s", exc)
+                self._hook = None
+            else:
+                self._loop_clients.append(client)
+                return client
+        return node.create_client(cls, name)
 
     async def call(self, name: str, type_name: str, request: Any, timeout: float) -> Any:
         """The response to one request; CallTimeout, NotAvailable or CallFailed otherwise."""
@@ -161,6 +189,15 @@ class ServiceCaller:
                     raise CallTimeout(f"service {name} did not answer within {timeout:g} s",
                                       timeout)
                 raise NotAvailable(f"service {name} is not available on the ROS graph")
+        if loop.time() >= deadline:  # spent already: an answer taken first must not count
+            raise CallTimeout(f"service {name} did not answer within {timeout:g} s", timeout)
+        if type(client) is LoopClient:
+            try:
+                seq, afut = client.send(request)
+            except Exception as exc:
+                raise CallFailed(f"calling {name} failed: {exc}") from exc
+            self.calls += 1
+            return await _answer(afut, client.forget, seq, name, timeout, deadline)
         hub = self.bridge.replies
         if hub is None or not supports_slots(client):
             return await self._call_future(client, name, request, timeout, deadline)
@@ -169,19 +206,8 @@ class ServiceCaller:
         except Exception as exc:
             raise CallFailed(f"calling {name} failed: {exc}") from exc
         self.calls += 1
-        afut = reply.afut
-        timer = loop.call_at(deadline, _expire, afut)
-        try:
-            return await afut
-        except asyncio.TimeoutError:
-            forget(client, reply)
-            raise CallTimeout(f"service {name} did not answer within {timeout:g} s",
-                              timeout) from None
-        except asyncio.CancelledError:
-            forget(client, reply)
-            raise
-        finally:
-            timer.cancel()
+        return await _answer(reply.afut, lambda r: forget(client, r), reply, name, timeout,
+                             deadline)
 
     async def _call_future(self, client: Any, name: str, request: Any, timeout: float,
                            deadline: float) -> Any:
@@ -205,14 +231,33 @@ class ServiceCaller:
             raise CallFailed(f"calling {name} failed: {exc}") from exc
 
     def close(self) -> None:
-        """Forget every client; they are destroyed with the bridge's node."""
+        """Destroy the loop clients, forget the others (destroyed with the bridge's node)."""
+        for client in self._loop_clients:
+            try:
+                client.close()
+            except Exception:
+                log.debug("closing the client of %s", client.name, exc_info=True)
+        self._loop_clients.clear()
         self._clients.clear()
+
+
+async def _answer(afut: asyncio.Future[Any], forget_call: Any, key: Any, name: str,
+                  timeout: float, deadline: float) -> Any:
+    """afut's response by the loop time deadline; forget_call(key) when it is not awaited."""
+    timer = asyncio.get_running_loop().call_at(deadline, _expire, afut)
+    try:
+        return await afut
+    except asyncio.TimeoutError:
+        forget_call(key)
+        raise CallTimeout(f"service {name} did not answer within {timeout:g} s",
+                          timeout) from None
+    except asyncio.CancelledError:
+        forget_call(key)
+        raise
+    finally:
+        timer.cancel()
 
 
 def _expire(afut: asyncio.Future[Any]) -> None:
     if not afut.done():
         afut.set_exception(asyncio.TimeoutError())
-
-
-def _create_client(node: Any, cls: Any, name: str) -> Any:
-    return node.create_client(cls, name)

@@ -1,4 +1,4 @@
-"""Service calls through the bridge's reply slots against a real rclpy server, both executors."""
+"""Service calls against a real rclpy server: responses taken on the loop, or by either executor."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from gateway.ros.bridge import RosBridge
+from gateway.ros.loop_client import LoopClient
 from gateway.ros.services import CallTimeout, NotAvailable, ServiceCaller
 
 with warnings.catch_warnings():  # rclpy's type support loads lark, which imports sre_constants
@@ -50,6 +51,26 @@ class Server:
         response.message = str(self.count)
         return response
 
+    def call_itself(self, n: int) -> int:
+        """n calls from a client of this server's own node, 4 at a time; how many answered."""
+        from std_srvs.srv import Trigger
+
+        client = self.node.create_client(Trigger, SERVICE)
+        answered = 0
+        try:
+            if not client.wait_for_service(timeout_sec=20.0):
+                return 0
+            for start in range(0, n, 4):
+                futs = [client.call_async(Trigger.Request()) for _ in range(min(4, n - start))]
+                for fut in futs:
+                    done = threading.Event()
+                    fut.add_done_callback(lambda _f, d=done: d.set())
+                    if done.wait(20.0) and fut.result() is not None:
+                        answered += 1
+        finally:
+            self.node.destroy_client(client)
+        return answered
+
     def close(self) -> None:
         self.gate.set()
         self.executor.shutdown()
@@ -77,33 +98,50 @@ async def _first_call(caller: ServiceCaller, request: Any) -> Any:
             await asyncio.sleep(0.2)
 
 
-def _scenario(domain: int, server: Server, executor: str) -> None:
+def _pending(client: Any) -> dict[int, Any]:
+    """The requests a client still waits for (its loop table, or rclpy's pending table)."""
+    return client.pending if isinstance(client, LoopClient) else client._pending_requests
+
+
+def _scenario(domain: int, server: Server, executor: str, replies: str) -> None:
     async def run() -> None:
-        bridge = RosBridge(f"replies_{executor}", domain, executor=executor)
+        bridge = RosBridge(f"replies_{executor}_{replies}", domain, executor=executor)
         bridge.start(asyncio.get_running_loop())
-        caller = ServiceCaller(bridge, max_in_flight=4)
+        caller = ServiceCaller(bridge, max_in_flight=4, replies=replies)
         try:
             from std_srvs.srv import Trigger
 
             first = await _first_call(caller, Trigger.Request())
             assert first.success
             client = caller._clients.ready(SERVICE, TYPE)
-            # 12 calls through a cap of 4: every one answered with its own response
-            answers = await asyncio.gather(*(caller.call(SERVICE, TYPE, Trigger.Request(), 20.0)
-                                             for _ in range(12)))
-            assert len({a.message for a in answers}) == 12 and all(a.success for a in answers)
-            assert client._pending_requests == {}
-            assert bridge.replies is not None and bridge.replies.delivered >= 13
+            assert isinstance(client, LoopClient) == (replies == "loop")
+            # 12 calls through a cap of 4: every one answered with its own response, while
+            # another client of the service gets answers too (which reach every client's reader)
+            bystander = asyncio.ensure_future(asyncio.to_thread(server.call_itself, 40))
+            answers: list[Any] = []
+            while not answers or not bystander.done():
+                answers += await asyncio.gather(*(
+                    caller.call(SERVICE, TYPE, Trigger.Request(), 20.0) for _ in range(12)))
+            assert len({a.message for a in answers}) == len(answers)
+            assert all(a.success for a in answers)
+            assert await bystander == 40
+            assert _pending(client) == {}
+            if replies == "loop":
+                assert client.taken >= 13
+            else:
+                assert bridge.replies is not None and bridge.replies.delivered >= 13
             # a call that runs out of budget leaves nothing pending; its late answer is dropped
             server.held.set()
             with pytest.raises(CallTimeout):
                 await caller.call(SERVICE, TYPE, Trigger.Request(), 0.5)
-            assert client._pending_requests == {}
+            assert _pending(client) == {}
             server.held.clear()
             server.gate.set()
             after = await caller.call(SERVICE, TYPE, Trigger.Request(), 20.0)
-            assert after.success and client._pending_requests == {}
+            assert after.success and _pending(client) == {}
             assert caller.limiter.in_flight[SERVICE] == 0
+            if replies == "loop":
+                assert await _eventually(lambda: client.dropped >= 1)
         finally:
             server.gate.clear()
             caller.close()
@@ -112,7 +150,18 @@ def _scenario(domain: int, server: Server, executor: str) -> None:
     asyncio.run(run())
 
 
-@pytest.mark.parametrize("executor", ["events", "single"])
+async def _eventually(predicate: Any, budget_s: float = 20.0) -> bool:
+    deadline = asyncio.get_running_loop().time() + budget_s
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True
+
+
+@pytest.mark.parametrize(("executor", "replies"),
+                         [("events", "loop"), ("events", "executor"), ("single", "loop"),
+                          ("single", "executor")])
 def test_calls_answer_and_a_timed_out_call_leaves_nothing_pending(
-        domain: int, server: Server, executor: str) -> None:
-    _scenario(domain, server, executor)
+        domain: int, server: Server, executor: str, replies: str) -> None:
+    _scenario(domain, server, executor, replies)
