@@ -147,6 +147,7 @@ cdef inline char* _w_f32(char* o, uint32_t bits, _Decimal dec) noexcept
 
 # -- reading CDR, writing JSON ----------------------------------------------------------------
 cdef uint64_t _SWAR_01, _SWAR_80, _SWAR_SPACE, _SWAR_QUOTE, _SWAR_BACKSLASH
+cdef uint64_t _SWAR_HEAD[8]
 cdef char* _SPARE_BUF
 cdef Py_ssize_t _SPARE_CAP, _SPARE_MAX, _ROOM
 
@@ -200,7 +201,7 @@ cdef class _Cursor(_Decimal):
 
     @cython.locals(size=Py_ssize_t, start=Py_ssize_t, q=cython.p_const_uchar, o=cython.p_char,
                    plain=cython.p_const_uchar, i=Py_ssize_t, c=cython.uchar, raw=bytes,
-                   word=uint64_t)
+                   word=uint64_t, special=uint64_t)
     cdef int put_str(self) except -1
 
     @cython.locals(count=Py_ssize_t)

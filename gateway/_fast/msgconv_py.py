@@ -155,7 +155,12 @@ def _emit_struct(cur, plan):
         else:
             cur.put(f.head)
         if f.shape == _SCALAR:
-            _emit_one(cur, f.kind, f.sub)
+            if f.kind == _K_STR:
+                cur.put_str()
+            elif f.kind < _K_STR:
+                cur.put_prim(f.kind)
+            else:
+                _emit_one(cur, f.kind, f.sub)
             continue
         count = f.count
         if f.shape == _SEQ:
@@ -172,6 +177,11 @@ def _emit_struct(cur, plan):
                 if i:
                     cur.put_c(44)  # ','
                 cur.put_str()
+        elif f.kind == _K_MSG:
+            for i in range(count):
+                if i:
+                    cur.put_c(44)  # ','
+                _emit_struct(cur, f.sub)
         else:
             for i in range(count):
                 if i:
