@@ -89,22 +89,23 @@ class _Cursor(_Decimal):
         self.end = len(data)
         self.little = little
         self.n = 0
-        self.cap = 0
         if cython.compiled:
             global _SPARE_BUF, _SPARE_CAP
             cap = size_hint if size_hint > 64 else 64
-            if _SPARE_BUF != cython.NULL:  # noqa: F821 - the last cursor's buffer, reused
-                self.buf = _SPARE_BUF  # noqa: F821
-                self.cap = _SPARE_CAP  # noqa: F821
-                _SPARE_BUF = cython.NULL
-                if self.cap < cap:
-                    self.reserve(cap)
-            else:
-                self.cap = cap
-                self.buf = cython.cast(cython.p_char, malloc(self.cap))  # noqa: F821
-                if self.buf == cython.NULL:
-                    raise MemoryError()
+            if self.buf == cython.NULL:  # a new cursor; a reused one keeps its buffer
+                if _SPARE_BUF != cython.NULL:  # noqa: F821 - the last cursor's buffer
+                    self.buf = _SPARE_BUF  # noqa: F821
+                    self.cap = _SPARE_CAP  # noqa: F821
+                    _SPARE_BUF = cython.NULL
+                else:
+                    self.buf = cython.cast(cython.p_char, malloc(cap))  # noqa: F821
+                    if self.buf == cython.NULL:
+                        raise MemoryError()
+                    self.cap = cap
+            if self.cap < cap:
+                self.reserve(cap)
         else:
+            self.cap = 0
             self.out = []
         return 0
 

@@ -241,5 +241,8 @@ cdef class Converter:
     cdef readonly str type_name
     cdef readonly _Plan plan
 
-    @cython.locals(size=Py_ssize_t, cur=_Cursor, head=cython.p_const_uchar)
+    @cython.locals(size=Py_ssize_t, cur=_Cursor, head=cython.p_const_uchar, result=bytes)
     cpdef bytes to_json(self, data)
+
+
+cdef _Cursor _SPARE_CURSOR

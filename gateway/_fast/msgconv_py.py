@@ -46,6 +46,7 @@ except ImportError:  # pure twin running without Cython installed
 # twin: joined-begin (one compiled module in msgconv_c: setup.py drops this block)
 from ._msgconv_cursor import (
     _CHAR_JSON,
+    _SPARE_MAX,
     _Cursor,
 )
 from ._msgconv_digits import _w_f32, _w_f64
@@ -231,14 +232,26 @@ class Converter:
         size = len(data)
         if size < 4:
             raise CdrError(f"{size} bytes: shorter than the CDR encapsulation header")
-        cur = _Cursor.__new__(_Cursor)
+        global _SPARE_CURSOR
+        cur = _SPARE_CURSOR
+        if cur is None:
+            cur = _Cursor.__new__(_Cursor)
+        else:
+            _SPARE_CURSOR = None  # taken: a call meanwhile (another thread) makes its own
         cur.start(data, size * 2 + 64, True)
         head = cur.p  # the compiled twin reads the header bytes without int objects
         if head[0] != 0 or head[1] > 1:
             raise CdrError(f"unsupported CDR encapsulation 0x{head[0]:02x}{head[1]:02x}")
         cur.little = head[1] == 1
         _emit_struct(cur, self.plan)
-        return cur.result()
+        result = cur.result()
+        cur.data = None  # no reference to the input kept between calls
+        if cur.cap <= _SPARE_MAX:
+            _SPARE_CURSOR = cur  # reused by the next call, its output buffer with it
+        return result
+
+
+_SPARE_CURSOR = None
 
 
 # ---------------------------------------------------------------------------------------
