@@ -134,13 +134,19 @@ def _w_fraction(o, digits, length, point):
         return o + length + 1
     high = digits // 100000000
     low = _ascii8(digits - high * 100000000)
-    top = high // 100000000  # the 17th digit, else 0 and overwritten: no branch on length
-    high -= top * 100000000
-    o[0] = 48 + top
-    skip = length == 17
-    o += skip
-    point -= skip  # 0 after a 17th digit: the point right after it, as below
-    length -= skip
+    if length == 17:
+        top = high // 100000000
+        o[0] = 48 + top
+        high -= top * 100000000
+        if point == 1:
+            o[1] = 46
+            word = _ascii8(high)
+            memcpy(o + 2, cython.address(word), 8)  # noqa: F821
+            memcpy(o + 10, cython.address(low), 8)  # noqa: F821
+            return o + 18
+        o += 1
+        point -= 1
+        length -= 1
     head = length - 8  # digits in the high word
     word = _ascii8(high) >> ((8 - head) * 8)
     memcpy(o, cython.address(word), 8)  # noqa: F821
