@@ -245,7 +245,10 @@ class Converter:
         cur.little = head[1] == 1
         _emit_struct(cur, self.plan)
         result = cur.result()
-        cur.data = None  # no reference to the input kept between calls
+        cur.data = None  # no reference to the input or output kept between calls
+        cur.p = b""
+        if not cython.compiled:
+            cur.out = None
         if cur.cap <= _SPARE_MAX:
             _SPARE_CURSOR = cur  # reused by the next call, its output buffer with it
         return result

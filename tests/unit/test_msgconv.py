@@ -672,6 +672,18 @@ def test_strings(mc: Any) -> None:
     assert conv.to_json(_string_cdr(b"big endian\x00", little=False)) == b'{"data":"big endian"}'
 
 
+def test_a_failed_conversion_leaves_the_next_one_right_and_no_input_is_kept(mc: Any) -> None:
+    conv = mc.converter_for("std_msgs/String")
+    good = _string_cdr(b"plain\x00")
+    with pytest.raises(mc.CdrError):
+        conv.to_json(good[:-3])
+    before = sys.getrefcount(good)
+    assert conv.to_json(good) == b'{"data":"plain"}'
+    assert conv.to_json(_string_cdr(b"x" * 3_000_000)) == b'{"data":"' + b"x" * 3_000_000 + b'"}'
+    assert conv.to_json(good) == b'{"data":"plain"}'
+    assert sys.getrefcount(good) == before  # the converter keeps no reference to its input
+
+
 def test_string_tails_and_trailing_input(mc: Any) -> None:
     """Every length and every position of a byte that needs escaping, with and without input
     after the string (the last bytes of a string may be read as one word with what follows)."""
