@@ -57,6 +57,8 @@ _SWAR_80 = 0x8080808080808080
 _SWAR_SPACE = 0x2020202020202020
 _SWAR_QUOTE = 0x2222222222222222
 _SWAR_BACKSLASH = 0x5C5C5C5C5C5C5C5C
+# The high bits of the first r byte lanes (little-endian): the bytes of a partial word.
+_SWAR_HEAD = [_SWAR_80 & ((1 << (8 * r)) - 1) for r in range(8)]
 
 
 def _swar_special(w):
@@ -87,22 +89,23 @@ class _Cursor(_Decimal):
         self.end = len(data)
         self.little = little
         self.n = 0
-        self.cap = 0
         if cython.compiled:
             global _SPARE_BUF, _SPARE_CAP
             cap = size_hint if size_hint > 64 else 64
-            if _SPARE_BUF != cython.NULL:  # noqa: F821 - the last cursor's buffer, reused
-                self.buf = _SPARE_BUF  # noqa: F821
-                self.cap = _SPARE_CAP  # noqa: F821
-                _SPARE_BUF = cython.NULL
-                if self.cap < cap:
-                    self.reserve(cap)
-            else:
-                self.cap = cap
-                self.buf = cython.cast(cython.p_char, malloc(self.cap))  # noqa: F821
-                if self.buf == cython.NULL:
-                    raise MemoryError()
+            if self.buf == cython.NULL:  # a new cursor; a reused one keeps its buffer
+                if _SPARE_BUF != cython.NULL:  # noqa: F821 - the last cursor's buffer
+                    self.buf = _SPARE_BUF  # noqa: F821
+                    self.cap = _SPARE_CAP  # noqa: F821
+                    _SPARE_BUF = cython.NULL
+                else:
+                    self.buf = cython.cast(cython.p_char, malloc(cap))  # noqa: F821
+                    if self.buf == cython.NULL:
+                        raise MemoryError()
+                    self.cap = cap
+            if self.cap < cap:
+                self.reserve(cap)
         else:
+            self.cap = 0
             self.out = []
         return 0
 
@@ -296,26 +299,38 @@ class _Cursor(_Decimal):
         if cython.compiled:
             # Printable ASCII without '"' or '\\' is copied as is; anything else goes the
             # general way below (decode with replacement, escape like orjson).
-            self.reserve(size + 2)
+            self.reserve(size + 10)
             q = self.p + start
             o = self.buf + self.n
-            plain = _PLAIN_ASCII
             o[0] = 34  # '"'
             i = 0
             word = 0
+            special = 0
             while i + 8 <= size:  # eight bytes at a time while none needs escaping
                 memcpy(cython.address(word), q + i, 8)  # noqa: F821
-                if _swar_special(word):
+                special = _swar_special(word)
+                if special:
                     break
                 memcpy(o + 1 + i, cython.address(word), 8)  # noqa: F821
                 i += 8
-            while i < size:
-                c = q[i]
-                if not plain[c]:
-                    break
-                o[i + 1] = c
-                i += 1
-            if i == size:
+            if special == 0 and i < size:
+                if _NATIVE_LITTLE and start + i + 8 <= self.end:
+                    # The last bytes in one word that reads on into the input after the
+                    # string: only their lanes are tested (carries move to higher lanes,
+                    # the later bytes); what is stored past them is overwritten below.
+                    memcpy(cython.address(word), q + i, 8)  # noqa: F821
+                    special = _swar_special(word) & _SWAR_HEAD[size - i]
+                    memcpy(o + 1 + i, cython.address(word), 8)  # noqa: F821
+                else:
+                    plain = _PLAIN_ASCII
+                    while i < size:
+                        c = q[i]
+                        if not plain[c]:
+                            special = 1
+                            break
+                        o[i + 1] = c
+                        i += 1
+            if special == 0:
                 o[size + 1] = 34
                 self.n += size + 2
                 return 0

@@ -248,6 +248,22 @@ def _w_decimal(o, digits, exp10):
     return o + length + 1
 
 
+def _w_common(o, digits, exp10):
+    """Writes ``digits * 10**exp10`` as _w_decimal does: d.ddd and 0.0ddd laid out here
+    (inlined into the array loops), the other layouts by a call to _w_decimal.
+    """
+    length = _decimal_length(digits)
+    point = length + exp10
+    if _NATIVE_LITTLE:
+        if 0 < point < length:
+            return _w_fraction(o, digits, length, point)
+        if -4 < point <= 0:
+            memcpy(o, b"0.000", 5)  # noqa: F821
+            _w_digits_fast(o + 2 - point, digits, length)
+            return o + 2 - point + length
+    return _w_decimal(o, digits, exp10)
+
+
 def _w_f64(o, bits, dec):
     """Writes the JSON text of the float64 ``bits`` (40 bytes reserved); returns the end."""
     if (bits & _F64_EXPONENT) == _F64_EXPONENT:
@@ -260,7 +276,7 @@ def _w_f64(o, bits, dec):
         memcpy(o, b"0.0", 3)  # noqa: F821
         return o + 3
     _f64_shortest(bits, dec)
-    return _w_decimal(o, dec.sig, dec.exp10)
+    return _w_common(o, dec.sig, dec.exp10)
 
 
 def _w_f32(o, bits, dec):
@@ -275,4 +291,4 @@ def _w_f32(o, bits, dec):
         memcpy(o, b"0.0", 3)  # noqa: F821
         return o + 3
     _f32_shortest(bits, dec)
-    return _w_decimal(o, dec.sig, dec.exp10)
+    return _w_common(o, dec.sig, dec.exp10)

@@ -10,7 +10,7 @@ except ImportError:  # pure twin running without Cython installed
     cython = SimpleNamespace(compiled=False)
 
 # twin: joined-begin (one compiled module in msgconv_c: setup.py drops this block)
-from ._msgconv_tables import _MASK64
+from ._msgconv_tables import _MASK32, _MASK64
 
 # twin: joined-end
 
@@ -79,14 +79,68 @@ def _f64_shortest(bits, out):
 
 
 def _f32_shortest(bits, out):
-    """Sets ``out`` to the shortest decimal of the finite non-zero float32 ``bits`` (sign ignored)."""
+    """Sets ``out`` to the shortest decimal of the finite non-zero float32 ``bits`` (sign ignored).
+
+    Schubfach at float32 width (as in Giulietti's FloatToDecimal): the top 63 bits of the
+    scaled power of ten suffice, one 64-bit product per bound instead of two.
+    """
     ieee_exponent = (bits >> 23) & 0xFF
     c = bits & 0x7FFFFF
     q = _F32_Q_MIN  # subnormal
     if ieee_exponent:
         c |= 0x800000
         q = ieee_exponent - 150
-    return _shortest(c, q, 24, 0x800000, _F32_Q_MIN, out)
+    if -24 < q <= 0 and ((c >> -q) << -q) == c:
+        # An integer below 2**24: its digits, trailing zeros removed, are the shortest.
+        sig = c >> -q
+        exp10 = 0
+    else:
+        odd = c & 1
+        cb = c << 2
+        cbr = cb + 2
+        if c != 0x800000 or q == _F32_Q_MIN:
+            cbl = cb - 2
+            k = (q * _SCH_LOG10_2) >> 41  # floor(q log10(2))
+        else:
+            cbl = cb - 1  # the lower neighbour is closer at a power of two
+            k = (q * _SCH_LOG10_2 - _SCH_LOG10_3Q) >> 41  # floor(log10(3/4 2**q))
+        h = q + ((-k * _SCH_LOG2_10) >> 48) + 33  # 32 <= h <= 35: cb << h < 2**61
+        g = _SCH_G1[k + 324] + 1
+        vb = _sch_rop32(g, cb << h)
+        vbl = _sch_rop32(g, cbl << h) + odd
+        vbr = _sch_rop32(g, cbr << h) - odd
+        s = vb >> 2
+        sig = 0
+        if s >= 10:  # else s and s + 1 have one digit: as short as any
+            sp10 = (s // 10) * 10
+            upin = vbl <= sp10 << 2
+            if upin != (((sp10 + 10) << 2) <= vbr):
+                sig = sp10 if upin else sp10 + 10  # a shorter one lies in the interval
+        if sig == 0:
+            upin = vbl <= s << 2
+            if upin != (((s + 1) << 2) <= vbr):
+                sig = s if upin else s + 1
+            elif vb < (s << 2) + 2 or (vb == (s << 2) + 2 and (s & 1) == 0):
+                sig = s  # both in the interval: the closer, ties to even
+            else:
+                sig = s + 1
+        exp10 = k
+    # At most 9 digits: 32-bit divisions by constants.
+    if sig % 10 == 0:
+        sig //= 10
+        exp10 += 1
+        if sig % 10000 == 0:
+            sig //= 10000
+            exp10 += 4
+        if sig % 100 == 0:
+            sig //= 100
+            exp10 += 2
+        if sig % 10 == 0:
+            sig //= 10
+            exp10 += 1
+    out.sig = sig
+    out.exp10 = exp10
+    return 0
 
 
 def _shortest(c, q, precision, c_min, q_min, out):
@@ -161,6 +215,13 @@ def _sch_rop(g1, g0, cp):
     else:
         z = (((g1 * cp) & _MASK64) >> 1) + x1
         return (y1 + (z >> 63)) | (((z & _SCH_MASK63) + _SCH_MASK63) >> 63)
+
+
+def _sch_rop32(g, cp):
+    """Float32 rounded-odd product: floor(g cp / 2**95) (g < 2**63, cp < 2**61), last bit set
+    if the 32 bits below it are not all zero."""
+    x1 = _mulhi64(g, cp)
+    return (x1 >> 31) | (((x1 & _MASK32) + _MASK32) >> 32)
 
 
 def _decimal_text(negative, digits, exp10):

@@ -85,7 +85,9 @@ cdef class _Decimal:
 @cython.locals(ieee_exponent=int, c=uint64_t, q=int)
 cdef inline int _f64_shortest(uint64_t bits, _Decimal out) noexcept
 
-@cython.locals(ieee_exponent=int, c=uint64_t, q=int)
+@cython.locals(ieee_exponent=int, c=uint64_t, q=int, sig=uint32_t, exp10=int, odd=uint64_t,
+               cb=uint64_t, cbr=uint64_t, cbl=uint64_t, k=int, h=int, g=uint64_t, vb=uint32_t,
+               vbl=uint32_t, vbr=uint32_t, s=uint32_t, sp10=uint32_t, upin=bint)
 cdef inline int _f32_shortest(uint32_t bits, _Decimal out) noexcept
 
 @cython.locals(sig=uint64_t, exp10=int, odd=uint64_t, cb=uint64_t, cbr=uint64_t, cbl=uint64_t,
@@ -96,6 +98,9 @@ cdef inline int _shortest(uint64_t c, int q, int precision, uint64_t c_min, int 
 
 @cython.locals(x1=uint64_t, y1=uint64_t, z=uint64_t)
 cdef inline uint64_t _sch_rop(uint64_t g1, uint64_t g0, uint64_t cp) noexcept
+
+@cython.locals(x1=uint64_t)
+cdef inline uint32_t _sch_rop32(uint64_t g, uint64_t cp) noexcept
 
 @cython.locals(bits=uint32_t, cur=_Cursor)
 cpdef str float32_repr(double value)
@@ -131,7 +136,10 @@ cdef char* _w_exponent(char* o, uint64_t digits, int length, int x) noexcept
 
 @cython.locals(length=int, point=int, fraction_length=int, whole=uint64_t, fraction=uint64_t,
                chunks=int, end=cython.p_char)
-cdef inline char* _w_decimal(char* o, uint64_t digits, int exp10) noexcept
+cdef char* _w_decimal(char* o, uint64_t digits, int exp10) noexcept
+
+@cython.locals(length=int, point=int)
+cdef inline char* _w_common(char* o, uint64_t digits, int exp10) noexcept
 
 cdef inline char* _w_f64(char* o, uint64_t bits, _Decimal dec) noexcept
 cdef inline char* _w_f32(char* o, uint32_t bits, _Decimal dec) noexcept
@@ -139,6 +147,7 @@ cdef inline char* _w_f32(char* o, uint32_t bits, _Decimal dec) noexcept
 
 # -- reading CDR, writing JSON ----------------------------------------------------------------
 cdef uint64_t _SWAR_01, _SWAR_80, _SWAR_SPACE, _SWAR_QUOTE, _SWAR_BACKSLASH
+cdef uint64_t _SWAR_HEAD[8]
 cdef char* _SPARE_BUF
 cdef Py_ssize_t _SPARE_CAP, _SPARE_MAX, _ROOM
 
@@ -192,7 +201,7 @@ cdef class _Cursor(_Decimal):
 
     @cython.locals(size=Py_ssize_t, start=Py_ssize_t, q=cython.p_const_uchar, o=cython.p_char,
                    plain=cython.p_const_uchar, i=Py_ssize_t, c=cython.uchar, raw=bytes,
-                   word=uint64_t)
+                   word=uint64_t, special=uint64_t)
     cdef int put_str(self) except -1
 
     @cython.locals(count=Py_ssize_t)
@@ -232,5 +241,8 @@ cdef class Converter:
     cdef readonly str type_name
     cdef readonly _Plan plan
 
-    @cython.locals(size=Py_ssize_t, cur=_Cursor, head=cython.p_const_uchar)
+    @cython.locals(size=Py_ssize_t, cur=_Cursor, head=cython.p_const_uchar, result=bytes)
     cpdef bytes to_json(self, data)
+
+
+cdef _Cursor _SPARE_CURSOR

@@ -46,6 +46,7 @@ except ImportError:  # pure twin running without Cython installed
 # twin: joined-begin (one compiled module in msgconv_c: setup.py drops this block)
 from ._msgconv_cursor import (
     _CHAR_JSON,
+    _SPARE_MAX,
     _Cursor,
 )
 from ._msgconv_digits import _w_f32, _w_f64
@@ -155,7 +156,12 @@ def _emit_struct(cur, plan):
         else:
             cur.put(f.head)
         if f.shape == _SCALAR:
-            _emit_one(cur, f.kind, f.sub)
+            if f.kind == _K_STR:
+                cur.put_str()
+            elif f.kind < _K_STR:
+                cur.put_prim(f.kind)
+            else:
+                _emit_one(cur, f.kind, f.sub)
             continue
         count = f.count
         if f.shape == _SEQ:
@@ -172,6 +178,11 @@ def _emit_struct(cur, plan):
                 if i:
                     cur.put_c(44)  # ','
                 cur.put_str()
+        elif f.kind == _K_MSG:
+            for i in range(count):
+                if i:
+                    cur.put_c(44)  # ','
+                _emit_struct(cur, f.sub)
         else:
             for i in range(count):
                 if i:
@@ -221,14 +232,29 @@ class Converter:
         size = len(data)
         if size < 4:
             raise CdrError(f"{size} bytes: shorter than the CDR encapsulation header")
-        cur = _Cursor.__new__(_Cursor)
+        global _SPARE_CURSOR
+        cur = _SPARE_CURSOR
+        if cur is None:
+            cur = _Cursor.__new__(_Cursor)
+        else:
+            _SPARE_CURSOR = None  # taken: a call meanwhile (another thread) makes its own
         cur.start(data, size * 2 + 64, True)
         head = cur.p  # the compiled twin reads the header bytes without int objects
         if head[0] != 0 or head[1] > 1:
             raise CdrError(f"unsupported CDR encapsulation 0x{head[0]:02x}{head[1]:02x}")
         cur.little = head[1] == 1
         _emit_struct(cur, self.plan)
-        return cur.result()
+        result = cur.result()
+        cur.data = None  # no reference to the input or output kept between calls
+        cur.p = b""
+        if not cython.compiled:
+            cur.out = None
+        if cur.cap <= _SPARE_MAX:
+            _SPARE_CURSOR = cur  # reused by the next call, its output buffer with it
+        return result
+
+
+_SPARE_CURSOR = None
 
 
 # ---------------------------------------------------------------------------------------

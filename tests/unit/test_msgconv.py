@@ -553,6 +553,42 @@ def test_float32_text_is_shortest_round_trip(x: float) -> None:
         assert text == msgconv_py.float32_repr(x)
 
 
+def _f32(bits: int) -> float:
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
+def test_float32_arrays_edges_and_sweep(mc: Any) -> None:
+    """float32 arrays (the specialised digit search and text writer): edge values, then bit
+    patterns across every exponent; each text reads back as the same float32 and is no
+    longer than the repr of the widened float64 value."""
+    from test_msgs.msg import UnboundedSequences
+
+    conv = mc.converter_for("test_msgs/UnboundedSequences")
+    edges = [0x00000001, 0x00000002, 0x007FFFFF, 0x00800000, 0x00800001, 0x7F7FFFFF, 0x3F800000,
+             0x3DCCCCCD, 0x4B800000, 0x4B7FFFFF, 0x5A0E1BCA, 0x2F000000]
+    edges += [b | 0x80000000 for b in edges] + [0x80000000, 0x00000000]
+    sweep = list(range(1, 0x7F800000, 0x7F800000 // 4001)) + [0x3F000000 + i for i in range(300)]
+    bits = edges + sweep + [b | 0x80000000 for b in sweep[::7]]
+    values = [_f32(b) for b in bits]
+    special = [math.nan, math.inf, -math.inf, 1.5, -0.0, 0.0]
+    data = serialize_message(UnboundedSequences(float32_values=values + special))
+    out = json.loads(conv.to_json(data), parse_constant=lambda c: pytest.fail(c))
+    texts = conv.to_json(data).split(b'"float32_values":[', 1)[1].split(b"]", 1)[0].split(b",")
+    assert out["float32_values"][-6:] == [None, None, None, 1.5, -0.0, 0.0]
+    assert texts[-6:] == [b"null", b"null", b"null", b"1.5", b"-0.0", b"0.0"]
+    for b, x, text, got in zip(bits, values, texts, out["float32_values"], strict=False):
+        assert numpy.float32(got) == numpy.float32(x), (hex(b), text)
+        assert math.copysign(1.0, got) == math.copysign(1.0, x), (hex(b), text)
+        mantissa = text.split(b"e")[0].lstrip(b"-").replace(b".", b"").strip(b"0") or b"0"
+        widened = repr(x).split("e")[0].lstrip("-").replace(".", "").strip("0") or "0"
+        assert len(mantissa) <= len(widened), (hex(b), text, repr(x))
+        assert text.decode() == msgconv_py.float32_repr(x), hex(b)
+        if abs(x) < 1e16 and abs(x) >= 1e-4 or x == 0:
+            assert b"e" not in text  # laid out as Python's repr does
+        else:
+            assert b"e" in text
+
+
 def test_integers_bools_and_bytes(mc: Any) -> None:
     out = _convert(
         mc,
@@ -634,6 +670,39 @@ def test_strings(mc: Any) -> None:
     text = "héllo wörld ✓ 😀"
     assert json.loads(conv.to_json(_string_cdr(text.encode() + b"\x00")))["data"] == text
     assert conv.to_json(_string_cdr(b"big endian\x00", little=False)) == b'{"data":"big endian"}'
+
+
+def test_a_failed_conversion_leaves_the_next_one_right_and_no_input_is_kept(mc: Any) -> None:
+    conv = mc.converter_for("std_msgs/String")
+    good = _string_cdr(b"plain\x00")
+    with pytest.raises(mc.CdrError):
+        conv.to_json(good[:-3])
+    before = sys.getrefcount(good)
+    assert conv.to_json(good) == b'{"data":"plain"}'
+    assert conv.to_json(_string_cdr(b"x" * 3_000_000)) == b'{"data":"' + b"x" * 3_000_000 + b'"}'
+    assert conv.to_json(good) == b'{"data":"plain"}'
+    assert sys.getrefcount(good) == before  # the converter keeps no reference to its input
+
+
+def test_string_tails_and_trailing_input(mc: Any) -> None:
+    """Every length and every position of a byte that needs escaping, with and without input
+    after the string (the last bytes of a string may be read as one word with what follows)."""
+    from std_msgs.msg import String
+    from test_msgs.msg import Strings
+
+    strings = mc.converter_for("test_msgs/Strings")
+    one = mc.converter_for("std_msgs/String")
+    for size in range(0, 26):
+        base = "abcdefghijklmnopqrstuvwxyz"[:size]
+        variants = [base] + [base[:i] + c + base[i + 1 :] for i in range(size) for c in '"\\\x01\x7fé']
+        for text in variants:
+            expected = json.dumps(text, ensure_ascii=False, separators=(",", ":"))
+            alone = one.to_json(serialize_message(String(data=text)))  # nothing after it
+            assert alone == b'{"data":' + expected.encode() + b"}", text
+            # followed by strings full of bytes that would need escaping
+            msg = Strings(string_value=text, bounded_string_value='"\\\x01"')
+            out = json.loads(strings.to_json(serialize_message(msg)))
+            assert out["string_value"] == text and out["bounded_string_value"] == '"\\\x01"'
 
 
 def _wstring_cdr(units: list[int]) -> bytes:
