@@ -101,7 +101,7 @@ async def list_collection(request: web.Request, collection: str,
     peers = fed.contributors(request, entity) if fed is not None else []
     if peers:  # with the read cache the merged bytes are served again until a change
         return await fed.merged_response(  # type: ignore[no-any-return]
-            request, (entity.kind, entity.id), state.cache.generation, collection,
+            request, (entity.kind, entity.id), lambda: state.cache.generation, collection,
             lambda: fed.merge_list(request, entity, collection, local_items(state, entity),
                                    peers=peers))
     body = state.cache.body((f"{collection}-list", entity.kind, entity.id),
