@@ -6,7 +6,7 @@ cache (aggregation.cache.enabled). `GET /components/<host>/data` is read by wrk 
 keep-alive connection from the live primary, the cached primary and (the baseline, a local
 read) one peer directly, in alternating rounds after a warm-up. Printed: p50 of each, the
 median of per-round p50 ratios merged/local with spread, the live primary's CPU per peer per
-merged read, each server's CPU per read (the cached primary's against the peer's local read:
+merged read, each robot's CPU per live merged read (above its idle use), each server's CPU per read (the cached primary's against the peer's local read:
 a check of the p50 ratio that the machine's load does not blur), and the robots' CPU while a
 dashboard polls the cached primary once a second.
 Targets: live CPU per peer per read <= 60 us, live p50 at 32 peers <= 5 ms,
@@ -143,10 +143,16 @@ def compare(n: int, peers: list[Gateway], logs: Path, path: str, seconds: float)
         for gw, _ in sides.values():
             run_wrk(f"http://127.0.0.1:{gw.port}{path}", 1.0, 1)
         res: dict[str, list[WrkResult]] = {k: [] for k in sides}
+        robots = [pid(g) for g in peers[:n]]
+        robots_live_s = live_s = 0.0  # the robots' CPU during the live rounds, and their time
         for _ in range(ROUNDS):
             for label, (gw, p) in sides.items():
+                r0, t0 = sum(cpu_s(x) for x in robots), time.monotonic()
                 res[label].append(run_measured(f"http://127.0.0.1:{gw.port}{path}", p,
                                                seconds, connections=1))
+                if label == "live":
+                    robots_live_s += sum(cpu_s(x) for x in robots) - r0
+                    live_s += time.monotonic() - t0
         idle = robots_cpu_ms_per_s(peers[:n], live, "/api/v1/health")
         polled = robots_cpu_ms_per_s(peers[:n], cached, path)
     finally:
@@ -177,6 +183,9 @@ def compare(n: int, peers: list[Gateway], logs: Path, path: str, seconds: float)
           f"{idle_rate * 1e3:.0f} ms/s ({raw_per_peer:.0f} us with it); target <= "
           f"{CPU_PER_PEER_TARGET_US:g} us: "
           f"{'met' if per_peer <= CPU_PER_PEER_TARGET_US else 'NOT met'}")
+    reads = sum(r.rps * seconds for r in res["live"])
+    per_robot = (robots_live_s - idle / 1e3 * live_s) / reads / n * 1e6
+    print(f"  each robot's CPU per live merged read {per_robot:.0f} us above its idle")
     if n == 32:
         print(f"  live p50 at 32 peers {p50['live']:.2f} ms; target <= {P50_AT_32_TARGET_MS:g} "
               f"ms: {'met' if p50['live'] <= P50_AT_32_TARGET_MS else 'NOT met'}")

@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
+from gateway.http import hot
 from gateway.http.jsonutil import JSON_TYPE, dumps
 from gateway.model.entities import Entity, EntitySet
 from gateway.state import GatewayState
@@ -231,12 +232,12 @@ class FederationService:
             request[_CACHE_COMPLETE] = all(a.ok for a in answers.values())
         return [answers[i] for i in range(len(calls))]
 
-    async def merged_response(self, request: web.Request, what: Hashable, stamp: object,
-                              collection: str, build: Callable[[], Awaitable[dict[str, Any]]]
-                              ) -> web.Response:
+    async def merged_response(self, request: web.Request, what: Hashable,
+                              stamp: Callable[[], object], collection: str,
+                              build: Callable[[], Awaitable[dict[str, Any]]]) -> web.Response:
         """A merged list response; with the read cache its bytes are kept and served again
-        until a change signal, a new local stamp (the local part's generation) or the age
-        bound."""
+        (by the hot-answer fast path too) until a change signal, a new local stamp (`stamp()`,
+        the local part's generation) or the age bound."""
         cache = self.read_cache
         if cache is None or collection not in CACHEABLE:
             return web.Response(body=dumps(await build()), content_type=JSON_TYPE)
@@ -244,11 +245,34 @@ class FederationService:
         key = (what, collection, request.query_string, headers.get("Authorization"),
                headers.get("X-Client-Id"), headers.get("Accept-Language"),
                headers.get(self.fan_out_path_header))
-        raw = cache.body_get(key, stamp, time.monotonic())
+        view, local = self.view, stamp()
+        raw = cache.body_get(key, local, time.monotonic())
         if raw is None:
             epoch = cache.epoch  # a change signal during the build leaves the body stale
-            raw = self._keep(request, key, stamp, epoch, await build())
+            raw = self._keep(request, key, local, epoch, await build())
+        if view is self.view and not self.no_fan_out(request):
+            hot.offer_merged(self.state.extras, request, self._hot_probe(key, stamp, view))
         return web.Response(body=raw, content_type=JSON_TYPE)
+
+    def _hot_probe(self, key: tuple[Any, ...], stamp: Callable[[], object], view: FleetView
+                   ) -> hot.RequestProbe:
+        """merged_response's body lookup for the fast path (gateway/http/hot.py): the same
+        key from the request's headers, while the fleet view (what the handler resolved and
+        whether the forwarder takes the path) is the one this answer was built in."""
+        cache = self.read_cache
+        assert cache is not None
+        what, collection, query = key[:3]
+        no_fan_out, path_header = self.no_fan_out_header, self.fan_out_path_header
+
+        def probe(request: web.BaseRequest) -> bytes | None:
+            headers = request.headers
+            if self.view is not view or no_fan_out in headers:
+                return None
+            return cache.body_get((what, collection, query, headers.get("Authorization"),
+                                   headers.get("X-Client-Id"), headers.get("Accept-Language"),
+                                   headers.get(path_header)), stamp(), time.monotonic())
+
+        return probe
 
     def _keep(self, request: web.Request, key: Hashable, stamp: object, epoch: int,
               body: dict[str, Any]) -> bytes:

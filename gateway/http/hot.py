@@ -7,6 +7,10 @@ from the probe before route resolution, the middleware and the handler run. The 
 answers instead whenever the fast one could differ: a setting that adds per-request work
 (authentication, rate limits, CORS, aggregation's forwarding), a stop in progress, a HEAD, or
 a request header the generic path reacts to (Range, Expect, conditional headers).
+
+A merged read of the federation offers a probe of the request (`offer_merged`): it looks at
+the request headers its body depends on and holds only while the fleet view, hence every
+forwarding decision, is the one the handler saw; so it stays fast while aggregation forwards.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from .guard import Guard
 from .jsonutil import JSON_TYPE
 
 Probe = Callable[[], bytes | None]
+RequestProbe = Callable[[web.BaseRequest], bytes | None]
 Generic = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 
 MAX_PATHS = 4096
@@ -37,22 +42,24 @@ class HotAnswers:
         self._generic = generic
         self._guard = guard
         self._extras = extras
-        self._paths: dict[str, Probe] = {}
+        # raw path -> (probe, None) or (None, probe of the request) for a merged read
+        self._paths: dict[str, tuple[Probe | None, RequestProbe | None]] = {}
         self.hits = 0
 
-    def store(self, raw_path: str, probe: Probe) -> None:
+    def store(self, raw_path: str, probe: Probe | None, merged: RequestProbe | None = None
+              ) -> None:
         """Remember the probe of a GET the generic path just answered (bounded)."""
         if len(self._paths) >= MAX_PATHS and raw_path not in self._paths:
             self._paths.clear()
-        self._paths[raw_path] = probe
+        self._paths[raw_path] = (probe, merged)
 
     def stats(self) -> dict[str, int]:
         """The /health figures: paths remembered and answers served by the fast path."""
         return {"paths": len(self._paths), "hits": self.hits}
 
-    def _clear(self, request: web.BaseRequest) -> bool:
+    def _clear(self, request: web.BaseRequest, merged: bool) -> bool:
         """Whether nothing but the handler's cached body decides this request's answer."""
-        if self._guard.all_checks or self._extras.get("forwarder") is not None:
+        if self._guard.all_checks or (not merged and self._extras.get("forwarder") is not None):
             return False
         drain = self._extras.get("drain")
         if drain is not None and drain.stopping:
@@ -64,9 +71,10 @@ class HotAnswers:
 
     async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
         if request.method == "GET":
-            probe = self._paths.get(request.raw_path)
-            if probe is not None and self._clear(request):
-                body = probe()
+            hot = self._paths.get(request.raw_path)
+            if hot is not None and self._clear(request, hot[0] is None):
+                probe, merged = hot
+                body = probe() if probe is not None else merged(request)  # type: ignore[misc]
                 if body is not None:
                     self.hits += 1
                     return web.Response(body=body, content_type=JSON_TYPE)
@@ -98,3 +106,11 @@ def offer(extras: dict[str, Any], request: web.Request, probe: Probe) -> None:
     hot = extras.get(EXTRAS_KEY)
     if hot is not None and request.method == "GET":
         hot.store(request.raw_path, probe)
+
+
+def offer_merged(extras: dict[str, Any], request: web.Request, probe: RequestProbe) -> None:
+    """A merged read's cached 200 JSON body: serve it from `probe(request)` while it holds,
+    aggregation's forwarder notwithstanding (the probe checks that the fleet view is the same)."""
+    hot = extras.get(EXTRAS_KEY)
+    if hot is not None and request.method == "GET":
+        hot.store(request.raw_path, None, probe)

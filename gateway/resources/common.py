@@ -7,6 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ..http import hot
 from ..http.errors import not_found
 from ..http.routes import API_PREFIX, ENTITY_PARAM, SINGULAR, entity_type_of
 from ..model.entities import Entity, EntitySet
@@ -101,10 +102,15 @@ async def list_collection(request: web.Request, collection: str,
     peers = fed.contributors(request, entity) if fed is not None else []
     if peers:  # with the read cache the merged bytes are served again until a change
         return await fed.merged_response(  # type: ignore[no-any-return]
-            request, (entity.kind, entity.id), state.cache.generation, collection,
+            request, (entity.kind, entity.id), lambda: state.cache.generation, collection,
             lambda: fed.merge_list(request, entity, collection, local_items(state, entity),
                                    peers=peers))
-    body = state.cache.body((f"{collection}-list", entity.kind, entity.id),
-                            lambda: dumps(envelope(state, local_items(state, entity),
-                                                   entity.id)))
+    key = (f"{collection}-list", entity.kind, entity.id)
+    body = state.cache.body(key, lambda: dumps(envelope(state, local_items(state, entity),
+                                                        entity.id)))
+    # The cache is emptied on every generation change: a body it holds is the one this
+    # handler would answer (and the entity still resolves). A peer answers a primary's
+    # fan-out calls this way too.
+    cache = state.cache
+    hot.offer(state.extras, request, lambda: cache.cached(key))
     return web.Response(body=body, content_type="application/json")

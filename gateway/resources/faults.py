@@ -86,7 +86,7 @@ async def list_all(request: web.Request) -> web.Response:
 
     if fed is not None:  # with the read cache the merged bytes are served again until a change
         return await fed.merged_response(  # type: ignore[no-any-return]
-            request, "faults", svc.generation, "faults",
+            request, "faults", lambda: svc.generation, "faults",
             lambda: fed.merge_global_faults(request, local()))
     hot.offer(state.extras, request, _hot_all(state, svc, key))
     return _cached(svc.bodies.put(key, svc.generation, dumps(local())))
@@ -150,7 +150,8 @@ async def list_entity(request: web.Request) -> web.Response:
 
     if peers:  # with the read cache the merged bytes are served again until a change
         return await fed.merged_response(  # type: ignore[no-any-return]
-            request, (entity.kind, entity.id), generation, "faults",
+            request, (entity.kind, entity.id), lambda: (svc.generation, state.cache.generation),
+            "faults",
             lambda: fed.merge_list(request, entity, "faults", local(), peers=peers))
     items = local()
     body = wire.list_vendor(len(items), entity, state.cache.entities)

@@ -73,7 +73,7 @@ async def version_info(request: web.Request) -> web.Response:
     if fed is None or fed.no_fan_out(request):
         return json_response({"items": items})
     return await fed.merged_response(  # type: ignore[no-any-return]
-        request, "version-info", None, "version-info",
+        request, "version-info", lambda: None, "version-info",
         lambda: fed.merge_server_list(request, "version-info", "/version-info", items))
 
 

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from std_msgs.msg import Float32
 
 from gateway.demo.robot import Robot
 from tests.conftest import free_port
@@ -22,7 +23,8 @@ from tests.integration.test_security_helpers import (
 pytestmark = pytest.mark.integration
 
 DATA = "/apps/temp_sensor/data/" + enc("/powertrain/engine/temperature")
-HOT_PATHS = (DATA, "/faults", "/apps", "/apps/temp_sensor", "/faults?status=all")
+HOT_PATHS = (DATA, "/faults", "/apps", "/apps/temp_sensor", "/faults?status=all",
+             "/apps/temp_sensor/data", "/apps/temp_sensor/operations")
 # A header the generic path ignores on these routes but which keeps a request off the
 # fast path: the same request, answered generically.
 GENERIC = {"If-None-Match": '"no-such-tag"'}
@@ -113,11 +115,14 @@ def test_new_samples_are_served(gateways: dict[str, Gateway]) -> None:
 
 def test_entity_and_fault_changes_are_served(gateways: dict[str, Gateway], ros: RosSide) -> None:
     gw = gateways["spec"]
-    for path in ("/apps", "/faults"):
-        fast_and_generic(gw, path)  # both paths hot
-    ros.node("hot_probe_node", "/hot")
+    host = gw.get("/components").json()["items"][0]["id"]
+    for path in ("/apps", "/faults", f"/components/{host}/data"):
+        fast_and_generic(gw, path)  # every path hot
+    ros.node("hot_probe_node", "/hot").create_publisher(Float32, "/hot/level", 10)
     gw.wait_for("/apps", lambda b: any(a["id"] == "hot_probe_node" for a in b["items"]),
                 timeout=30)
+    gw.wait_for(f"/components/{host}/data", lambda b: any(i["id"] == "/hot/level"
+                                                           for i in b["items"]), timeout=30)
     reporter = ros.reporter(ros.node("hot_reporter", "/hot"))
     reporter.report("HOT_PATH_FAULT", 2, "reported while /faults is hot")
     gw.wait_for("/faults", lambda b: any(f["fault_code"] == "HOT_PATH_FAULT"

@@ -39,7 +39,10 @@ class Served:
         self.calls += 1
         body = self.current or b'{"rebuilt":true}'
         self.current = body
-        if request.query.get("offer") != "no":
+        if request.query.get("offer") == "merged":  # a merged read: its probe sees the request
+            hot.offer_merged(self.state.extras, request, lambda r: None if "X-Other" in r.headers
+                             else self.current)
+        elif request.query.get("offer") != "no":
             hot.offer(self.state.extras, request, lambda: self.current)
         return web.Response(body=body, content_type="application/json")
 
@@ -161,6 +164,47 @@ def test_per_request_settings_step_aside(setting: str) -> None:
             else:
                 served.state.extras["drain"].stopping = True
             await fetch(session, url)
+            assert served.calls == 2 and served.hits == 0
+
+    asyncio.run(scenario())
+
+
+def test_a_merged_probe_answers_while_aggregation_forwards_and_sees_the_request() -> None:
+    served = Served()
+    served.state.extras["forwarder"] = object()  # aggregation on: plain probes step aside
+
+    async def scenario() -> None:
+        async with serving(served.app()) as url, aiohttp.ClientSession() as session:
+            await fetch(session, url)
+            await fetch(session, url)
+            assert served.calls == 2 and served.hits == 0
+            generic = await fetch(session, url + "?offer=merged")
+            fast = await fetch(session, url + "?offer=merged")
+            assert (served.calls, served.hits) == (3, 1)
+            assert fast[2] == generic[2] and without_date(fast[1]) == without_date(generic[1])
+            await fetch(session, url + "?offer=merged", **{"X-Other": "1"})  # probe says no
+            assert (served.calls, served.hits) == (4, 1)
+            served.current = None  # the merged body is stale: the handler builds it again
+            rebuilt = await fetch(session, url + "?offer=merged")
+            assert rebuilt[2] == b'{"rebuilt":true}' and served.calls == 5
+            served.state.extras["drain"].stopping = True  # a stop in progress: generic
+            await fetch(session, url + "?offer=merged")
+            assert (served.calls, served.hits) == (6, 1)
+
+    asyncio.run(scenario())
+
+
+def test_a_merged_probe_steps_aside_for_the_guard() -> None:
+    served = Served()
+
+    async def check(request: web.Request, route: Any) -> None:
+        return None
+
+    async def scenario() -> None:
+        async with serving(served.app()) as url, aiohttp.ClientSession() as session:
+            await fetch(session, url + "?offer=merged")
+            served.state.guard.add(check)  # authentication checks every request
+            await fetch(session, url + "?offer=merged")
             assert served.calls == 2 and served.hits == 0
 
     asyncio.run(scenario())
