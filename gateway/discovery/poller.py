@@ -118,9 +118,11 @@ class GraphPoller:
                 pending = None
                 last_apply = now
                 self.first.set()
+            census = self._census
             if starting and self.readiness.observe(
                     changed or census_changed, run_clock.now(now),
-                    self._census is not None and self._census.complete, wall=now):
+                    census is not None and census.complete, wall=now,
+                    others=max(0, len(census.participants) - 1) if census is not None else 0):
                 log.info("discovery %s: %d apps, %d DDS participants; ready after %.2f s",
                          self.readiness.reason, len(self.cache.entities.apps),
                          len(self._census.participants) if self._census else 0,

@@ -5,7 +5,10 @@ writer each) and whether each of them has its nodes known (a named `/rosout` pub
 unnamed one). Participants not discovered at all cannot be known: the gateway's participant
 announces itself at start (Fast DDS: 5 announcements 100 ms apart) and every local participant
 answers, so the gateway is ready once the census is complete, ANNOUNCE_S passed since its
-participant was created, and the graph and census stayed unchanged for QUIET_S. A census that
+participant was created, and the graph and census stayed unchanged for QUIET_S, or for as long
+as the first other participant took to answer if that was longer (a loaded machine answers
+slowly, and its answers trickle in as slowly). A census holding no participant but the
+gateway's own is not complete: an empty domain is ready by the settle rule. A census that
 never completes (a participant without nodes, a node without /rosout) falls back to the graph
 staying unchanged for SETTLE_S; CAP_S after the start it is ready in any case. The windows are
 measured on a clock that stops while the gateway waits for a CPU (runclock.py), the cap on the
@@ -31,6 +34,7 @@ class Readiness:
         self.announce_s = announce_s
         self.quiet_s = quiet_s
         self.last_change = start
+        self.first_answer_s: float | None = None  # when another participant was first seen
         self.ready_at: float | None = None
         self.reason = ""  # "complete", "settled" or "cap" once ready
 
@@ -40,19 +44,29 @@ class Readiness:
         return self.ready_at is not None
 
     def observe(self, changed: bool, now: float, complete: bool = False,
-                wall: float | None = None) -> bool:
+                wall: float | None = None, others: int | None = None) -> bool:
         """Account one poll (changed: graph or census differ from the previous poll;
         complete: every participant discovered has its nodes known); ready?
 
         now: the run clock (the windows); wall: the wall clock (the cap; default now). Both
-        count from the same start."""
+        count from the same start. others: participants discovered besides the gateway's own
+        (None: not counted, the census alone decides).
+        """
         if self.ready_at is not None:
             return True
         wall = now if wall is None else wall
         if changed:
             self.last_change = now
         quiet = now - self.last_change
-        if complete and now - self.start >= self.announce_s and quiet >= self.quiet_s:
+        quiet_needed = self.quiet_s
+        if others is not None:
+            if others > 0 and self.first_answer_s is None:
+                self.first_answer_s = now - self.start
+            if self.first_answer_s is None:
+                complete = False
+            else:
+                quiet_needed = max(quiet_needed, self.first_answer_s)
+        if complete and now - self.start >= self.announce_s and quiet >= quiet_needed:
             self.reason = "complete"
         elif quiet >= self.settle_s:
             self.reason = "settled"

@@ -105,3 +105,28 @@ def test_run_clock_runs_behind_the_wall_by_the_cpu_wait() -> None:
             p.kill()
             p.wait()
     assert clock.now(0.0) < start  # waiting was taken off
+
+
+def test_only_the_gateways_own_participant_is_not_a_complete_census() -> None:
+    r = Readiness(start=0.0, announce_s=0.5, quiet_s=0.3, settle_s=1.5, cap_s=15.0)
+    assert not r.observe(True, 0.05, complete=True, others=0)
+    assert not r.observe(False, 1.0, complete=True, others=0)  # complete would be ready
+    assert r.observe(False, 1.6, complete=True, others=0) and r.reason == "settled"
+
+
+def test_a_slow_first_answer_lengthens_the_quiet_window() -> None:
+    r = Readiness(start=0.0, announce_s=0.5, quiet_s=0.3, settle_s=5.0, cap_s=15.0)
+    assert not r.observe(True, 0.05, complete=True, others=0)
+    assert not r.observe(True, 1.2, complete=True, others=3)  # the first answer, 1.2 s late
+    assert not r.observe(False, 2.0, complete=True, others=3)  # 0.8 s quiet: more may come
+    assert not r.observe(True, 2.1, complete=True, others=9)  # and they did
+    assert not r.observe(False, 3.2, complete=True, others=9)
+    assert r.observe(False, 3.4, complete=True, others=9) and r.reason == "complete"
+
+
+def test_a_prompt_first_answer_keeps_the_short_quiet_window() -> None:
+    r = Readiness(start=0.0, announce_s=0.5, quiet_s=0.3, settle_s=1.5, cap_s=15.0)
+    assert not r.observe(True, 0.05, complete=True, others=0)
+    assert not r.observe(True, 0.1, complete=True, others=14)
+    assert not r.observe(False, 0.35, complete=True, others=14)
+    assert r.observe(False, 0.5, complete=True, others=14) and r.reason == "complete"
