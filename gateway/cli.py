@@ -10,7 +10,7 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 
-from . import __version__
+from . import __version__, hardexit
 from .config import ConfigError, Settings, load
 
 log = logging.getLogger("gateway")
@@ -18,6 +18,8 @@ log = logging.getLogger("gateway")
 #: Seconds the ROS teardown at the very end of a stop may take before the process leaves
 #: anyway (the bridge's own bounds add up to about 7 s; see hardexit).
 ROS_CLOSE_DEADLINE_S = 12.0
+#: Seconds after the shutdown grace by which a stopping gateway leaves in any case.
+STOP_DEADLINE_S = 13.0
 
 EPILOG = """\
 settings use the interface's names, e.g. --set server.port=8081 --set sse.max_clients=10;
@@ -151,7 +153,11 @@ async def serve(settings: Settings, ready_message: str | None = None,
     await stop.wait()
     grace = settings["server.shutdown_grace_sec"]
     drain = app[STATE].extras["drain"]
-    log.info("stopping: %d calls in flight get up to %g s", drain.in_flight, grace)
+    # A stop is bounded even if a teardown step never returns (a DDS entity whose deletion
+    # deadlocks inside the middleware, with or without the GIL): the process leaves anyway.
+    hardexit.arm(grace + STOP_DEADLINE_S)
+    log.info("stopping: %d calls in flight get up to %g s (the process leaves by %g s)",
+             drain.in_flight, grace, grace + STOP_DEADLINE_S)
     abandoned = await drain.stop(grace)
     if abandoned:
         log.warning("stopping: %d calls still running after %g s answered 503", abandoned, grace)
