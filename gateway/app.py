@@ -11,7 +11,7 @@ from aiohttp import web
 
 from federation.peer_auth import check_settings as check_peer_settings
 
-from . import dashboard, hardexit
+from . import dashboard
 from .auth import enforce
 from .auth import routes as auth_routes
 from .config import Settings
@@ -233,10 +233,5 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
         await state.poller.stop()
         if discovery is not None:
             await discovery.stop()
-        # Everything is stored by now. DDS teardown can deadlock inside the middleware while
-        # holding the GIL (no signal handler runs then): a gateway process (the CLI sets the
-        # deadline; an embedding program does not) leaves regardless.
-        deadline = state.extras.get("exit_deadline_s")
-        if deadline:
-            hardexit.arm(deadline)
+        # A DDS teardown deadlock here is bounded by the CLI's stop deadline (hardexit.py).
         bridge.close()

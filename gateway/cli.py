@@ -15,9 +15,6 @@ from .config import ConfigError, Settings, load
 
 log = logging.getLogger("gateway")
 
-#: Seconds the ROS teardown at the very end of a stop may take before the process leaves
-#: anyway (the bridge's own bounds add up to about 7 s; see hardexit).
-ROS_CLOSE_DEADLINE_S = 12.0
 #: Seconds after the shutdown grace by which a stopping gateway leaves in any case.
 STOP_DEADLINE_S = 13.0
 
@@ -119,7 +116,6 @@ async def serve(settings: Settings, ready_message: str | None = None,
         raise
     if bridge is not None:
         app[STATE].extras["bridge"] = bridge
-    app[STATE].extras["exit_deadline_s"] = ROS_CLOSE_DEADLINE_S
     # Calls in flight are abandoned (503) by the drain before the runner's cleanup, which
     # then only has answers to write: a short shutdown timeout is enough.
     runner = GatewayRunner(app, settings.vendor, access_log=None, shutdown_timeout=2.0,
