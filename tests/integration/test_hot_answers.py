@@ -84,7 +84,9 @@ def test_fast_answers_equal_generic_answers(gw: Gateway, path: str) -> None:
 
 def test_unlisted_topic_reads_match(gateways: dict[str, Gateway]) -> None:
     medkit = gateways["medkit"]  # its reads address any topic of the graph
-    items = medkit.get("/apps/rpm_sensor/data").json()["items"]
+    # the fixture waited for temp_sensor only: rpm_sensor may be discovered a little later
+    items = medkit.wait_for("/apps/rpm_sensor/data", lambda b: any(
+        i["id"].endswith("rpm") for i in b["items"]), timeout=60)["items"]
     topic = next(i["id"] for i in items if i["id"].endswith("rpm"))
     path = "/apps/temp_sensor/data/" + enc(topic)
     medkit.wait_for(path, lambda b: b["x-medkit"].get("status") == "data", timeout=30)
