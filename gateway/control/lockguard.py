@@ -153,6 +153,10 @@ class LockService:
         except LockError as err:
             raise self.state.wire.locks.error(err) from None
 
+    def quiet(self) -> bool:
+        """True when check() passes every write: no lock is held and none is required."""
+        return not self.manager.locks and not self._any_required()
+
     def _any_required(self) -> bool:
         s = self.state.settings
         return bool(s["locking.defaults.components.lock_required_scopes"]

@@ -11,6 +11,12 @@ a request header the generic path reacts to (Range, Expect, conditional headers)
 A merged read of the federation offers a probe of the request (`offer_merged`): it looks at
 the request headers its body depends on and holds only while the fleet view, hence every
 forwarding decision, is the one the handler saw; so it stays fast while aggregation forwards.
+
+A POST whose answer is made by a call (a service execution) offers the call (`offer_call`):
+a function of the request that returns the handler's own work on it, or None once the route
+might resolve differently. The next POST of the same raw path runs that call directly, drained
+and with its errors rendered like the middleware's (RUN_KEY), while the guard has nothing to
+check on writes (no authentication, no lock held or required).
 """
 
 from __future__ import annotations
@@ -26,9 +32,13 @@ from .jsonutil import JSON_TYPE
 Probe = Callable[[], bytes | None]
 RequestProbe = Callable[[web.BaseRequest], bytes | None]
 Generic = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
+Answer = Awaitable[web.StreamResponse]
+Call = Callable[[web.BaseRequest], Answer | None]
+Run = Callable[[web.BaseRequest, Answer], Answer]
 
 MAX_PATHS = 4096
 EXTRAS_KEY = "hot_answers"
+RUN_KEY = "hot_run"  # the middleware's runner of a fast-path call (drain, error bodies)
 # Request headers the generic path answers differently for (Range: 416 or partial content;
 # Expect: 100-continue); conditional ones step aside too, so any validator stays generic.
 STEP_ASIDE = ("Range", "Expect", "If-None-Match", "If-Modified-Since", "If-Match",
@@ -44,6 +54,7 @@ class HotAnswers:
         self._extras = extras
         # raw path -> (probe, None) or (None, probe of the request) for a merged read
         self._paths: dict[str, tuple[Probe | None, RequestProbe | None]] = {}
+        self._calls: dict[str, Call] = {}  # raw path -> call of a POST
         self.hits = 0
 
     def store(self, raw_path: str, probe: Probe | None, merged: RequestProbe | None = None
@@ -53,9 +64,15 @@ class HotAnswers:
             self._paths.clear()
         self._paths[raw_path] = (probe, merged)
 
+    def store_call(self, raw_path: str, call: Call) -> None:
+        """Remember the call of a POST the generic path just answered (bounded)."""
+        if len(self._calls) >= MAX_PATHS and raw_path not in self._calls:
+            self._calls.clear()
+        self._calls[raw_path] = call
+
     def stats(self) -> dict[str, int]:
         """The /health figures: paths remembered and answers served by the fast path."""
-        return {"paths": len(self._paths), "hits": self.hits}
+        return {"paths": len(self._paths) + len(self._calls), "hits": self.hits}
 
     def _clear(self, request: web.BaseRequest, merged: bool) -> bool:
         """Whether nothing but the handler's cached body decides this request's answer."""
@@ -78,6 +95,15 @@ class HotAnswers:
                 if body is not None:
                     self.hits += 1
                     return web.Response(body=body, content_type=JSON_TYPE)
+        elif request.method == "POST":
+            call = self._calls.get(request.raw_path)
+            if call is not None and self._guard.quiet_on_writes() \
+                    and self._clear(request, False):
+                answer = call(request)
+                if answer is not None:
+                    self.hits += 1
+                    run: Run = self._extras[RUN_KEY]
+                    return await run(request, answer)
         return await self._generic(request)
 
 
@@ -114,3 +140,11 @@ def offer_merged(extras: dict[str, Any], request: web.Request, probe: RequestPro
     hot = extras.get(EXTRAS_KEY)
     if hot is not None and request.method == "GET":
         hot.store(request.raw_path, None, probe)
+
+
+def offer_call(extras: dict[str, Any], request: web.Request, call: Call) -> None:
+    """A handler's work on this POST: run `call(request)` for the next POSTs of its raw path
+    while it returns an answer (None: the generic path answers)."""
+    hot = extras.get(EXTRAS_KEY)
+    if hot is not None and request.method == "POST" and RUN_KEY in extras:
+        hot.store_call(request.raw_path, call)

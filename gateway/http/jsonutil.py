@@ -23,9 +23,11 @@ def json_response(
     return web.Response(body=dumps(obj), status=status, content_type=JSON_TYPE, headers=headers)
 
 
-async def read_limited(request: web.Request) -> bytes:
-    """The raw body of a JSON route, any content type; 413 past server.max_json_body_bytes."""
-    limit = max_json_body(request)
+async def read_limited(request: web.BaseRequest, limit: int | None = None) -> bytes:
+    """The raw body of a JSON route, any content type; 413 past server.max_json_body_bytes
+    (or `limit`, given for a request that was not routed)."""
+    if limit is None:
+        limit = max_json_body(request)  # type: ignore[arg-type]
     length = request.content_length
     if length is not None and length > limit:
         raise body_too_large(length, limit)
@@ -58,7 +60,12 @@ def max_json_body(request: web.Request) -> int:
     state = request.app.get(STATE)
     if state is None:
         return DEFAULT_MAX_JSON_BODY
-    return int(state.settings.get("server.max_json_body_bytes", DEFAULT_MAX_JSON_BODY))
+    return json_body_limit(state.settings)
+
+
+def json_body_limit(settings: Any) -> int:
+    """The JSON body limit the settings give (server.max_json_body_bytes)."""
+    return int(settings.get("server.max_json_body_bytes", DEFAULT_MAX_JSON_BODY))
 
 
 def body_too_large(size: int, limit: int) -> Exception:

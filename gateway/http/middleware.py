@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Awaitable
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
@@ -13,6 +14,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_urldispatcher import MatchInfoError
 
 from ..model.ids import invalid_id_reason
+from . import hot
 from .clientlog import client_warning
 from .drain import Drain
 from .errors import ApiError, bad_request, http_layer_error
@@ -79,6 +81,31 @@ def _names_docs(route: Any, match_info: Any) -> bool:
         return True
     last = route.path.rstrip("/").rsplit("/", 1)[-1]
     return last.startswith("{") and match_info.get(last[1:-1]) == "docs"
+
+
+def error_answer(request: web.BaseRequest, exc: Exception, vendor: str) -> web.StreamResponse:
+    """The answer to an exception a handler raised: the spec's error body (re-raises a
+    non-error HTTP exception such as a redirect)."""
+    if isinstance(exc, ApiError):
+        return error_response(exc, vendor)
+    if isinstance(exc, web.HTTPException):
+        if exc.status < 400:
+            raise exc
+        layer = http_layer_error(exc.status, exc.reason)
+        if exc.status == 405:
+            layer.headers = {"Allow": allow_header(exc)}
+        return error_response(layer, vendor)
+    if isinstance(exc, HttpProcessingError):  # the client's malformed body (multipart headers)
+        status = exc.code if 400 <= exc.code < 500 else 400
+        text = " ".join(str(exc.message).split())[:200]
+        client_warning(request.remote, f"{request.method} {request.path}: {text}",
+                       time.monotonic())
+        return error_response(http_layer_error(status, f"Malformed request body: {text}"),
+                              vendor)
+    log.error("Unhandled error on %s %s", request.method, request.path, exc_info=exc)
+    return error_response(
+        http_layer_error(500, "Internal error while handling the request; see the "
+                              "gateway log"), vendor)
 
 
 def make_middleware(state: Any) -> Any:
@@ -160,26 +187,17 @@ def make_middleware(state: Any) -> Any:
                     if answer is not None:
                         return answer  # type: ignore[no-any-return]
             return await drain.run(handler(request), route is not None and route.streaming)
-        except ApiError as err:
-            return error_response(err, vendor)
-        except web.HTTPException as exc:
-            if exc.status < 400:
-                raise
-            layer = http_layer_error(exc.status, exc.reason)
-            if exc.status == 405:
-                layer.headers = {"Allow": allow_header(exc)}
-            return error_response(layer, vendor)
-        except HttpProcessingError as exc:  # the client's malformed body (multipart headers)
-            status = exc.code if 400 <= exc.code < 500 else 400
-            text = " ".join(str(exc.message).split())[:200]
-            client_warning(request.remote, f"{request.method} {request.path}: {text}",
-                           time.monotonic())
-            return error_response(http_layer_error(status, f"Malformed request body: {text}"),
-                                  vendor)
-        except Exception:
-            log.exception("Unhandled error on %s %s", request.method, request.path)
-            return error_response(
-                http_layer_error(500, "Internal error while handling the request; see the "
-                                      "gateway log"), vendor)
+        except Exception as exc:
+            return error_answer(request, exc, vendor)
 
+    async def run_routed(request: web.Request, call: Awaitable[web.StreamResponse]
+                         ) -> web.StreamResponse:
+        """A call of a request the fast path routed (gateway/http/hot.py): drained and with
+        its errors rendered like the middleware's."""
+        try:
+            return await drain.run(call, False)  # type: ignore[no-any-return]
+        except Exception as exc:
+            return error_answer(request, exc, vendor)
+
+    state.extras[hot.RUN_KEY] = run_routed
     return middleware

@@ -142,7 +142,7 @@ def install(app: web.Application, state: GatewayState) -> None:
     state.features.add("locks")
     state.extras.setdefault("health", {})["x-vendor-locks"] = lambda: {
         "held": len(svc.manager.locks)}
-    state.guard.add(svc.check, writes_only=True)
+    state.guard.add(svc.check, writes_only=True, quiet=svc.quiet)
     state.extras.setdefault("fault_clear_filters", []).append(svc.clear_filter)
 
     async def lifecycle(app: web.Application) -> Any:

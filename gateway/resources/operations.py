@@ -12,8 +12,9 @@ from aiohttp import web
 from federation.local import provide
 
 from ..auth.roles import Role
+from ..http import hot
 from ..http.errors import ApiError, invalid_parameter, not_found, vendor_error
-from ..http.jsonutil import json_response
+from ..http.jsonutil import json_body_limit, json_response
 from ..http.routes import Registry
 from ..model.entities import Entity
 from ..model.items import ItemLookupError, MemberItem, assign_ids, resolve
@@ -198,23 +199,15 @@ async def start_execution(request: web.Request) -> web.Response:
     except UnknownTypeError as exc:
         raise vendor_error(500, "x-vendor-ros2-service-unavailable",
                            f"Cannot call {op.path}: {exc}", operation_id=op.id) from None
-    part = cls.Request if op.kind == "service" else cls.Goal
-    fields, override = execution_request(body, op.kind, field_type_map(part))
+    if op.kind == "service":
+        answer = await _call_service(state, op, cls, body, timeout)
+        # The next POSTs of this path run the same call before routing (gateway/http/hot.py)
+        hot.offer_call(state.extras, request, _hot_call(state, op, cls))
+        return answer
+    fields, override = execution_request(body, op.kind, field_type_map(cls.Goal))
     check_type_override(override, op.type)
     where = {f"ros2_{op.kind}": op.path}
     wire = state.wire.operations
-    if op.kind == "service":
-        msg = _build(cls.Request, fields, op, envelope_key(body, op.kind))
-        caller: ServiceCaller = _provider(state, "service_caller")
-        try:
-            response = await caller.call(op.path, op.type, msg, timeout)
-        except CallError as exc:
-            service_completed(state, op.member_ids[0] if op.member_ids else None, op.path,
-                              False)
-            raise wire.start_error(op.kind, exc, operation_id=op.id, **where) from None
-        service_completed(state, op.member_ids[0] if op.member_ids else None, op.path, True)
-        xv = {"ros2_service": op.path, "ros2_type": op.type}
-        return json_response({"parameters": message_to_dict(response), state.xv: xv})
     goal = _build(cls.Goal, fields, op, envelope_key(body, op.kind))
     actions: ActionManager = _provider(state, "actions")
     try:
@@ -229,6 +222,42 @@ async def start_execution(request: web.Request) -> web.Response:
     watch_execution(state, op.member_ids[0] if op.member_ids else None, ex)  # triggers
     return json_response(execution_body(state, ex), status=202,
                          headers={"Location": _location(entity, op, ex.id)})
+
+
+async def _call_service(state: GatewayState, op: OpRef, cls: Any, body: dict[str, Any],
+                        timeout: float) -> web.Response:
+    """Call the service with the request a POST body gives (200 with its response)."""
+    fields, override = execution_request(body, "service", field_type_map(cls.Request))
+    check_type_override(override, op.type)
+    msg = _build(cls.Request, fields, op, envelope_key(body, "service"))
+    caller: ServiceCaller = _provider(state, "service_caller")
+    member = op.member_ids[0] if op.member_ids else None
+    try:
+        response = await caller.call(op.path, op.type, msg, timeout)
+    except CallError as exc:
+        service_completed(state, member, op.path, False)
+        raise state.wire.operations.start_error(op.kind, exc, operation_id=op.id,
+                                                ros2_service=op.path) from None
+    service_completed(state, member, op.path, True)
+    xv = {"ros2_service": op.path, "ros2_type": op.type}
+    return json_response({"parameters": message_to_dict(response), state.xv: xv})
+
+
+def _hot_call(state: GatewayState, op: OpRef, cls: Any) -> hot.Call:
+    """start_execution's work on a service POST of one path, for the fast path: it holds
+    while the entity set is unchanged (so the entity and the operation resolve alike)."""
+    cache = state.cache
+    generation = cache.generation
+
+    async def run(request: web.BaseRequest) -> web.Response:
+        body = await read_object(request, limit=json_body_limit(state.settings))
+        timeout = request_timeout(body, state.settings["service_call_timeout_sec"])
+        return await _call_service(state, op, cls, body, timeout)
+
+    def call(request: web.BaseRequest) -> hot.Answer | None:
+        return run(request) if cache.generation == generation else None
+
+    return call
 
 
 def _execution(request: web.Request) -> tuple[GatewayState, Entity, OpRef, Execution]:

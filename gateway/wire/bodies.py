@@ -51,9 +51,10 @@ def parse_object(raw: bytes, empty_ok: bool = True) -> dict[str, Any]:
     return body
 
 
-async def read_object(request: web.Request, empty_ok: bool = True) -> dict[str, Any]:
-    """The request body as a JSON object (see parse_object)."""
-    return parse_object(await read_limited(request), empty_ok)
+async def read_object(request: web.BaseRequest, empty_ok: bool = True,
+                      limit: int | None = None) -> dict[str, Any]:
+    """The request body as a JSON object (see parse_object); `limit` for an unrouted request."""
+    return parse_object(await read_limited(request, limit), empty_ok)
 
 
 def _kind(value: Any) -> str:

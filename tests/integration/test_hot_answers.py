@@ -95,6 +95,69 @@ def test_unlisted_topic_reads_match(gateways: dict[str, Gateway]) -> None:
     assert fast.json()["id"] == topic
 
 
+CALL = "/apps/lidar_sensor/operations/calibrate/executions"  # a Trigger service
+
+
+def fast_and_generic_post(gw: Gateway, path: str, body: Any = None, raw: bytes | None = None
+                          ) -> tuple[Response, Response]:
+    """A fast-path answer to a POST and the generic answer to the same POST just before it."""
+    for _ in range(50):
+        gw.request("POST", path, {})  # offers the call (or is already answered by it)
+        before = hits(gw)
+        generic = gw.request("POST", path, body, headers=GENERIC, raw=raw)
+        middle = hits(gw)
+        fast = gw.request("POST", path, body, raw=raw)
+        if middle == before and hits(gw) == middle + 1:
+            return fast, generic
+    raise AssertionError(f"POST {path}: no fast answer in 50 tries")
+
+
+def test_service_calls_take_the_fast_path_with_equal_answers(gw: Gateway) -> None:
+    gw.wait_for("/apps/lidar_sensor/operations", lambda b: any(
+        i["id"] == "calibrate" for i in b["items"]), timeout=60)
+    fast, generic = fast_and_generic_post(gw, CALL, {})
+    same_answer(fast, generic)
+    assert fast.json()["parameters"] == {"success": True, "message": "lidar calibrated"}
+
+
+@pytest.mark.parametrize("body,raw,status", [
+    ({"timeout": -1}, None, 400),               # a budget out of range
+    ([1, 2], None, 400),                        # not an object
+    (None, b"{not json", 400),                  # malformed
+    ({"parameters": {"nope": 1}}, None, 400),   # a field Trigger.Request lacks
+    (None, b'{"x": "' + b"a" * (1 << 20) + b'"}', 413),  # over server.max_json_body_bytes
+])
+def test_fast_path_errors_equal_generic_errors(gateways: dict[str, Gateway], body: Any,
+                                               raw: bytes | None, status: int) -> None:
+    gw = gateways["spec"]
+    gw.wait_for("/apps/lidar_sensor/operations", lambda b: any(
+        i["id"] == "calibrate" for i in b["items"]), timeout=60)
+    fast, generic = fast_and_generic_post(gw, CALL, body, raw)
+    assert fast.status == generic.status == status
+    assert fast.body == generic.body and fast.json()["error_code"]
+    assert {k: v for k, v in fast.headers.items() if k != "date"} == \
+        {k: v for k, v in generic.headers.items() if k != "date"}
+
+
+def test_a_held_lock_keeps_calls_on_the_guarded_path(gateways: dict[str, Gateway]) -> None:
+    gw = gateways["spec"]
+    fast_and_generic_post(gw, CALL, {})  # the path is hot
+    owner, other = {"X-Client-Id": "hot-owner"}, {"X-Client-Id": "hot-other"}
+    resp = gw.request("POST", "/apps/lidar_sensor/locks", {"lock_expiration": 60},
+                      headers=owner)
+    assert resp.status == 201, resp
+    lock_id = resp.json()["id"]
+    try:
+        before = hits(gw)
+        assert gw.request("POST", CALL, {}, headers=other).status == 409  # the guard ran
+        assert gw.request("POST", CALL, {}, headers=owner).status == 200
+        assert hits(gw) == before
+    finally:
+        assert gw.request("DELETE", f"/apps/lidar_sensor/locks/{lock_id}",
+                          headers=owner).status == 204
+    fast_and_generic_post(gw, CALL, {})  # fast again once no lock is held
+
+
 def test_head_and_range_take_the_generic_path(gw: Gateway) -> None:
     fast, _ = fast_and_generic(gw, "/apps")
     before = hits(gw)

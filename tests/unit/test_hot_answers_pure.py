@@ -227,6 +227,27 @@ def test_write_only_guard_checks_keep_the_fast_path() -> None:
     asyncio.run(scenario())
 
 
+def test_writes_skip_the_guard_only_while_every_write_check_is_quiet() -> None:
+    from gateway.http.guard import Guard
+
+    async def check(request: web.Request, route: Any) -> None:
+        return None
+
+    guard = Guard()
+    assert guard.quiet_on_writes()  # nothing to check
+    held = {"locks": 0}
+    guard.add(check, writes_only=True, quiet=lambda: held["locks"] == 0)
+    assert guard.quiet_on_writes()
+    held["locks"] = 1  # a lock is held: every write must pass the check
+    assert not guard.quiet_on_writes()
+    held["locks"] = 0
+    guard.add(check, writes_only=True)  # a write check that cannot say it is quiet
+    assert not guard.quiet_on_writes()
+    other = Guard()
+    other.add(check)  # authentication looks at every request
+    assert not other.quiet_on_writes()
+
+
 def test_other_middlewares_or_response_hooks_disable_the_fast_path() -> None:
     @web.middleware
     async def limiter(request: web.Request, handler: Any) -> web.StreamResponse:
