@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import signal
@@ -34,9 +35,11 @@ from std_srvs.srv import Trigger
 from test_msgs.action import Fibonacci
 
 from gateway import hardexit
+from gateway.demo.robot import PARENT_ENV
 
 #: Set when the process is asked to stop; long-running callbacks watch it.
 STOP = threading.Event()
+_PR_SET_PDEATHSIG = 1
 #: Signals that stop a node process; the parent may start us with them blocked.
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 #: Upper bound (s) on a node's teardown before it force-exits.
@@ -431,11 +434,27 @@ def _exit_if_stalled(seconds: float) -> threading.Timer:
     return watchdog
 
 
+def _stop_with_starter() -> None:
+    """SIGTERM (taken by the sigwait below) when the robot's starter dies, even by _exit or
+    SIGKILL: a gateway that left by its stop deadline leaves no demo node behind."""
+    parent = os.environ.get(PARENT_ENV)
+    if parent is None or not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != int(parent):  # the starter was gone before the request took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def run(name: str) -> NoReturn:
     """Run one demo node until SIGINT/SIGTERM, then exit the process with code 0."""
     # Block the stop signals before any DDS thread exists (threads inherit the mask) and take
     # them synchronously below, so no DDS system call is ever interrupted by them.
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    _stop_with_starter()
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     node = FACTORIES[name]()
     executor = MultiThreadedExecutor(num_threads=4)

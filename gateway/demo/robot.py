@@ -49,6 +49,8 @@ NAMESPACES: dict[str, str] = {
 }
 
 FASTDDS_PROFILE = Path(__file__).with_name("fastdds_profile.xml")
+# A node stops (as on SIGTERM) when the process that started it is gone, however it left.
+PARENT_ENV = "DIAG_DEMO_PARENT_PID"
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -68,10 +70,12 @@ def ros_env(domain_id: int, base: Mapping[str, str] | None = None) -> dict[str, 
 
 
 def _node_env(domain_id: int) -> dict[str, str]:
-    """Return ros_env plus a PYTHONPATH that makes the gateway package importable."""
+    """Return ros_env plus a PYTHONPATH that makes the gateway package importable, and the
+    PID the nodes stop with (PARENT_ENV: a robot does not outlive its starter)."""
     env = ros_env(domain_id)
     paths = [str(_PROJECT_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    env[PARENT_ENV] = str(os.getpid())
     return env
 
 

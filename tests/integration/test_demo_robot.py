@@ -255,3 +255,41 @@ def test_stop_leaves_no_process(robot: Robot) -> None:
     for pid in pids.values():
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+STARTER = """
+import sys, time
+from gateway.demo.robot import Robot
+robot = Robot.start(int(sys.argv[1]), nodes=("status_sensor", "lidar_sensor"))
+print(" ".join(str(p) for p in robot.pids.values()), flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.integration
+def test_nodes_leave_when_their_starter_dies_without_stopping_them(domain: int) -> None:
+    import subprocess
+    import sys
+
+    starter = subprocess.Popen([sys.executable, "-c", STARTER, str(domain)],
+                               stdout=subprocess.PIPE, text=True,
+                               cwd=Path(__file__).resolve().parents[2])
+    try:
+        assert starter.stdout is not None
+        pids = [int(p) for p in starter.stdout.readline().split()]
+        assert len(pids) == 2
+    finally:
+        starter.kill()  # as a gateway leaving by _exit at its stop deadline: no cleanup runs
+        starter.communicate()
+
+    def gone(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    deadline = time.monotonic() + 60
+    while not all(gone(p) for p in pids):
+        assert time.monotonic() < deadline, f"demo nodes {pids} outlived their starter"
+        time.sleep(0.2)
