@@ -18,13 +18,20 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import logging
+import math
 import os
 import re
+import time
+from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger(__name__)
 
 _RCL_RET_OK = 0
+# A server seen matched is taken as still there for this long: rcl's check walks the whole
+# graph cache (its cost grows with the robot's graph), and a server that leaves just after
+# any check leaves its calls to their budget either way.
+READY_HOLD_S = 0.1
 _LIBRCL = re.compile(r"/librcl\.so(\.\d+)*$")
 
 
@@ -67,6 +74,26 @@ def wakeup() -> _Wakeup | None:
     return _wakeup
 
 
+class SeenReady:
+    """A readiness check asked at most once per `hold_s` while it answers yes."""
+
+    def __init__(self, check: Callable[[], Any], hold_s: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._check = check
+        self._hold_s = hold_s
+        self._clock = clock
+        self._until = -math.inf  # clock time up to which the last yes holds
+
+    def __call__(self) -> bool:
+        now = self._clock()
+        if now < self._until:
+            return True
+        if self._check():
+            self._until = now + self._hold_s
+            return True
+        return False
+
+
 class LoopClient:
     """One service client whose responses complete asyncio futures on one loop."""
 
@@ -88,6 +115,7 @@ class LoopClient:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.taken = 0
         self.dropped = 0  # late responses of forgotten calls
+        self.service_is_ready = SeenReady(self._impl.service_server_is_available, READY_HOLD_S)
         ret = hook.set_callback(self._impl.pointer, hook.eventfd_write, self._fd)
         if ret != _RCL_RET_OK:
             self._impl.destroy_when_not_in_use()
@@ -99,10 +127,6 @@ class LoopClient:
         if self._loop is None:
             self._loop = loop
             loop.add_reader(self._fd, self._take)
-
-    def service_is_ready(self) -> bool:
-        """True once the client matched a server."""
-        return bool(self._impl.service_server_is_available())
 
     def send(self, request: Any) -> tuple[int, asyncio.Future[Any]]:
         """Send one request; (sequence number, future completed with the response)."""

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from gateway.ros.loop_client import take_all
+from gateway.ros.loop_client import SeenReady, take_all
 
 FOREIGN = (None, None)  # an answer to another client: rcl takes it, the take comes back empty
 
@@ -77,3 +77,22 @@ def test_late_answers_of_forgotten_or_settled_calls_are_dropped() -> None:
     assert counts == (1, 2)
     assert done == {3: "answer 3"}
     assert pending == {}
+
+
+def test_a_seen_server_holds_for_the_hold_time_and_is_asked_again_after() -> None:
+    now = [100.0]
+    answers = [False, True, False, False]
+    asked = []
+
+    def check() -> bool:
+        asked.append(now[0])
+        return answers.pop(0)
+
+    ready = SeenReady(check, 0.1, clock=lambda: now[0])
+    assert ready() is False          # no server yet: asked, and asked again next time
+    assert ready() is True           # matched: held for 0.1 s without asking
+    now[0] += 0.05
+    assert ready() is True and len(asked) == 2
+    now[0] += 0.06                   # past the hold: asked again, the server is gone
+    assert ready() is False and len(asked) == 3
+    assert ready() is False and len(asked) == 4  # a no is never held
