@@ -309,3 +309,48 @@ def test_a_second_signal_stops_at_once(robot: Robot, domain: int, tmp_path: Path
         g.proc.send_signal(signal.SIGINT)
         _wait_exit(g, 15)
     assert "second stop signal" in log_text(g)
+
+
+def test_stop_answers_a_fast_path_call_in_flight_503(robot: Robot, domain: int, ros: Any,
+                                                      tmp_path: Path) -> None:
+    """A service execution on the fast path (gateway/http/hot.py) is drained like any call."""
+    from rclpy.callback_groups import ReentrantCallbackGroup
+    from std_srvs.srv import Trigger
+
+    release = threading.Event()
+    answered = [0]
+
+    def stall(_req: Any, res: Any) -> Any:
+        answered[0] += 1
+        if answered[0] > 1:  # the first call answers (and makes the path hot), later ones stall
+            release.wait(120)
+        res.success = True
+        return res
+
+    node = ros.node("stall_server", "/stall")
+    node.create_service(Trigger, "stall", stall, callback_group=ReentrantCallbackGroup())
+    path = "/apps/stall_server/operations/stall/executions"
+    try:
+        with _stop_gateway(robot, domain, tmp_path, grace=1.0) as g:
+            assert g.proc is not None
+            g.wait_for("/apps/stall_server/operations", lambda b: any(
+                i["id"] == "stall" for i in b["items"]), timeout=30)
+            assert g.request("POST", path, {}).status == 200
+            hot_hits = g.get("/health").json()["x-vendor-hot-answers"]["hits"]
+            out: list[Response] = []
+            t = threading.Thread(target=lambda: out.append(
+                g.request("POST", path, {"timeout": 600}, timeout=120)), daemon=True)
+            t.start()
+            wait_for_flight = time.monotonic() + 30
+            while g.get("/health").json()["x-vendor-requests"]["in_flight"] < 2:
+                assert time.monotonic() < wait_for_flight, "the call never went in flight"
+                time.sleep(0.1)
+            assert g.get("/health").json()["x-vendor-hot-answers"]["hits"] == hot_hits + 1
+            g.proc.send_signal(signal.SIGTERM)
+            _wait_exit(g, 60)
+            t.join(10)
+    finally:
+        release.set()
+    assert out, "the call in flight got no answer"
+    body = assert_error(out[0], 503, "service-unavailable")
+    assert "server.shutdown_grace_sec" in body["message"]
