@@ -2,11 +2,12 @@
 
 `aiohttp.connector` builds two default client SSL contexts when it is imported, and each
 loads the system CA bundle (OpenSSL parses about 150 certificates: 0.7 MiB per context),
-although a gateway makes client connections only to federation peers. `import_aiohttp()`
+although the gateway's own client connections go only to federation peers. `import_aiohttp()`
 imports aiohttp with the default verify paths of the contexts built meanwhile postponed;
 `load_ca()` loads them (blocking file reads: from a thread on a running loop) and must run
-before any client uses them: the federation service does at start, and every federation
-session checks. Contexts built after the import load their CA store as usual.
+before any client uses them: the federation service and the plugin manager (when a plugin
+is loaded) do at start, and every federation session checks. Contexts built after the import
+load their CA store as usual.
 """
 
 from __future__ import annotations
