@@ -10,6 +10,8 @@ import aiohttp
 import orjson
 from multidict import CIMultiDictProxy
 
+from gateway import client_tls
+
 from .health import CANCELED, ERROR_STATUS, INVALID_RESPONSE, TIMEOUT, TOO_LARGE, UNREACHABLE
 from .rawhttp import TooLarge, Unsupported, pool_for
 from .settings import Budgets
@@ -81,6 +83,7 @@ class PeerClient:
     def session(self) -> aiohttp.ClientSession:
         """The pooled keep-alive session (created on first use, on the running loop)."""
         if self._session is None or self._session.closed:
+            client_tls.load_ca()  # done by the federation service at start
             connector = aiohttp.TCPConnector(limit=POOL_PER_PEER, limit_per_host=POOL_PER_PEER,
                                              keepalive_timeout=KEEPALIVE_S)
             self._session = aiohttp.ClientSession(

@@ -23,6 +23,8 @@ from urllib.parse import quote
 import aiohttp
 import orjson
 
+from gateway import client_tls
+
 from .fleet import FleetView, Origin
 from .relay import parse_frames
 from .service import FederationService
@@ -96,6 +98,7 @@ class PeerLinks:
     def session(self) -> aiohttp.ClientSession:
         """One session for link streams (kept out of the peers' pools for fan-out reads)."""
         if self._session is None or self._session.closed:
+            client_tls.load_ca()  # done by the federation service at start
             self._session = aiohttp.ClientSession(
                 trust_env=False, auto_decompress=False,
                 timeout=aiohttp.ClientTimeout(total=None,

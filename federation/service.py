@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
+from gateway import client_tls
 from gateway.http import hot
 from gateway.http.jsonutil import JSON_TYPE, dumps
 from gateway.model.entities import Entity, EntitySet
@@ -81,6 +82,7 @@ class FederationService:
 
     async def start(self) -> None:
         """Start probing static peers and mDNS; nothing here waits on a peer."""
+        await client_tls.ensure_ca()  # peers may be https://
         for peer in self.settings.peers:
             self.table.add(peer.name, peer.url, discovered=False)
         mdns = self.settings.mdns

@@ -98,6 +98,9 @@ def _settings(args: argparse.Namespace) -> Settings:
 async def serve(settings: Settings, ready_message: str | None = None,
                 on_force_exit: Callable[[], object] | None = None) -> None:
     """Serve until SIGINT or SIGTERM; stop within the grace period, at once on a second one."""
+    from . import client_tls
+
+    client_tls.import_aiohttp()  # the CA store of its client contexts waits for a client
     from aiohttp import web
 
     from .app import make_app, start_ros

@@ -11,6 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
+from .. import client_tls
 from ..auth.roles import Role
 from ..http.errors import ApiError
 from ..http.jsonutil import json_response
@@ -124,6 +125,8 @@ class PluginManager:
         self._state = state
         state.extras.setdefault("health_warnings", []).append(self.warnings)
         state.extras.setdefault("health", {})["x-vendor-plugins"] = self.health
+        if self.loaded:  # a plugin may be an https client with aiohttp's default contexts
+            await client_tls.ensure_ca()
         for p in list(self.loaded):
             ctx = self.contexts[p.name] = PluginContext(state, p.name)
             caller = self.callers[p.name]

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 
 from ..http.errors import not_responding
@@ -39,8 +40,12 @@ class RosBridge:
         rclpy.init(**kwargs)
         self.created = time.monotonic()  # the DDS participant exists: discovery runs from here
         self.domain_id = self.context.get_domain_id()
+        # No ~/get_type_description service: the gateway publishes only types that other
+        # nodes describe, and each service holds a DDS reader and writer (0.2 MiB per node).
+        no_type_service = [Parameter("start_type_description_service", value=False)]
         self.node = rclpy.create_node(
             node_name, context=self.context, start_parameter_services=False,
+            parameter_overrides=no_type_service,
         )
         # One thread: every callback only hands data to asyncio, and a thread pool costs a
         # task hand-off per callback (measured slower for service calls and data reads).
@@ -58,7 +63,8 @@ class RosBridge:
             from rclpy.experimental import EventsExecutor
 
             self.call_node = rclpy.create_node(
-                node_name + "_calls", context=self.context, start_parameter_services=False)
+                node_name + "_calls", context=self.context, start_parameter_services=False,
+                parameter_overrides=no_type_service)
             self._call_executor = EventsExecutor(context=self.context)
             self._call_executor.add_node(self.call_node)
             self._call_thread = threading.Thread(
