@@ -71,11 +71,112 @@ def _f64_shortest(bits, out):
     """Sets ``out`` to the shortest decimal of the finite non-zero float64 ``bits`` (sign ignored)."""
     ieee_exponent = (bits >> 52) & 0x7FF
     c = bits & _F64_MANTISSA
+    if ieee_exponent and c:  # a normal, not a power of two: the common case
+        return _dragonbox(c | _F64_HIDDEN_BIT, ieee_exponent - 1075, out)
     q = _F64_Q_MIN  # subnormal
     if ieee_exponent:
-        c |= _F64_HIDDEN_BIT
+        c = _F64_HIDDEN_BIT  # a power of two: the lower neighbour is closer
         q = ieee_exponent - 1075
     return _shortest(c, q, 53, _F64_HIDDEN_BIT, _F64_Q_MIN, out)
+
+
+# ---------------------------------------------------------------------------------------
+# Float64 normals that are not powers of two: Dragonbox (Junekey Jeon 2020, as in {fmt}'s
+# to_decimal), one 64x128-bit product for the common case, where Schubfach needs three.
+# Its table: 10**k scaled into [2**127, 2**128), rounded up.
+
+_DB_MIN_K = -292
+_DB_MAX_K = 326
+
+
+def _dragonbox_cache(k: int) -> int:
+    """ceil(10**k * 2**(127 - floor(log2(10**k))))."""
+    if k >= 0:
+        shift = 127 - ((10**k).bit_length() - 1)
+        return 10**k << shift if shift >= 0 else -((-(10**k)) >> -shift)
+    return -(-(1 << (127 + (10**-k).bit_length())) // 10**-k)
+
+
+_DB_HI = [_dragonbox_cache(k) >> 64 for k in range(_DB_MIN_K, _DB_MAX_K + 1)]
+_DB_LO = [_dragonbox_cache(k) & _MASK64 for k in range(_DB_MIN_K, _DB_MAX_K + 1)]
+
+
+def _db_parity(two_f, hi, lo, beta):
+    """Dragonbox's compute_mul_parity: bit 1 the parity of the product's integer part, bit 0
+    set when its fraction (to the precision of the cache) is zero."""
+    high = ((two_f * hi) & _MASK64) + _mulhi64(two_f, lo)
+    low = (two_f * lo) & _MASK64
+    if not cython.compiled:
+        high &= _MASK64
+    parity = (high >> (64 - beta)) & 1
+    integer = (((high << beta) & _MASK64) | (low >> (64 - beta))) == 0
+    return (parity << 1) | integer
+
+
+def _dragonbox(c, q, out):
+    """Sets ``out`` to the shortest decimal of ``c * 2**q``: a float64 normal, c != 2**52."""
+    even = (c & 1) == 0  # the interval's ends read back to c when it is even
+    minus_k = ((q * 315653) >> 20) - 2  # floor(q log10(2)) - kappa
+    hi = _DB_HI[-minus_k - _DB_MIN_K]
+    lo = _DB_LO[-minus_k - _DB_MIN_K]
+    beta = q + ((-minus_k * 1741647) >> 19)  # q + floor(log2(10**-minus_k)): 1 to 4
+    deltai = hi >> (63 - beta)
+    two_fc = c << 1
+    u = (two_fc | 1) << beta
+    # z = the upper 128 bits of the 192-bit product u * cache
+    y = _mulhi64(u, lo)
+    if cython.compiled:
+        z_lo = u * hi + y
+        zi = _mulhi64(u, hi) + (z_lo < y)
+    else:
+        z = u * hi + y
+        z_lo = z & _MASK64
+        zi = z >> 64
+    sig = zi // 1000
+    r = zi - sig * 1000
+    small = True
+    if r < deltai:
+        small = False
+        if r == 0 and z_lo == 0 and not even:
+            sig -= 1  # the right end is excluded
+            r = 1000
+            small = True
+    elif r == deltai:
+        x = _db_parity(two_fc - 1, hi, lo, beta)
+        small = (x >> 1) == 0 and not ((x & 1) and even)
+    if not small:
+        exp10 = minus_k + 3
+        if sig % 10 == 0:
+            sig //= 10
+            exp10 += 1
+            if sig % 100000000 == 0:
+                sig //= 100000000
+                exp10 += 8
+            if sig % 10000 == 0:
+                sig //= 10000
+                exp10 += 4
+            if sig % 100 == 0:
+                sig //= 100
+                exp10 += 2
+            if sig % 10 == 0:
+                sig //= 10
+                exp10 += 1
+        out.sig = sig
+        out.exp10 = exp10
+        return 0
+    # The smaller divisor: one more digit, never a trailing zero.
+    dist = r - (deltai >> 1) + 50
+    approx_y_parity = (dist ^ 50) & 1
+    sig = sig * 10 + dist // 100
+    if dist % 100 == 0:
+        y = _db_parity(two_fc, hi, lo, beta)
+        if (y >> 1) != approx_y_parity:
+            sig -= 1
+        elif (y & 1) and (sig & 1):
+            sig -= 1  # a tie: to even
+    out.sig = sig
+    out.exp10 = minus_k + 2
+    return 0
 
 
 def _f32_shortest(bits, out):

@@ -68,6 +68,9 @@ cdef long long _SCH_LOG10_2, _SCH_LOG10_3Q, _SCH_LOG2_10
 cdef uint64_t _SCH_MASK63
 cdef uint64_t _SCH_G1[617]
 cdef uint64_t _SCH_G0[617]
+cdef int _DB_MIN_K, _DB_MAX_K
+cdef uint64_t _DB_HI[619]
+cdef uint64_t _DB_LO[619]
 cdef uint64_t _DIV_POW10_MAGIC[17]
 cdef int _DIV_POW10_SHIFT[17]
 cdef uint64_t _SWAR_LANES_7F, _SWAR_LANES_0F, _SWAR_ASCII
@@ -95,6 +98,15 @@ cdef inline int _f32_shortest(uint32_t bits, _Decimal out) noexcept
                vbr=uint64_t, s=uint64_t, sp10=uint64_t, upin=bint)
 cdef inline int _shortest(uint64_t c, int q, int precision, uint64_t c_min, int q_min,
                           _Decimal out) noexcept
+
+@cython.locals(even=bint, minus_k=int, hi=uint64_t, lo=uint64_t, beta=int, deltai=uint64_t,
+               two_fc=uint64_t, u=uint64_t, y=uint64_t, z_lo=uint64_t, zi=uint64_t,
+               sig=uint64_t, r=uint64_t, small=bint, exp10=int, x=int, dist=uint64_t,
+               approx_y_parity=int)
+cdef inline int _dragonbox(uint64_t c, int q, _Decimal out) noexcept
+
+@cython.locals(high=uint64_t, low=uint64_t, parity=int, integer=int)
+cdef inline int _db_parity(uint64_t two_f, uint64_t hi, uint64_t lo, int beta) noexcept
 
 @cython.locals(x1=uint64_t, y1=uint64_t, z=uint64_t)
 cdef inline uint64_t _sch_rop(uint64_t g1, uint64_t g0, uint64_t cp) noexcept
