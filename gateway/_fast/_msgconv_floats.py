@@ -164,10 +164,13 @@ def _dragonbox(c, q, out):
         out.sig = sig
         out.exp10 = exp10
         return 0
-    # The smaller divisor: one more digit, never a trailing zero.
-    dist = r - (deltai >> 1) + 50
+    # The smaller divisor: one more digit, never a trailing zero. Dragonbox adds
+    # (r - deltai / 2 + 50) // 100 to sig * 10: the same as dividing this by 100 (zi =
+    # 1000 sig + r, and r == 0 where the right end was excluded), which does not wait
+    # for the division by 1000.
+    dist = zi - (deltai >> 1) + 50
     approx_y_parity = (dist ^ 50) & 1
-    sig = sig * 10 + dist // 100
+    sig = dist // 100
     if dist % 100 == 0:
         y = _db_parity(two_fc, hi, lo, beta)
         if (y >> 1) != approx_y_parity:

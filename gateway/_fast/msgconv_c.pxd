@@ -138,6 +138,9 @@ cdef inline int _w_digits(char* o, uint64_t v, int count) noexcept
 @cython.locals(word=uint64_t, high=uint64_t, low=uint64_t, top=uint64_t, skip=int)
 cdef inline int _w_digits_fast(char* o, uint64_t v, int length) noexcept
 
+@cython.locals(word=uint64_t, high=uint64_t, low=uint64_t, top=uint64_t, skip=int)
+cdef inline int _w_digits_long(char* o, uint64_t v, int length) noexcept
+
 @cython.locals(word=uint64_t, high=uint64_t, low=uint64_t, top=uint64_t, head=int)
 cdef inline char* _w_fraction(char* o, uint64_t digits, int length, int point) noexcept
 
