@@ -1,4 +1,4 @@
-"""msgconv, part 2 of the twin: shortest round-trip float digits (Schubfach) and float text."""
+"""msgconv, part 2 of the twin: shortest round-trip float digits and float text."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from ._msgconv_tables import _MASK32, _MASK64
 # twin: joined-end
 
 # ---------------------------------------------------------------------------------------
-# Shortest round-trip digits of float64 and float32 alike: Schubfach (Raffaello Giulietti
-# 2020) in integer arithmetic that means the same with Python ints and with the C uint64
-# types of the .pxd. One 126-bit scaled power of ten, three products, then the shortest of
-# at most four candidates.
+# Shortest round-trip digits in integer arithmetic that means the same with Python ints and
+# with the C uint64 types of the .pxd. Schubfach (Raffaello Giulietti 2020) for float32,
+# float64 powers of two and subnormals: one 126-bit scaled power of ten, three products,
+# then the shortest of at most four candidates. Other float64 values: Dragonbox (below).
 
 # Literals past 32 bits would be Python ints in the compiled twin: typed names instead.
 _F64_MANTISSA = (1 << 52) - 1
