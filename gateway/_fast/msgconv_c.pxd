@@ -32,6 +32,27 @@ cdef extern from *:
         }
     }
 
+    #if defined(__SSE2__)
+    #include <emmintrin.h>
+    #endif
+    /* 1 when the first `size` (<= 16) of the 16 bytes at q are printable ASCII other than
+       '"' and '\\', 0 when one is not, -1 without SSE2 (the caller tests them otherwise). */
+    static inline int _c_plain16(const unsigned char* q, Py_ssize_t size) {
+    #if defined(__SSE2__)
+        const __m128i v = _mm_loadu_si128((const __m128i*)q);
+        /* signed: the bytes >= 0x80 are below 0x20 too */
+        const __m128i bad = _mm_or_si128(
+            _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)),
+                         _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7F))),
+            _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x22)),
+                         _mm_cmpeq_epi8(v, _mm_set1_epi8(0x5C))));
+        return (_mm_movemask_epi8(bad) & ((1 << size) - 1)) == 0;
+    #else
+        (void)q; (void)size;
+        return -1;
+    #endif
+    }
+
     static inline int _c_bitlen64(uint64_t v) {  /* v > 0 */
     #if defined(__GNUC__) || defined(__clang__)
         return 64 - __builtin_clzll(v);
@@ -44,6 +65,7 @@ cdef extern from *:
     """
     uint64_t _c_mulhi64(uint64_t a, uint64_t b) noexcept
     int _c_bitlen64(uint64_t v) noexcept
+    int _c_plain16(const unsigned char* q, Py_ssize_t size) noexcept
     uint64_t _c_load(const unsigned char* q, Py_ssize_t size, bint little) noexcept
 
 
