@@ -215,11 +215,16 @@ def _f32_shortest(bits, out):
         vbr = _sch_rop32(g, cbr << h) - odd
         s = vb >> 2
         sig = 0
+        exp10 = k
         if s >= 10:  # else s and s + 1 have one digit: as short as any
-            sp10 = (s // 10) * 10
+            s10 = s // 10
+            sp10 = s10 * 10
             upin = vbl <= sp10 << 2
             if upin != (((sp10 + 10) << 2) <= vbr):
-                sig = sp10 if upin else sp10 + 10  # a shorter one lies in the interval
+                # A shorter one lies in the interval: its digits without the zero, so the
+                # zero needs no division to remove below.
+                sig = s10 if upin else s10 + 1
+                exp10 = k + 1
         if sig == 0:
             upin = vbl <= s << 2
             if upin != (((s + 1) << 2) <= vbr):
@@ -228,7 +233,6 @@ def _f32_shortest(bits, out):
                 sig = s  # both in the interval: the closer, ties to even
             else:
                 sig = s + 1
-        exp10 = k
     # At most 9 digits: 32-bit divisions by constants.
     if sig % 10 == 0:
         sig //= 10

@@ -112,7 +112,7 @@ cdef inline int _f64_shortest(uint64_t bits, _Decimal out) noexcept
 
 @cython.locals(ieee_exponent=int, c=uint64_t, q=int, sig=uint32_t, exp10=int, odd=uint64_t,
                cb=uint64_t, cbr=uint64_t, cbl=uint64_t, k=int, h=int, g=uint64_t, vb=uint32_t,
-               vbl=uint32_t, vbr=uint32_t, s=uint32_t, sp10=uint32_t, upin=bint)
+               vbl=uint32_t, vbr=uint32_t, s=uint32_t, s10=uint32_t, sp10=uint32_t, upin=bint)
 cdef inline int _f32_shortest(uint32_t bits, _Decimal out) noexcept
 
 @cython.locals(sig=uint64_t, exp10=int, odd=uint64_t, cb=uint64_t, cbr=uint64_t, cbl=uint64_t,
