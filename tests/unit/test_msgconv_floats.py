@@ -1,4 +1,5 @@
-"""Float64 text of both msgconv twins against ``repr``: many doubles of every kind, seeded."""
+"""Float text of both msgconv twins: float64 against ``repr``, float32 against numpy's
+shortest digits and twin against twin; many values of every kind, seeded."""
 
 from __future__ import annotations
 
@@ -6,11 +7,13 @@ import random
 import struct
 import warnings
 
+import numpy
 import pytest
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # the dispatcher warns when the compiled twin is missing
     from gateway._fast import _msgconv_floats as floats
+    from gateway._fast import msgconv_py
 
     try:
         from gateway._fast import msgconv_c
@@ -80,3 +83,30 @@ def test_compiled_float64_text_is_repr_on_many_doubles() -> None:
     for seed in (1, 2, 3):
         for x in _doubles(200_000, seed=seed):
             assert text(x) == repr(x), hex(_bits(x))
+
+
+def _float32s(count: int, seed: int) -> list[float]:
+    """Finite float32 values: random bit patterns, subnormals, mantissas with few bits set."""
+    rnd = random.Random(seed)
+    out = []
+    for i in range(count):
+        if i % 3 == 0:
+            bits = rnd.getrandbits(31)
+        elif i % 3 == 1:
+            bits = rnd.getrandbits(rnd.randrange(1, 24))
+        else:
+            bits = (rnd.randrange(1, 255) << 23) | rnd.getrandbits(rnd.choice((1, 3, 10, 23)))
+        if bits and (bits >> 23) != 0xFF:
+            out.append(struct.unpack("<f", struct.pack("<I", bits | (i & 1) << 31))[0])
+    return out
+
+
+def test_float32_text_is_shortest_and_twins_agree_on_many_values() -> None:
+    for x in _float32s(20_000, seed=5):
+        text = msgconv_py.float32_repr(x)
+        assert numpy.float32(float(text)) == numpy.float32(x)
+        expected = numpy.format_float_scientific(numpy.float32(x), unique=True)
+        digits = expected.split("e")[0].replace("-", "").replace(".", "").strip("0")
+        assert text.split("e")[0].replace("-", "").replace(".", "").strip("0") == digits, text
+        if msgconv_c is not None:
+            assert msgconv_c.float32_repr(x) == text
