@@ -299,10 +299,17 @@ class _Cursor(_Decimal):
         if cython.compiled:
             # Printable ASCII without '"' or '\\' is copied as is; anything else goes the
             # general way below (decode with replacement, escape like orjson).
-            self.reserve(size + 10)
+            self.reserve(size + 18)
             q = self.p + start
             o = self.buf + self.n
             o[0] = 34  # '"'
+            if size <= 16 and start + 16 <= self.end and _c_plain16(q, size) == 1:  # noqa: F821
+                # A short string (names, ids, keys) in one 16-byte test and copy; the bytes
+                # after it are input that follows, not tested, overwritten in the output.
+                memcpy(o + 1, q, 16)  # noqa: F821
+                o[size + 1] = 34
+                self.n += size + 2
+                return 0
             i = 0
             word = 0
             special = 0

@@ -104,6 +104,14 @@ def _w_digits_fast(o, v, length):
         word = _ascii8(v) >> ((8 - length) * 8)  # leading zeros shifted out
         memcpy(o, cython.address(word), 8)  # noqa: F821
         return 0
+    return _w_digits_long(o, v, length)
+
+
+def _w_digits_long(o, v, length):
+    """Writes the 9 to 17 digits of ``v`` at ``o``, junk up to o + 17 (little-endian hosts).
+
+    Small and branch-free: inlined into the float loops (_w_digits_fast is not).
+    """
     high = v // 100000000
     low = _ascii8(v - high * 100000000)
     top = high // 100000000  # the 17th digit, else 0 and overwritten: no branch
@@ -259,7 +267,10 @@ def _w_common(o, digits, exp10):
             return _w_fraction(o, digits, length, point)
         if -4 < point <= 0:
             memcpy(o, b"0.000", 5)  # noqa: F821
-            _w_digits_fast(o + 2 - point, digits, length)
+            if length > 8:  # the common case: no call
+                _w_digits_long(o + 2 - point, digits, length)
+            else:
+                _w_digits_fast(o + 2 - point, digits, length)
             return o + 2 - point + length
     return _w_decimal(o, digits, exp10)
 

@@ -1,4 +1,4 @@
-"""msgconv, part 2 of the twin: shortest round-trip float digits (Schubfach) and float text."""
+"""msgconv, part 2 of the twin: shortest round-trip float digits and float text."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from ._msgconv_tables import _MASK32, _MASK64
 # twin: joined-end
 
 # ---------------------------------------------------------------------------------------
-# Shortest round-trip digits of float64 and float32 alike: Schubfach (Raffaello Giulietti
-# 2020) in integer arithmetic that means the same with Python ints and with the C uint64
-# types of the .pxd. One 126-bit scaled power of ten, three products, then the shortest of
-# at most four candidates.
+# Shortest round-trip digits in integer arithmetic that means the same with Python ints and
+# with the C uint64 types of the .pxd. Schubfach (Raffaello Giulietti 2020) for float32,
+# float64 powers of two and subnormals: one 126-bit scaled power of ten, three products,
+# then the shortest of at most four candidates. Other float64 values: Dragonbox (below).
 
 # Literals past 32 bits would be Python ints in the compiled twin: typed names instead.
 _F64_MANTISSA = (1 << 52) - 1
@@ -71,11 +71,115 @@ def _f64_shortest(bits, out):
     """Sets ``out`` to the shortest decimal of the finite non-zero float64 ``bits`` (sign ignored)."""
     ieee_exponent = (bits >> 52) & 0x7FF
     c = bits & _F64_MANTISSA
+    if ieee_exponent and c:  # a normal, not a power of two: the common case
+        return _dragonbox(c | _F64_HIDDEN_BIT, ieee_exponent - 1075, out)
     q = _F64_Q_MIN  # subnormal
     if ieee_exponent:
-        c |= _F64_HIDDEN_BIT
+        c = _F64_HIDDEN_BIT  # a power of two: the lower neighbour is closer
         q = ieee_exponent - 1075
     return _shortest(c, q, 53, _F64_HIDDEN_BIT, _F64_Q_MIN, out)
+
+
+# ---------------------------------------------------------------------------------------
+# Float64 normals that are not powers of two: Dragonbox (Junekey Jeon 2020, as in {fmt}'s
+# to_decimal), one 64x128-bit product for the common case, where Schubfach needs three.
+# Its table: 10**k scaled into [2**127, 2**128), rounded up.
+
+_DB_MIN_K = -292
+_DB_MAX_K = 326
+
+
+def _dragonbox_cache(k: int) -> int:
+    """ceil(10**k * 2**(127 - floor(log2(10**k))))."""
+    if k >= 0:
+        shift = 127 - ((10**k).bit_length() - 1)
+        return 10**k << shift if shift >= 0 else -((-(10**k)) >> -shift)
+    return -(-(1 << (127 + (10**-k).bit_length())) // 10**-k)
+
+
+_DB_HI = [_dragonbox_cache(k) >> 64 for k in range(_DB_MIN_K, _DB_MAX_K + 1)]
+_DB_LO = [_dragonbox_cache(k) & _MASK64 for k in range(_DB_MIN_K, _DB_MAX_K + 1)]
+
+
+def _db_parity(two_f, hi, lo, beta):
+    """Dragonbox's compute_mul_parity: bit 1 the parity of the product's integer part, bit 0
+    set when its fraction (to the precision of the cache) is zero."""
+    high = ((two_f * hi) & _MASK64) + _mulhi64(two_f, lo)
+    low = (two_f * lo) & _MASK64
+    if not cython.compiled:
+        high &= _MASK64
+    parity = (high >> (64 - beta)) & 1
+    integer = (((high << beta) & _MASK64) | (low >> (64 - beta))) == 0
+    return (parity << 1) | integer
+
+
+def _dragonbox(c, q, out):
+    """Sets ``out`` to the shortest decimal of ``c * 2**q``: a float64 normal, c != 2**52."""
+    even = (c & 1) == 0  # the interval's ends read back to c when it is even
+    minus_k = ((q * 315653) >> 20) - 2  # floor(q log10(2)) - kappa
+    hi = _DB_HI[-minus_k - _DB_MIN_K]
+    lo = _DB_LO[-minus_k - _DB_MIN_K]
+    beta = q + ((-minus_k * 1741647) >> 19)  # q + floor(log2(10**-minus_k)): 1 to 4
+    deltai = hi >> (63 - beta)
+    two_fc = c << 1
+    u = (two_fc | 1) << beta
+    # z = the upper 128 bits of the 192-bit product u * cache
+    y = _mulhi64(u, lo)
+    if cython.compiled:
+        z_lo = u * hi + y
+        zi = _mulhi64(u, hi) + (z_lo < y)
+    else:
+        z = u * hi + y
+        z_lo = z & _MASK64
+        zi = z >> 64
+    sig = zi // 1000
+    r = zi - sig * 1000
+    small = True
+    if r < deltai:
+        small = False
+        if r == 0 and z_lo == 0 and not even:
+            sig -= 1  # the right end is excluded
+            r = 1000
+            small = True
+    elif r == deltai:
+        x = _db_parity(two_fc - 1, hi, lo, beta)
+        small = (x >> 1) == 0 and not ((x & 1) and even)
+    if not small:
+        exp10 = minus_k + 3
+        if sig % 10 == 0:
+            sig //= 10
+            exp10 += 1
+            if sig % 100000000 == 0:
+                sig //= 100000000
+                exp10 += 8
+            if sig % 10000 == 0:
+                sig //= 10000
+                exp10 += 4
+            if sig % 100 == 0:
+                sig //= 100
+                exp10 += 2
+            if sig % 10 == 0:
+                sig //= 10
+                exp10 += 1
+        out.sig = sig
+        out.exp10 = exp10
+        return 0
+    # The smaller divisor: one more digit, never a trailing zero. Dragonbox adds
+    # (r - deltai / 2 + 50) // 100 to sig * 10: the same as dividing this by 100 (zi =
+    # 1000 sig + r, and r == 0 where the right end was excluded), which does not wait
+    # for the division by 1000.
+    dist = zi - (deltai >> 1) + 50
+    approx_y_parity = (dist ^ 50) & 1
+    sig = dist // 100
+    if dist % 100 == 0:
+        y = _db_parity(two_fc, hi, lo, beta)
+        if (y >> 1) != approx_y_parity:
+            sig -= 1
+        elif (y & 1) and (sig & 1):
+            sig -= 1  # a tie: to even
+    out.sig = sig
+    out.exp10 = minus_k + 2
+    return 0
 
 
 def _f32_shortest(bits, out):
@@ -111,11 +215,16 @@ def _f32_shortest(bits, out):
         vbr = _sch_rop32(g, cbr << h) - odd
         s = vb >> 2
         sig = 0
+        exp10 = k
         if s >= 10:  # else s and s + 1 have one digit: as short as any
-            sp10 = (s // 10) * 10
+            s10 = s // 10
+            sp10 = s10 * 10
             upin = vbl <= sp10 << 2
             if upin != (((sp10 + 10) << 2) <= vbr):
-                sig = sp10 if upin else sp10 + 10  # a shorter one lies in the interval
+                # A shorter one lies in the interval: its digits without the zero, so the
+                # zero needs no division to remove below.
+                sig = s10 if upin else s10 + 1
+                exp10 = k + 1
         if sig == 0:
             upin = vbl <= s << 2
             if upin != (((s + 1) << 2) <= vbr):
@@ -124,7 +233,6 @@ def _f32_shortest(bits, out):
                 sig = s  # both in the interval: the closer, ties to even
             else:
                 sig = s + 1
-        exp10 = k
     # At most 9 digits: 32-bit divisions by constants.
     if sig % 10 == 0:
         sig //= 10

@@ -32,6 +32,27 @@ cdef extern from *:
         }
     }
 
+    #if defined(__SSE2__)
+    #include <emmintrin.h>
+    #endif
+    /* 1 when the first `size` (<= 16) of the 16 bytes at q are printable ASCII other than
+       '"' and '\\', 0 when one is not, -1 without SSE2 (the caller tests them otherwise). */
+    static inline int _c_plain16(const unsigned char* q, Py_ssize_t size) {
+    #if defined(__SSE2__)
+        const __m128i v = _mm_loadu_si128((const __m128i*)q);
+        /* signed: the bytes >= 0x80 are below 0x20 too */
+        const __m128i bad = _mm_or_si128(
+            _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)),
+                         _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7F))),
+            _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x22)),
+                         _mm_cmpeq_epi8(v, _mm_set1_epi8(0x5C))));
+        return (_mm_movemask_epi8(bad) & ((1 << size) - 1)) == 0;
+    #else
+        (void)q; (void)size;
+        return -1;
+    #endif
+    }
+
     static inline int _c_bitlen64(uint64_t v) {  /* v > 0 */
     #if defined(__GNUC__) || defined(__clang__)
         return 64 - __builtin_clzll(v);
@@ -44,6 +65,7 @@ cdef extern from *:
     """
     uint64_t _c_mulhi64(uint64_t a, uint64_t b) noexcept
     int _c_bitlen64(uint64_t v) noexcept
+    int _c_plain16(const unsigned char* q, Py_ssize_t size) noexcept
     uint64_t _c_load(const unsigned char* q, Py_ssize_t size, bint little) noexcept
 
 
@@ -68,6 +90,9 @@ cdef long long _SCH_LOG10_2, _SCH_LOG10_3Q, _SCH_LOG2_10
 cdef uint64_t _SCH_MASK63
 cdef uint64_t _SCH_G1[617]
 cdef uint64_t _SCH_G0[617]
+cdef int _DB_MIN_K, _DB_MAX_K
+cdef uint64_t _DB_HI[619]
+cdef uint64_t _DB_LO[619]
 cdef uint64_t _DIV_POW10_MAGIC[17]
 cdef int _DIV_POW10_SHIFT[17]
 cdef uint64_t _SWAR_LANES_7F, _SWAR_LANES_0F, _SWAR_ASCII
@@ -87,7 +112,7 @@ cdef inline int _f64_shortest(uint64_t bits, _Decimal out) noexcept
 
 @cython.locals(ieee_exponent=int, c=uint64_t, q=int, sig=uint32_t, exp10=int, odd=uint64_t,
                cb=uint64_t, cbr=uint64_t, cbl=uint64_t, k=int, h=int, g=uint64_t, vb=uint32_t,
-               vbl=uint32_t, vbr=uint32_t, s=uint32_t, sp10=uint32_t, upin=bint)
+               vbl=uint32_t, vbr=uint32_t, s=uint32_t, s10=uint32_t, sp10=uint32_t, upin=bint)
 cdef inline int _f32_shortest(uint32_t bits, _Decimal out) noexcept
 
 @cython.locals(sig=uint64_t, exp10=int, odd=uint64_t, cb=uint64_t, cbr=uint64_t, cbl=uint64_t,
@@ -95,6 +120,15 @@ cdef inline int _f32_shortest(uint32_t bits, _Decimal out) noexcept
                vbr=uint64_t, s=uint64_t, sp10=uint64_t, upin=bint)
 cdef inline int _shortest(uint64_t c, int q, int precision, uint64_t c_min, int q_min,
                           _Decimal out) noexcept
+
+@cython.locals(even=bint, minus_k=int, hi=uint64_t, lo=uint64_t, beta=int, deltai=uint64_t,
+               two_fc=uint64_t, u=uint64_t, y=uint64_t, z_lo=uint64_t, zi=uint64_t,
+               sig=uint64_t, r=uint64_t, small=bint, exp10=int, x=int, dist=uint64_t,
+               approx_y_parity=int)
+cdef inline int _dragonbox(uint64_t c, int q, _Decimal out) noexcept
+
+@cython.locals(high=uint64_t, low=uint64_t, parity=int, integer=int)
+cdef inline int _db_parity(uint64_t two_f, uint64_t hi, uint64_t lo, int beta) noexcept
 
 @cython.locals(x1=uint64_t, y1=uint64_t, z=uint64_t)
 cdef inline uint64_t _sch_rop(uint64_t g1, uint64_t g0, uint64_t cp) noexcept
@@ -125,6 +159,9 @@ cdef inline int _w_digits(char* o, uint64_t v, int count) noexcept
 
 @cython.locals(word=uint64_t, high=uint64_t, low=uint64_t, top=uint64_t, skip=int)
 cdef inline int _w_digits_fast(char* o, uint64_t v, int length) noexcept
+
+@cython.locals(word=uint64_t, high=uint64_t, low=uint64_t, top=uint64_t, skip=int)
+cdef inline int _w_digits_long(char* o, uint64_t v, int length) noexcept
 
 @cython.locals(word=uint64_t, high=uint64_t, low=uint64_t, top=uint64_t, head=int)
 cdef inline char* _w_fraction(char* o, uint64_t digits, int length, int point) noexcept
