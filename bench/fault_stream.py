@@ -4,14 +4,15 @@ For N = 10, 100 and 1000 connected SSE clients (sse.max_clients raised to 1000) 
 p50/p99 of the time from `FaultReporter.report()` to the event's arrival at each client
 (every client of every round counts). Then it prints fault reports ingested per second
 (first report to last acknowledgement, so commit to SQLite included) with 0 and with 1000
-clients connected, the gateway's /health answer time during that burst, and the store's
-commit time. Clients run in worker processes; everything shares this machine's cores.
+clients connected (three bursts), the gateway's /health answer time during each burst, and
+the store's commit time. Clients run in worker processes; everything shares this machine's cores.
 
     .venv/bin/python bench/fault_stream.py            # ROS domain 68 ($FAULT_BENCH_DOMAIN)
     .venv/bin/python bench/fault_stream.py --storm    # only the burst with 1000 clients
     .venv/bin/python bench/fault_stream.py --storm --set server.gc_freeze=false  # A/B a setting
 
-Target (the event loop never stalls): /health p99 <= 20 ms during the burst with 1000 clients.
+Target (the event loop never stalls): /health p99 <= 20 ms during the burst with 1000 clients
+(the median of the three bursts' p99, printed with their spread).
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ CLIENTS_PER_WORKER = 500
 INGEST_REPORTS = 5000
 INGEST_CODES = 100
 HEALTH_P99_TARGET_MS = 20.0
+# Bursts with the 1000 clients attached: one burst's p99 rests on about 150 probes, so a single
+# scheduling hiccup of the shared cores decides it; the verdict is the median over the bursts.
+STORM_ROUNDS = 3
 #: SSE clients would run on other machines: here their worker processes yield the cores to
 #: the gateway, the reporter and the /health probe (the load generator is not the system).
 CLIENT_NICE = int(os.environ.get("FAULT_BENCH_CLIENT_NICE", "10"))
@@ -196,13 +200,13 @@ def main(storm_only: bool = False, extra: list[str] | None = None) -> None:
                 time.sleep(0.05)
             baseline = idle_health(gw)
             idle = ingest(gw, reporter, "idle")
-            busy: dict[str, float] = {}
+            storms: list[dict[str, float]] = []
             for n in () if storm_only else CLIENT_COUNTS:
                 results[n] = fanout(gw, reporter, n, baseline["idle_cpu"])
             # the same burst with 1000 clients attached (they receive its confirmations)
-            listeners = client_workers(gw.port, max(CLIENT_COUNTS), 10**9, "INGEST_busy_")
+            listeners = client_workers(gw.port, max(CLIENT_COUNTS), 10**9, "INGEST_busy")
             try:
-                busy = ingest(gw, reporter, "busy")
+                storms = [ingest(gw, reporter, f"busy{r}") for r in range(STORM_ROUNDS)]
             finally:
                 listeners.stop()
             final = health(gw)
@@ -222,7 +226,9 @@ def main(storm_only: bool = False, extra: list[str] | None = None) -> None:
               f"{max(lat):>8.2f} {cpu:>21.1f}")
     print(f"fault reports ingested (report() -> acknowledged after the SQLite commit), "
           f"{INGEST_REPORTS} reports over {INGEST_CODES} codes:")
-    for label, r in (("0 stream clients", idle), ("1000 stream clients", busy)):
+    bursts = [("0 stream clients", idle)] + [
+        (f"1000 stream clients #{i + 1}", r) for i, r in enumerate(storms)]
+    for label, r in bursts:
         print(f"  {label:>20}: {r['rate']:8.0f} reports/s ({r['elapsed']:.2f} s, of which "
               f"{r['sent']:.2f} s in the reporter's report() calls; "
               f"{r['duplicates']:.0f} retried duplicates dropped); {r['commits']:.0f} commits, "
@@ -239,10 +245,12 @@ def main(storm_only: bool = False, extra: list[str] | None = None) -> None:
         print(f"garbage collections over the run (young, middle, full): {gcs['collections']}, "
               f"longest pause {gcs['max_pause_ms']} ms; {gcs['frozen_objects']} objects frozen "
               f"at start, thresholds {gcs['threshold']}")
-    verdict = "met" if busy["health_p99"] <= HEALTH_P99_TARGET_MS else "NOT met"
+    p99s = sorted(r["health_p99"] for r in storms)
+    median = statistics.median(p99s)
+    verdict = "met" if median <= HEALTH_P99_TARGET_MS else "NOT met"
     print(f"/health p99 during the {INGEST_REPORTS}-report burst with {max(CLIENT_COUNTS)} "
-          f"clients: {busy['health_p99']:.1f} ms (target <= {HEALTH_P99_TARGET_MS:g} ms: "
-          f"{verdict})")
+          f"clients: {median:.1f} ms, median of {len(p99s)} bursts [{p99s[0]:.1f}-{p99s[-1]:.1f}] "
+          f"(target <= {HEALTH_P99_TARGET_MS:g} ms: {verdict})")
 
 
 if __name__ == "__main__":
