@@ -4,7 +4,10 @@ What the graph tells (ros/census.py): the DDS participants discovered (one `ros_
 writer each) and whether each of them has its nodes known (a named `/rosout` publisher; no
 unnamed one). Participants not discovered at all cannot be known: the gateway's participant
 announces itself at start (Fast DDS: 5 announcements 100 ms apart) and every local participant
-answers, so the gateway is ready once the census is complete, ANNOUNCE_S passed since its
+answers, and one that missed those (or answers late on a loaded machine) is heard at its next
+periodic announcement: every second with the short-lease profile the demo uses and deploy/
+ships (Fast DDS's own default is 3 s, where such a late participant can still come after
+ready). So the gateway is ready once the census is complete, ANNOUNCE_S (one such period) passed since its
 participant was created, and the graph and census stayed unchanged for QUIET_S, or for as long
 as the first other participant took to answer if that was longer (a loaded machine answers
 slowly, and its answers trickle in as slowly). A census holding no participant but the
@@ -17,7 +20,7 @@ wall clock: a saturated machine delays readiness, up to the cap, instead of endi
 
 from __future__ import annotations
 
-ANNOUNCE_S = 0.5
+ANNOUNCE_S = 1.0
 QUIET_S = 0.3
 SETTLE_S = 1.5
 CAP_S = 15.0
