@@ -119,13 +119,13 @@ class GraphPoller:
                 last_apply = now
                 self.first.set()
             census = self._census
+            participants = len(census.participants) if census is not None else 0
             if starting and self.readiness.observe(
                     changed or census_changed, run_clock.now(now),
                     census is not None and census.complete, wall=now,
-                    others=max(0, len(census.participants) - 1) if census is not None else 0):
+                    others=max(0, participants - 1)):
                 log.info("discovery %s: %d apps, %d DDS participants; ready after %.2f s",
-                         self.readiness.reason, len(self.cache.entities.apps),
-                         len(self._census.participants) if self._census else 0,
+                         self.readiness.reason, len(self.cache.entities.apps), participants,
                          now - self.readiness.start)
                 self.ready.set()
             if self.ready.is_set():

@@ -7,8 +7,8 @@ announces itself at start (Fast DDS: 5 announcements 100 ms apart) and every loc
 answers, and one that missed those (or answers late on a loaded machine) is heard at its next
 periodic announcement: every second with the short-lease profile the demo uses and deploy/
 ships (Fast DDS's own default is 3 s, where such a late participant can still come after
-ready). So the gateway is ready once the census is complete, ANNOUNCE_S (one such period) passed since its
-participant was created, and the graph and census stayed unchanged for QUIET_S, or for as long
+ready). So the gateway is ready once the census is complete, ANNOUNCE_S (one such period)
+passed since its participant was created, and the graph and census stayed unchanged for QUIET_S, or for as long
 as the first other participant took to answer if that was longer (a loaded machine answers
 slowly, and its answers trickle in as slowly). A census holding no participant but the
 gateway's own is not complete: an empty domain is ready by the settle rule. A census that
