@@ -18,6 +18,23 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
+def yield_cores(nice: int) -> None:
+    """Lower this process's CPU priority by `nice`, also against processes of other sessions.
+
+    With the kernel's session autogroups (`/proc/sys/kernel/sched_autogroup_enabled`), a
+    process's nice value ranks it only within its session: against a gateway started in a
+    session of its own, a niced worker still took half the cores. A session of its own whose
+    autogroup is niced makes the nice hold against every other session.
+    """
+    os.setsid()
+    try:
+        with open("/proc/self/autogroup", "w") as f:
+            f.write(str(nice))
+    except OSError:
+        pass  # no autogroups: the plain nice below is enough
+    os.nice(nice)
+
+
 class Workers:
     """Worker processes (`script --worker <args>`), each printing "ready" then its latencies."""
 
@@ -26,7 +43,7 @@ class Workers:
         for args in worker_args:
             self.procs.append(subprocess.Popen([sys.executable, script, "--worker", *args],
                                                stdout=subprocess.PIPE, text=True,
-                                               preexec_fn=(lambda: os.nice(nice)) if nice else None))
+                                               preexec_fn=(lambda: yield_cores(nice)) if nice else None))
         for p in self.procs:
             assert p.stdout is not None
             line = p.stdout.readline().strip()

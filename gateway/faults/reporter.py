@@ -29,7 +29,12 @@ REPORT_TOPIC = "/_fault_manager/report"
 ACK_TOPIC = "/_fault_manager/ack"
 WIRE_VERSION = 1
 QUEUE_DEPTH = 1000
-BATCH_MAX = 100  # reports per resent message
+BATCH_MAX = 100  # reports per message (resends, coalesced bursts)
+# A report made within this long after the last message waits for the next one: a burst of
+# reports goes out as a few messages of up to BATCH_MAX, not one message per report, which
+# for the robot and the gateway costs a wake-up and a dispatch each. A report after a quiet
+# moment is published at once.
+COALESCE_SEC = 0.002
 
 INFO, WARN, ERROR, CRITICAL = 0, 1, 2, 3
 FAILED, PASSED = "FAILED", "PASSED"
@@ -129,6 +134,7 @@ class FaultReporter:
     def __init__(self, node: Any, source_id: str | None = None, *,
                  local_filter: LocalFilter | None = None,
                  retry_interval_sec: float = 1.0, max_pending: int = 1000,
+                 coalesce_sec: float = COALESCE_SEC,
                  report_topic: str = REPORT_TOPIC, ack_topic: str = ACK_TOPIC) -> None:
         from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
         from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -148,6 +154,14 @@ class FaultReporter:
         self._seq = 0
         self._pending: OrderedDict[int, dict[str, Any]] = OrderedDict()
         self._sent_at: dict[int, float] = {}
+        # Coalescing: reports waiting for the next message, in sequence order. `_send_cv`
+        # (its own lock) orders the publishes of report() and of the flusher thread.
+        self.coalesce_sec = max(0.0, coalesce_sec)
+        self._send_cv = threading.Condition(threading.Lock())
+        self._outbox: list[dict[str, Any]] = []
+        self._last_send = 0.0
+        self._flusher: threading.Thread | None = None
+        self._closed = False
         qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=QUEUE_DEPTH,
                          reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.VOLATILE)
@@ -174,7 +188,7 @@ class FaultReporter:
             if not self.filter.should_forward(code, int(severity), time.monotonic()):
                 return False
             entry = self._enqueue(code, FAILED, int(severity), description)
-        self._send([entry])
+        self._publish(entry)
         return True
 
     def report_passed(self, code: str) -> None:
@@ -184,7 +198,7 @@ class FaultReporter:
         with self._lock:
             self.filter.reset(code)
             entry = self._enqueue(code, PASSED, INFO, "")
-        self._send([entry])
+        self._publish(entry)
 
     def _enqueue(self, code: str, event: str, severity: int, description: str) -> dict[str, Any]:
         self._seq += 1
@@ -199,6 +213,43 @@ class FaultReporter:
             log.warning("fault reporter %s: dropped unacknowledged report %s %s (more than %d "
                         "pending)", self.source, old["code"], old["event"], self.max_pending)
         return entry
+
+    def _publish(self, entry: dict[str, Any]) -> None:
+        """Publish a new report now, or after the reports before it when they wait."""
+        with self._send_cv:
+            now = time.monotonic()
+            if not self._outbox and (self._closed or self.coalesce_sec == 0
+                                     or now - self._last_send >= self.coalesce_sec):
+                self._last_send = now
+                self._send([entry])
+                return
+            self._outbox.append(entry)
+            if len(self._outbox) >= BATCH_MAX:
+                batch, self._outbox = self._outbox, []
+                self._last_send = now
+                self._send(batch)
+                return
+            if self._flusher is None:
+                self._flusher = threading.Thread(target=self._flush_loop, daemon=True,
+                                                 name=f"fault-reporter-{self.source}")
+                self._flusher.start()
+            if len(self._outbox) == 1:  # the flusher sleeps only while the outbox is empty
+                self._send_cv.notify()
+
+    def _flush_loop(self) -> None:
+        """Publishes what waits in the outbox once COALESCE_SEC passed since the last send."""
+        with self._send_cv:
+            while not self._closed:
+                if not self._outbox:
+                    self._send_cv.wait()
+                    continue
+                delay = self._last_send + self.coalesce_sec - time.monotonic()
+                if delay > 0:
+                    self._send_cv.wait(delay)
+                    continue
+                batch, self._outbox = self._outbox, []
+                self._last_send = time.monotonic()
+                self._send(batch)
 
     def _send(self, entries: list[dict[str, Any]]) -> None:
         try:
@@ -230,6 +281,14 @@ class FaultReporter:
 
     def destroy(self) -> None:
         """Release the publisher, subscription and timer (unacknowledged reports are lost)."""
+        with self._send_cv:
+            self._closed = True
+            batch, self._outbox = self._outbox, []
+            if batch:  # published before the publisher goes
+                self._send(batch)
+            self._send_cv.notify()
+        if self._flusher is not None:
+            self._flusher.join(timeout=5.0)
         for fn, obj in ((self.node.destroy_timer, self._timer),
                         (self.node.destroy_subscription, self._sub),
                         (self.node.destroy_publisher, self._pub)):

@@ -236,7 +236,8 @@ class FaultService:
         active = sum(1 for f in self.faults.values() if f.status != CLEARED)
         return {"persistent": bool(self.store and self.store.persistent),
                 "faults": len(self.faults), "active_faults": active, **self.stats,
-                "writer_busy_us_max": self.writer.busy_us_max}
+                "writer_busy_us_max": self.writer.busy_us_max,
+                "stream_backlog": self.stream.backlog() if self.stream is not None else 0}
 
     # ingestion ------------------------------------------------------------------------------
     def _on_report_msg(self, msg: Any) -> None:

@@ -150,6 +150,11 @@ class FaultStream:
         if frames:
             self._fan_out(b"".join(frames))
 
+    def backlog(self) -> int:
+        """Deliveries still to make: clients an event has not reached, frames queued."""
+        return (sum(len(targets) for _, targets in self._outbox)
+                + sum(c.queue.qsize() for c in self.clients))
+
     def publish_relayed(self, event: str, data: Any) -> int:
         """publish() for an event relayed from a peer gateway."""
         return self.publish(event, data, relayed=True)

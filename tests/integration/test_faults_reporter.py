@@ -14,7 +14,13 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from gateway.demo.robot import Robot
-from gateway.faults.reporter import ACK_TOPIC, REPORT_TOPIC, decode_ack, encode_reports
+from gateway.faults.reporter import (
+    ACK_TOPIC,
+    REPORT_TOPIC,
+    decode_ack,
+    decode_reports,
+    encode_reports,
+)
 from tests.conftest import free_port
 from tests.harness import Gateway, assert_error
 from tests.integration.test_faults_support import (
@@ -154,6 +160,40 @@ def test_reporter_fault_heals_and_clears(gw: Gateway, ros: RosSide) -> None:
     assert detail["x-vendor"]["status"] == "CLEARED"
     assert detail["item"]["status"]["confirmedDTC"] == "0"
     assert wait_until(lambda: rep.pending == 0, 10, "acks")
+
+
+def test_a_report_burst_travels_in_few_messages_and_lands_in_order(gw: Gateway,
+                                                                   ros: RosSide) -> None:
+    """500 reports in a tight loop: coalesced on the wire, each applied once, last one wins."""
+    node = ros.node("burster", "/perception")
+    wait_until(lambda: gw.get("/apps/burster").status == 200, 20, "burster app")
+    qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
+                     reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.VOLATILE)
+    sizes: list[int] = []  # reports per message of this reporter, as seen on the topic
+    lock = threading.Lock()
+    rep = ros.reporter(node, max_pending=5000)
+
+    def on_report(msg: Any) -> None:
+        if rep.reporter_id in msg.data:
+            with lock:
+                sizes.append(len(decode_reports(msg.data)[2]))  # type: ignore[index]
+
+    node.create_subscription(String, REPORT_TOPIC, on_report, qos)
+    wait_until(lambda: rep._pub.get_subscription_count() >= 2, 20, "gateway and listener")
+    before = gw.get("/health").json()["x-vendor-fault-manager"]
+    for i in range(500):
+        rep.report(f"BURST_{i % 5}", 2, f"m{i}")
+    assert wait_until(lambda: rep.pending == 0, 60, "every report acknowledged")
+    with lock:
+        assert sum(sizes) == 500 and len(sizes) <= 100, sizes
+    after = gw.get("/health").json()["x-vendor-fault-manager"]
+    assert after["reports_received"] - before["reports_received"] == 500
+    assert after["reports_duplicate"] == before["reports_duplicate"]
+    faults = faults_by_code(gw)
+    for k in range(5):  # each code's last description: the reports kept their order
+        assert faults[f"BURST_{k}"]["message"] == f"m{495 + k}"
+    assert gw.request("DELETE", "/apps/burster/faults").status == 204
 
 
 def test_fixing_lidar_parameters_heals_its_faults(gw: Gateway, ros: RosSide) -> None:
