@@ -23,8 +23,8 @@ def yield_cores(nice: int) -> None:
 
     With the kernel's session autogroups (`/proc/sys/kernel/sched_autogroup_enabled`), a
     process's nice value ranks it only within its session: against a gateway started in a
-    session of its own, a niced worker still competed with it at full weight. A session of its own whose
-    autogroup is niced makes the nice hold against every other session.
+    session of its own, a niced worker still competed with it at full weight. A session of
+    its own whose autogroup is niced makes the nice hold against every other session.
     """
     os.setsid()
     try:
