@@ -134,6 +134,31 @@ def test_slow_client_is_dropped_not_blocking() -> None:
     asyncio.run(scenario())
 
 
+def test_backlog_counts_queued_frames_and_clients_not_yet_reached(monkeypatch: Any) -> None:
+    from gateway.faults import stream as mod
+
+    monkeypatch.setattr(mod, "FANOUT_SLICE", 2)  # 5 clients: an event reaches 2 per step
+
+    async def scenario() -> None:
+        stream = FaultStream(SseSlots(8), keepalive_s=30.0)
+        clients = [mod._Client(asyncio.Queue(10)) for _ in range(5)]  # no transport: queued
+        stream.clients.update(clients)
+        assert stream.backlog() == 0
+        stream.publish("fault_confirmed", {"n": 1})
+        # more clients than one step serves: the event waits in the outbox for all five
+        assert all(c.queue.empty() for c in clients)
+        assert stream.backlog() == 5
+        await wait_until(lambda: all(c.queue.qsize() == 1 for c in clients))
+        assert stream.backlog() == 5  # reached everyone; one frame in each queue
+        for c in clients[:3]:
+            c.queue.get_nowait()
+        assert stream.backlog() == 2
+        stream.clients.difference_update(clients[3:])  # disconnected: nothing to deliver
+        assert stream.backlog() == 0
+
+    asyncio.run(scenario())
+
+
 def test_local_only_clients_get_no_relayed_events() -> None:
     async def scenario() -> None:
         slots = SseSlots(2)
