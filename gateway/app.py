@@ -198,7 +198,8 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
              len(state.cache.entities.apps))
     # operations, configurations, logs, status
     calls = ServiceCaller(bridge, s["operations.max_in_flight_per_service"],
-                          s["ros.service_replies"])
+                          s["ros.service_replies"], s["ros.service_client_idle_sec"])
+    state.extras.setdefault("health", {})["x-vendor-service-calls"] = calls.health
     state.extras.update(
         service_caller=calls, actions=ActionManager(bridge, calls.limiter),
         parameters=ParameterStore(calls, s["parameter_service_timeout_sec"],

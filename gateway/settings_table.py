@@ -319,6 +319,11 @@ SETTINGS: tuple[Setting, ...] = (
        "who takes service responses: loop (the event loop, woken through an eventfd by the "
        "middleware; falls back to the executor where rcl lacks the hook) or executor",
        choices=("loop", "executor")),
+    _s("ros.service_client_idle_sec", float, 120.0,
+       "close a service client no call used for this long (0: keep every client): each "
+       "response of a service reaches every client of it, so a kept client costs the gateway "
+       "CPU for other nodes' calls; the next call makes a new one, which waits for the match",
+       minimum=0.0, maximum=86400.0),
     _s("aggregation.cache.enabled", bool, False,
        "serve merged collection reads from peers' cached answers, dropped on their change "
        "events (fault stream relay, entity ETags, health)"),

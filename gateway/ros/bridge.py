@@ -236,6 +236,12 @@ class ClientCache:
             self._ready[key] = client
         return client
 
+    def discard(self, client: Any) -> None:
+        """Forget one client (closed by its owner): the next caller makes a new one."""
+        for key in [k for k, c in self._ready.items() if c is client]:
+            del self._ready[key]
+            self._clients.pop(key, None)
+
     def clear(self) -> None:
         """Forget every client (they are destroyed with the bridge's node)."""
         self._clients.clear()

@@ -115,6 +115,8 @@ class LoopClient:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.taken = 0
         self.dropped = 0  # late responses of forgotten calls
+        self.users = 0  # calls holding this client (ServiceCaller): not closed while > 0
+        self.last_used = time.monotonic()
         self.service_is_ready = SeenReady(self._impl.service_server_is_available, READY_HOLD_S)
         ret = hook.set_callback(self._impl.pointer, hook.eventfd_write, self._fd)
         if ret != _RCL_RET_OK:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -125,17 +126,57 @@ class ServiceCaller:
 
     With replies="loop" (and rcl's response hook available) a client's responses are taken on
     the event loop (ros/loop_client.py); otherwise the call node's executor takes them.
+
+    A loop client unused for `idle_close_s` (0: never) is closed: every response of its
+    service, whoever called, reaches each client's reader, so a client kept for one call would
+    cost the gateway CPU for every later call other nodes make (about 36 us each). The next
+    call makes a new client, which first waits for the server to match.
     """
 
     def __init__(self, bridge: RosBridge, max_in_flight: int = 8,
-                 replies: str = "loop") -> None:
+                 replies: str = "loop", idle_close_s: float = 0.0) -> None:
         self.bridge = bridge
         self.limiter = InFlightLimiter(max_in_flight)
         self._clients = ClientCache(bridge)
         self._hook = wakeup() if replies == "loop" else None
         self._loop_clients: list[LoopClient] = []
+        self.idle_close_s = idle_close_s
+        self._sweep_timer: asyncio.TimerHandle | None = None
         self.calls = 0
         self.timeouts = 0
+        self.closed_idle = 0
+        self.sweeps = 0
+
+    def health(self) -> dict[str, int]:
+        """The x-vendor-service-calls block of /health."""
+        return {"calls": self.calls, "timeouts": self.timeouts,
+                "loop_clients": len(self._loop_clients), "closed_idle": self.closed_idle}
+
+    def _schedule_sweep(self) -> None:
+        if self.idle_close_s > 0 and self._sweep_timer is None and self._loop_clients:
+            self._sweep_timer = asyncio.get_running_loop().call_later(
+                self.idle_close_s / 2, self._sweep)
+
+    def _sweep(self) -> None:
+        """Close the loop clients no call has used for idle_close_s."""
+        self._sweep_timer = None
+        self.sweeps += 1
+        now = time.monotonic()
+        keep: list[LoopClient] = []
+        for client in self._loop_clients:
+            if client.users or client.pending or now - client.last_used < self.idle_close_s:
+                keep.append(client)
+                continue
+            self._clients.discard(client)
+            try:
+                client.close()
+            except Exception:
+                log.debug("closing the idle client of %s", client.name, exc_info=True)
+            self.closed_idle += 1
+            log.debug("service client of %s closed after %g s unused", client.name,
+                      self.idle_close_s)
+        self._loop_clients = keep
+        self._schedule_sweep()
 
     async def client(self, name: str, type_name: str) -> Any:
         """The cached client of a service, created on first use (off the loop)."""
@@ -143,6 +184,7 @@ class ServiceCaller:
                                          f"creating a client for {name}")
         if type(client) is LoopClient:
             client.attach(asyncio.get_running_loop())
+            self._schedule_sweep()
         return client
 
     def _create_client(self, node: Any, cls: Any, name: str) -> Any:
@@ -175,13 +217,24 @@ class ServiceCaller:
 
     async def _call(self, name: str, type_name: str, request: Any, timeout: float,
                     deadline: float) -> Any:
-        loop = asyncio.get_running_loop()
         try:
             client = self._clients.ready(name, type_name) or await self.client(name, type_name)
         except CallError:
             raise
         except Exception as exc:
             raise CallFailed(f"cannot create a client for {name}: {exc}") from exc
+        if type(client) is LoopClient:
+            client.users += 1  # not closed as idle while this call holds it
+            client.last_used = time.monotonic()
+            try:
+                return await self._call_with(client, name, request, timeout, deadline)
+            finally:
+                client.users -= 1
+        return await self._call_with(client, name, request, timeout, deadline)
+
+    async def _call_with(self, client: Any, name: str, request: Any, timeout: float,
+                         deadline: float) -> Any:
+        loop = asyncio.get_running_loop()
         if not client.service_is_ready():
             ready_by = min(deadline, loop.time() + READY_WAIT_S)
             if not await wait_until(client.service_is_ready, ready_by):
@@ -232,6 +285,9 @@ class ServiceCaller:
 
     def close(self) -> None:
         """Destroy the loop clients, forget the others (destroyed with the bridge's node)."""
+        if self._sweep_timer is not None:
+            self._sweep_timer.cancel()
+            self._sweep_timer = None
         for client in self._loop_clients:
             try:
                 client.close()

@@ -165,3 +165,42 @@ async def _eventually(predicate: Any, budget_s: float = 20.0) -> bool:
 def test_calls_answer_and_a_timed_out_call_leaves_nothing_pending(
         domain: int, server: Server, executor: str, replies: str) -> None:
     _scenario(domain, server, executor, replies)
+
+
+def test_an_idle_client_is_closed_and_made_again_on_the_next_call(domain: int,
+                                                                   server: Server) -> None:
+    """ros.service_client_idle_sec: an unused loop client goes; one in use stays."""
+    async def run() -> None:
+        from std_srvs.srv import Trigger
+
+        bridge = RosBridge("replies_idle", domain, executor="events")
+        bridge.start(asyncio.get_running_loop())
+        caller = ServiceCaller(bridge, max_in_flight=4, replies="loop", idle_close_s=0.3)
+        try:
+            assert (await _first_call(caller, Trigger.Request())).success
+            first = caller._clients.ready(SERVICE, TYPE)
+            assert isinstance(first, LoopClient)
+            assert await _eventually(lambda: caller.closed_idle == 1)
+            assert caller._clients.ready(SERVICE, TYPE) is None
+            assert caller.health()["loop_clients"] == 0
+            # the next call makes a new client (and waits for it to match the server)
+            assert (await _first_call(caller, Trigger.Request())).success
+            second = caller._clients.ready(SERVICE, TYPE)
+            assert isinstance(second, LoopClient) and second is not first
+            # a call that waits for its answer keeps its client, however long it waits
+            server.held.set()
+            waiting = asyncio.ensure_future(caller.call(SERVICE, TYPE, Trigger.Request(), 20.0))
+            assert await _eventually(lambda: bool(second.pending))
+            swept = caller.sweeps
+            assert await _eventually(lambda: caller.sweeps >= swept + 3)  # idle periods pass
+            assert caller.closed_idle == 1 and caller._clients.ready(SERVICE, TYPE) is second
+            server.gate.set()
+            assert (await waiting).success
+            assert await _eventually(lambda: caller.closed_idle == 2)
+        finally:
+            server.held.clear()
+            server.gate.clear()
+            caller.close()
+            bridge.close()
+
+    asyncio.run(run())
