@@ -223,44 +223,42 @@ class ServiceCaller:
             raise
         except Exception as exc:
             raise CallFailed(f"cannot create a client for {name}: {exc}") from exc
-        if type(client) is LoopClient:
+        loop_client = type(client) is LoopClient
+        if loop_client:
             client.users += 1  # not closed as idle while this call holds it
             client.last_used = time.monotonic()
+        try:
+            loop = asyncio.get_running_loop()
+            if not client.service_is_ready():
+                ready_by = min(deadline, loop.time() + READY_WAIT_S)
+                if not await wait_until(client.service_is_ready, ready_by):
+                    if loop.time() >= deadline:
+                        raise CallTimeout(f"service {name} did not answer within {timeout:g} s",
+                                          timeout)
+                    raise NotAvailable(f"service {name} is not available on the ROS graph")
+            if loop.time() >= deadline:  # spent already: an answer taken first must not count
+                raise CallTimeout(f"service {name} did not answer within {timeout:g} s",
+                                  timeout)
+            if loop_client:
+                try:
+                    seq, afut = client.send(request)
+                except Exception as exc:
+                    raise CallFailed(f"calling {name} failed: {exc}") from exc
+                self.calls += 1
+                return await _answer(afut, client.forget, seq, name, timeout, deadline)
+            hub = self.bridge.replies
+            if hub is None or not supports_slots(client):
+                return await self._call_future(client, name, request, timeout, deadline)
             try:
-                return await self._call_with(client, name, request, timeout, deadline)
-            finally:
-                client.users -= 1
-        return await self._call_with(client, name, request, timeout, deadline)
-
-    async def _call_with(self, client: Any, name: str, request: Any, timeout: float,
-                         deadline: float) -> Any:
-        loop = asyncio.get_running_loop()
-        if not client.service_is_ready():
-            ready_by = min(deadline, loop.time() + READY_WAIT_S)
-            if not await wait_until(client.service_is_ready, ready_by):
-                if loop.time() >= deadline:
-                    raise CallTimeout(f"service {name} did not answer within {timeout:g} s",
-                                      timeout)
-                raise NotAvailable(f"service {name} is not available on the ROS graph")
-        if loop.time() >= deadline:  # spent already: an answer taken first must not count
-            raise CallTimeout(f"service {name} did not answer within {timeout:g} s", timeout)
-        if type(client) is LoopClient:
-            try:
-                seq, afut = client.send(request)
+                reply = send(client, request, hub)
             except Exception as exc:
                 raise CallFailed(f"calling {name} failed: {exc}") from exc
             self.calls += 1
-            return await _answer(afut, client.forget, seq, name, timeout, deadline)
-        hub = self.bridge.replies
-        if hub is None or not supports_slots(client):
-            return await self._call_future(client, name, request, timeout, deadline)
-        try:
-            reply = send(client, request, hub)
-        except Exception as exc:
-            raise CallFailed(f"calling {name} failed: {exc}") from exc
-        self.calls += 1
-        return await _answer(reply.afut, lambda r: forget(client, r), reply, name, timeout,
-                             deadline)
+            return await _answer(reply.afut, lambda r: forget(client, r), reply, name,
+                                 timeout, deadline)
+        finally:
+            if loop_client:
+                client.users -= 1
 
     async def _call_future(self, client: Any, name: str, request: Any, timeout: float,
                            deadline: float) -> Any:
