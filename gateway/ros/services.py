@@ -162,11 +162,11 @@ class ServiceCaller:
         self._sweep_timer = None
         self.sweeps += 1
         now = time.monotonic()
-        keep: list[LoopClient] = []
-        for client in self._loop_clients:
+        # list() and remove(): a client made meanwhile is appended by a graph pool thread
+        for client in list(self._loop_clients):
             if client.users or client.pending or now - client.last_used < self.idle_close_s:
-                keep.append(client)
                 continue
+            self._loop_clients.remove(client)
             self._clients.discard(client)
             try:
                 client.close()
@@ -175,7 +175,6 @@ class ServiceCaller:
             self.closed_idle += 1
             log.debug("service client of %s closed after %g s unused", client.name,
                       self.idle_close_s)
-        self._loop_clients = keep
         self._schedule_sweep()
 
     async def client(self, name: str, type_name: str) -> Any:
