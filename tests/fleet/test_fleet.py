@@ -498,8 +498,11 @@ def test_a_peer_stopped_mid_request_then_resumed(fleet: Fleet) -> None:
     wait_until(lambda: _statuses(fleet)["robot3"] == "online", 15, "robot3 online again")
     # Back online: nothing of robot3 is served unavailable, fan-outs are whole again. (Its own
     # ROS graph may take a while to come back: the nodes' 3 s DDS lease ran out meanwhile.)
-    apps = by_id(fleet.get("/apps").json())
-    assert all(apps[a]["x-vendor"].get("available", True) for a in ROBOT3_APPS if a in apps)
+    # The peer's status turns online first; its entities follow with the primary's next pull.
+    def robot3_available() -> bool:
+        apps = by_id(fleet.get("/apps").json())
+        return all(apps[a]["x-vendor"].get("available", True) for a in ROBOT3_APPS if a in apps)
+    wait_until(robot3_available, 30, "robot3's apps served available again")
     assert "partial" not in fleet.get(f"{comp}/data").json()["x-vendor"]
     versions = fleet.get("/version-info").json()["items"]
     assert "robot3" in {i.get("x-vendor", {}).get("peer") for i in versions}
