@@ -225,9 +225,7 @@ class FaultReporter:
                 return
             self._outbox.append(entry)
             if len(self._outbox) >= BATCH_MAX:
-                batch, self._outbox = self._outbox, []
-                self._last_send = now
-                self._send(batch)
+                self._send_outbox()
                 return
             if self._flusher is None:
                 self._flusher = threading.Thread(target=self._flush_loop, daemon=True,
@@ -247,9 +245,14 @@ class FaultReporter:
                 if delay > 0:
                     self._send_cv.wait(delay)
                     continue
-                batch, self._outbox = self._outbox, []
-                self._last_send = time.monotonic()
-                self._send(batch)
+                self._send_outbox()
+
+    def _send_outbox(self) -> None:
+        """Publish the waiting reports as one message (the caller holds `_send_cv`)."""
+        batch, self._outbox = self._outbox, []
+        self._last_send = time.monotonic()
+        if batch:
+            self._send(batch)
 
     def _send(self, entries: list[dict[str, Any]]) -> None:
         try:
@@ -283,9 +286,7 @@ class FaultReporter:
         """Release the publisher, subscription and timer (unacknowledged reports are lost)."""
         with self._send_cv:
             self._closed = True
-            batch, self._outbox = self._outbox, []
-            if batch:  # published before the publisher goes
-                self._send(batch)
+            self._send_outbox()  # what waits goes before the publisher
             self._send_cv.notify()
         if self._flusher is not None:
             self._flusher.join(timeout=5.0)
