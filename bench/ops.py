@@ -10,6 +10,11 @@ gateway >= 0.8 of direct). CPU per call of the gateway process and of each direc
 outstanding. The gateway's executor is the setting ros.executor; who takes its service
 responses (the event loop or that executor) the setting ros.service_replies.
 
+Each side is alone on the service during its runs: every response of a service reaches each of
+its clients (rmw filters at take), and an idle client's process pays for the other side's calls
+on the same two cores. So a direct client is made per run, and the gateway closes its client
+between rounds (ros.service_client_idle_sec=1 here; the bench waits for /health to show it).
+
     .venv/bin/python bench/ops.py       # ROS domain $DIAG_BENCH_DOMAIN (default 98)
     .venv/bin/python bench/ops.py ros.service_replies=executor   # gateway settings (key=value)
 """
@@ -45,6 +50,9 @@ IN_FLIGHT = 8
 # The direct baselines: executor kind -> label (the faster of them is a round's baseline).
 DIRECT = {"single": "SingleThreadedExecutor", "events": "EventsExecutor"}
 HUNG = 20
+# The gateway closes its service client this long after a round, so neither side's idle client
+# sees the other side's responses (each costs its process CPU on the shared cores).
+CLIENT_IDLE_S = 1.0
 HANG_TIMEOUT_S = 10.0
 # The lidar's Trigger service: its server does not log per call, so the gateway's own cost shows.
 SERVICE = "/perception/lidar/calibrate"
@@ -60,7 +68,12 @@ def gateway_calls(gw: Gateway, seconds: float, script: str) -> WrkResult:
 
 
 class DirectClient:
-    """A plain rclpy client keeping IN_FLIGHT calls outstanding (the baseline)."""
+    """A plain rclpy client keeping IN_FLIGHT calls outstanding (the baseline).
+
+    Its service client is made for each run and destroyed after it: every response of a
+    service reaches each client of it (rmw filters at take), so a client left open between its
+    runs would spend this process's CPU on the other side's calls, on the same two cores.
+    """
 
     def __init__(self, executor: str) -> None:
         import rclpy
@@ -72,7 +85,7 @@ class DirectClient:
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=DOMAIN)
         self.node = rclpy.create_node(f"_bench_direct_{executor}", context=self.context)
-        self.client = self.node.create_client(Trigger, SERVICE)
+        self.srv_type = Trigger
         self.request = Trigger.Request()
         self.executor = (EventsExecutor if executor == "events"
                          else SingleThreadedExecutor)(context=self.context)
@@ -86,9 +99,17 @@ class DirectClient:
             self.executor.spin_once(timeout_sec=0.05)
 
     def run(self, seconds: float) -> LoadResult:
-        """Calls/s with IN_FLIGHT outstanding for `seconds`."""
-        while not self.client.service_is_ready():
-            time.sleep(0.05)
+        """Calls/s with IN_FLIGHT outstanding for `seconds` (a new client, destroyed after)."""
+        self.client = self.node.create_client(self.srv_type, SERVICE)
+        try:
+            while not self.client.service_is_ready():
+                time.sleep(0.05)
+            self.first_answer()
+            return self._run(seconds)
+        finally:
+            self.node.destroy_client(self.client)
+
+    def _run(self, seconds: float) -> LoadResult:
         lat: list[float] = []
         counts = [0, 0]
         done = threading.Event()
@@ -120,6 +141,18 @@ class DirectClient:
         done.wait(seconds + 10.0)
         self.cpu_us_per_call = (cpu_s(os.getpid()) - cpu0) * 1e6 / max(1, counts[0])
         return LoadResult(counts[0], counts[1], time.perf_counter() - t0, lat)
+
+    def first_answer(self, tries: int = 20) -> None:
+        """Call until an answer arrives: a server can see the client before its answers can
+        reach it, and an answer sent before then is lost (that call would never finish)."""
+        for _ in range(tries):
+            answered = threading.Event()
+            fut = self.client.call_async(self.request)
+            fut.add_done_callback(lambda _f, event=answered: event.set())
+            if answered.wait(0.5):
+                return
+            self.client.remove_pending_request(fut)
+        raise RuntimeError(f"{SERVICE} did not answer {tries} calls")
 
     def close(self) -> None:
         """Stop spinning and shut the context down."""
@@ -161,10 +194,11 @@ def main() -> None:
     wrk_path()
     settings = [f"parameter_service_timeout_sec={HANG_TIMEOUT_S}",
                 "parameter_negative_cache_sec=0", f"service_call_timeout_sec={HANG_TIMEOUT_S}",
-                *sys.argv[1:]]
+                f"ros.service_client_idle_sec={CLIENT_IDLE_S}", *sys.argv[1:]]
     loaded = load_settings(None, settings)
     executor = loaded.get("ros.executor", "single")
     replies = loaded.get("ros.service_replies", "executor")
+    idle_s = float(loaded.get("ros.service_client_idle_sec", CLIENT_IDLE_S))
     with tempfile.TemporaryDirectory() as tmp, \
             Robot.start(DOMAIN, nodes=("lidar_sensor", "unresponsive_param")), \
             Gateway(free_port(), DOMAIN, [*settings, f"state_dir={tmp}/state"]) as gw:
@@ -172,6 +206,8 @@ def main() -> None:
         Path(script).write_text(POST_LUA)
         gw.wait_for("/apps", lambda b: {"lidar_sensor", "unresponsive_param"}
                     <= {i["id"] for i in b["items"]}, timeout=20)
+        assert gw.proc is not None
+        gw_pid = gw.proc.pid
         clients = {kind: DirectClient(kind) for kind in DIRECT}
         try:
             gateway_calls(gw, 1.0, script)  # warm-up
@@ -179,10 +215,17 @@ def main() -> None:
                 client.run(1.0)
             gws: list[WrkResult] = []
             directs: dict[str, list[tuple[LoadResult, float]]] = {k: [] for k in DIRECT}
+            bystander: list[float] = []  # the gateway's CPU per direct call
             for _ in range(ROUNDS):
+                gw.request("POST", CALL_PATH.removeprefix("/api/v1"), {})  # client matched
                 gws.append(gateway_calls(gw, SECONDS, script))
                 for kind, client in clients.items():
-                    directs[kind].append((client.run(SECONDS), client.cpu_us_per_call))
+                    gw.wait_for("/health", lambda b: b["x-vendor-service-calls"]
+                                ["loop_clients"] == 0 or idle_s <= 0, timeout=10 + idle_s)
+                    gw_cpu0 = cpu_s(gw_pid)
+                    direct = client.run(SECONDS)
+                    bystander.append((cpu_s(gw_pid) - gw_cpu0) * 1e6 / max(1, direct.requests))
+                    directs[kind].append((direct, client.cpu_us_per_call))
         finally:
             for client in clients.values():
                 client.close()
@@ -203,11 +246,17 @@ def main() -> None:
               f"{statistics.median(d.rps for d, _ in runs):8.0f} calls/s, p50 "
               f"{statistics.median(d.pct(50) for d, _ in runs):.2f} ms, CPU "
               f"{statistics.median(c for _, c in runs):.0f} us/call")
+    print(f"gateway CPU during the direct rounds (its client closed after "
+          f"ros.service_client_idle_sec={idle_s:g}): {statistics.median(bystander):.0f} us "
+          f"per direct call")
     for kind in DIRECT:
         per = [g.rps / d.rps for g, (d, _) in zip(gws, directs[kind], strict=True)]
         cpu = [c / g.cpu_us_per_req for g, (_, c) in zip(gws, directs[kind], strict=True)]
         print(f"vs {DIRECT[kind]}: calls/s ratio {spread(per)}; CPU per call direct/gateway "
               f"{spread(cpu)}")
+    for r in range(ROUNDS):
+        print(f"round {r + 1}: gateway {gws[r].rps:.0f}, " + ", ".join(
+            f"{kind} {directs[kind][r][0].rps:.0f}" for kind in DIRECT) + " calls/s")
     verdict = "met" if statistics.median(ratios) >= TARGET else "NOT met"
     print(f"ratio gateway / faster direct client, calls/s: {spread(ratios)}; target >= "
           f"{TARGET:g}: {verdict}")
