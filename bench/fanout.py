@@ -155,6 +155,7 @@ def compare(n: int, peers: list[Gateway], logs: Path, path: str, seconds: float)
                     live_s += time.monotonic() - t0
         idle = robots_cpu_ms_per_s(peers[:n], live, "/api/v1/health")
         polled = robots_cpu_ms_per_s(peers[:n], cached, path)
+        cache_stats = cached.get("/health").json().get("x-vendor-read-cache", {})
     finally:
         live.stop()
         cached.stop()
@@ -191,6 +192,7 @@ def compare(n: int, peers: list[Gateway], logs: Path, path: str, seconds: float)
               f"ms: {'met' if p50['live'] <= P50_AT_32_TARGET_MS else 'NOT met'}")
     print(f"  robots' CPU, all {n} summed: {idle:.1f} ms/s with no dashboard; {polled:.1f} ms/s "
           f"with a dashboard polling the cached primary every 1 s")
+    print(f"  cached primary's read cache: {cache_stats}")
 
 
 def hung_read(n: int, peers: list[Gateway], logs: Path, path: str, seconds: float) -> None:
