@@ -317,7 +317,7 @@ def test_a_fan_out_step_stops_at_its_time_budget_and_resumes_in_order() -> None:
         stream = FaultStream(SseSlots(64), 30.0)
         clients = [mod._Client(transport=_Transport()) for _ in range(20)]
         # past the budget already: each step still serves 8 clients, then yields
-        served = stream._deliver(b"x", clients, until=0.0)
+        served = stream._deliver(b"x", mod.chunk(b"x"), clients, 0, until=0.0)
         assert served == 8
         stream.clients.update(clients)
         stream.publish("fault_confirmed", {"n": 1})
@@ -356,5 +356,39 @@ def test_direct_writes_over_tls(tmp_path: Any) -> None:
                 assert [i for i, _, _ in await read_events(resp, 3)] == [1, 2, 3]
         finally:
             await runner.cleanup()
+
+    asyncio.run(scenario())
+
+
+def test_events_published_before_a_slice_goes_out_reach_each_client_in_one_write(
+        monkeypatch: Any) -> None:
+    from gateway.faults import stream as mod
+
+    monkeypatch.setattr(mod, "FANOUT_SLICE", 2)  # 5 clients: an event goes out in 3 steps
+
+    async def scenario() -> None:
+        stream = FaultStream(SseSlots(8), 30.0)
+        clients = [mod._Client(transport=_Transport()) for _ in range(4)]
+        queued = mod._Client(asyncio.Queue(10))  # no transport: its frames are queued
+        stream.clients.update([*clients, queued])
+        stream.publish("fault_confirmed", {"n": 1})
+        stream.publish_many([("fault_updated", {"n": 2}), ("fault_updated", {"n": 3})])
+        assert len(stream._outbox) == 1  # joined: none of it has gone out yet
+        assert stream.backlog() == 3 * 5  # three events owed to five clients
+        await asyncio.sleep(0)  # the first slice goes out: no more frames join it
+        stream.publish("fault_cleared", {"n": 4})
+        assert len(stream._outbox) == 2
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not stream._outbox and stream.backlog() == 2  # the queued client's two chunks
+        for c in clients:
+            assert len(c.transport.written) == 2
+            ids = [line for w in c.transport.written for line in w.split(b"\n")
+                   if line.startswith(b"id: ")]
+            assert ids == [b"id: 1", b"id: 2", b"id: 3", b"id: 4"]
+        assert queued.queue.get_nowait() == b"".join(
+            frame(i, e, {"n": i}) for i, e in ((1, "fault_confirmed"), (2, "fault_updated"),
+                                               (3, "fault_updated")))
+        assert queued.queue.get_nowait() == frame(4, "fault_cleared", {"n": 4})
 
     asyncio.run(scenario())
