@@ -29,6 +29,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -70,44 +71,56 @@ def gateway_calls(gw: Gateway, seconds: float, script: str) -> WrkResult:
 class DirectClient:
     """A plain rclpy client keeping IN_FLIGHT calls outstanding (the baseline).
 
-    Its service client is made for each run and destroyed after it: every response of a
-    service reaches each client of it (rmw filters at take), so a client left open between its
-    runs would spend this process's CPU on the other side's calls, on the same two cores.
+    Its node, service client and executor are made for each run and destroyed after it: every
+    response of a service reaches each client of it (rmw filters at take), so a client left
+    open between its runs would spend this process's CPU on the other side's calls, on the
+    same two cores. The EventsExecutor client stalls here in some runs (calls answered only
+    seconds later: see the per-round max latency); the SingleThreadedExecutor's does not, and
+    a round's baseline is the faster of the two.
     """
 
     def __init__(self, executor: str) -> None:
         import rclpy
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.experimental import EventsExecutor
         from std_srvs.srv import Trigger
 
         self.rclpy = rclpy
+        self.kind = executor
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=DOMAIN)
-        self.node = rclpy.create_node(f"_bench_direct_{executor}", context=self.context)
         self.srv_type = Trigger
         self.request = Trigger.Request()
-        self.executor = (EventsExecutor if executor == "events"
-                         else SingleThreadedExecutor)(context=self.context)
-        self.executor.add_node(self.node)
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.running = True
-        self.thread.start()
+        self.runs = 0
 
-    def _spin(self) -> None:
-        while self.running and self.context.ok():
-            self.executor.spin_once(timeout_sec=0.05)
+    def _spin(self, executor: Any, running: threading.Event) -> None:
+        while running.is_set() and self.context.ok():
+            executor.spin_once(timeout_sec=0.05)
 
     def run(self, seconds: float) -> LoadResult:
-        """Calls/s with IN_FLIGHT outstanding for `seconds` (a new client, destroyed after)."""
-        self.client = self.node.create_client(self.srv_type, SERVICE)
+        """Calls/s with IN_FLIGHT outstanding for `seconds` (a new node, client and executor)."""
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.experimental import EventsExecutor
+
+        self.runs += 1
+        node = self.rclpy.create_node(f"_bench_direct_{self.kind}_{self.runs}",
+                                      context=self.context)
+        self.client = node.create_client(self.srv_type, SERVICE)
+        executor = (EventsExecutor if self.kind == "events"
+                    else SingleThreadedExecutor)(context=self.context)
+        executor.add_node(node)
+        running = threading.Event()
+        running.set()
+        thread = threading.Thread(target=self._spin, args=(executor, running), daemon=True)
+        thread.start()
         try:
             while not self.client.service_is_ready():
                 time.sleep(0.05)
             self.first_answer()
             return self._run(seconds)
         finally:
-            self.node.destroy_client(self.client)
+            running.clear()
+            thread.join(2.0)
+            executor.shutdown()
+            node.destroy_node()
 
     def _run(self, seconds: float) -> LoadResult:
         lat: list[float] = []
@@ -155,11 +168,7 @@ class DirectClient:
         raise RuntimeError(f"{SERVICE} did not answer {tries} calls")
 
     def close(self) -> None:
-        """Stop spinning and shut the context down."""
-        self.running = False
-        self.thread.join(2.0)
-        self.executor.shutdown()
-        self.node.destroy_node()
+        """Shut the context down."""
         self.rclpy.try_shutdown(context=self.context)
 
 
@@ -256,7 +265,7 @@ def main() -> None:
               f"{spread(cpu)}")
     for r in range(ROUNDS):
         print(f"round {r + 1}: gateway {gws[r].rps:.0f}, " + ", ".join(
-            f"{kind} {directs[kind][r][0].rps:.0f}" for kind in DIRECT) + " calls/s")
+            f"{kind} {directs[kind][r][0].rps:.0f} (max {max(directs[kind][r][0].latencies_ms):.0f} ms)" for kind in DIRECT) + " calls/s")
     verdict = "met" if statistics.median(ratios) >= TARGET else "NOT met"
     print(f"ratio gateway / faster direct client, calls/s: {spread(ratios)}; target >= "
           f"{TARGET:g}: {verdict}")
