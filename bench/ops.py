@@ -264,8 +264,9 @@ def main() -> None:
         print(f"vs {DIRECT[kind]}: calls/s ratio {spread(per)}; CPU per call direct/gateway "
               f"{spread(cpu)}")
     for r in range(ROUNDS):
-        print(f"round {r + 1}: gateway {gws[r].rps:.0f}, " + ", ".join(
-            f"{kind} {directs[kind][r][0].rps:.0f} (max {max(directs[kind][r][0].latencies_ms):.0f} ms)" for kind in DIRECT) + " calls/s")
+        sides = ", ".join(f"{kind} {d.rps:.0f} (max {max(d.latencies_ms):.0f} ms)"
+                          for kind in DIRECT for d in (directs[kind][r][0],))
+        print(f"round {r + 1}: gateway {gws[r].rps:.0f}, {sides} calls/s")
     verdict = "met" if statistics.median(ratios) >= TARGET else "NOT met"
     print(f"ratio gateway / faster direct client, calls/s: {spread(ratios)}; target >= "
           f"{TARGET:g}: {verdict}")

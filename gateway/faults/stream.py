@@ -110,12 +110,12 @@ class _Pending:
         self.raw: bytes | None = None  # the frames joined, once the first slice goes out
         self.framed = b""  # and as one HTTP chunk
 
-    def seal(self) -> bytes:
-        """The frames joined (the first slice goes out: no frame joins any more)."""
+    def seal(self) -> tuple[bytes, bytes]:
+        """The frames joined, and as one chunk (the first slice goes out: no more joins)."""
         if self.raw is None:
             self.raw = b"".join(self.frames)
             self.framed = chunk(self.raw)
-        return self.raw
+        return self.raw, self.framed
 
 
 class FaultStream:
@@ -208,8 +208,9 @@ class FaultStream:
 
     def _pump(self) -> None:
         pending = self._outbox[0]
-        pending.done = self._deliver(pending.seal(), pending.framed, pending.targets,
-                                     pending.done, time.perf_counter() + FANOUT_BUDGET_S)
+        raw, framed = pending.seal()
+        pending.done = self._deliver(raw, framed, pending.targets, pending.done,
+                                     time.perf_counter() + FANOUT_BUDGET_S)
         if pending.done >= len(pending.targets):
             self._outbox.popleft()
         if self._outbox:
