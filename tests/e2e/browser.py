@@ -93,6 +93,21 @@ class Browser:
 
         return self.wait(press, what or selector, timeout)
 
+    def text_of(self, selector: str, what: str | None = None, timeout: float = WAIT_S) -> str:
+        """The (non-empty) text of a visible element, found again if the page redrew it."""
+        from selenium.webdriver.common.by import By
+
+        def read(d: Any) -> Any:
+            for el in d.find_elements(By.CSS_SELECTOR, selector):
+                try:
+                    if el.is_displayed() and el.text:
+                        return el.text
+                except Exception:  # stale while the page redraws (a live value)
+                    continue
+            return False
+
+        return str(self.wait(read, what or selector, timeout))
+
     def text_in(self, selector: str, text: str, timeout: float = WAIT_S) -> Any:
         """Wait for an element matching selector whose text contains text."""
         from selenium.webdriver.common.by import By
