@@ -32,17 +32,31 @@ class CyclicSampler:
         self._snapshots: dict[tuple[str, str, str], tuple[float, list[Any]]] = {}
         self._refreshing: dict[tuple[str, str, str], asyncio.Task[None]] = {}
         self._off = self.state.events.subscribe([CONFIGURATIONS], self._on_config)
+        self._wanted: dict[str, asyncio.Event] = {}
 
     def start(self) -> list[asyncio.Task[None]]:
         """One task per interval class."""
+        self._wanted = {name: asyncio.Event() for name in INTERVALS}
         return [asyncio.ensure_future(self._run(name, period))
                 for name, period in INTERVALS.items()]
 
+    def want(self, interval: str) -> None:
+        """A subscription of this interval class exists: its timer runs."""
+        wanted = self._wanted.get(interval)
+        if wanted is not None:
+            wanted.set()
+
     async def _run(self, name: str, period: float) -> None:
         loop = asyncio.get_running_loop()
+        wanted = self._wanted[name]
         due = loop.time()
         try:
             while True:
+                # No subscription of this class: no timer either (an idle gateway sleeps).
+                if not any(s.interval == name for s in self.engine.subscriptions.values()):
+                    wanted.clear()
+                    await wanted.wait()
+                    due = loop.time()
                 due += period
                 delay = due - loop.time()
                 if delay < 0:  # behind (a busy loop): skip the missed ticks, keep the phase

@@ -71,6 +71,7 @@ class PushEngine:
         # trigger id -> (ended trigger, until when its undelivered events are kept)
         self.parked: dict[str, tuple[Trigger, float]] = {}
         self.links: Any = None  # federation.push_links.PeerLinks on a primary
+        self.sampler: Any = None  # cyclic.CyclicSampler, made by start()
         self.fired = 0
         self.evaluated = 0
         self.orphaned = 0
@@ -142,10 +143,15 @@ class PushEngine:
                            now + spec.duration, client_id)
         sub.channel = Channel(self.hub)
         self.subscriptions[sub.id] = sub
+        self._want_ticks(sub.interval)
         self.orphans.saw((sub.entity_type, sub.entity_id))
         if spec.ref.collection == "data":
             self.topics.want(sub, sub.entity_type, sub.entity_id, spec.ref.path, events=False)
         return sub
+
+    def _want_ticks(self, interval: str) -> None:
+        if self.sampler is not None:  # None before start()
+            self.sampler.want(interval)
 
     def subscriptions_of(self, entity_type: str, entity_id: str) -> list[Subscription]:
         """Subscriptions created on an entity."""
@@ -167,6 +173,7 @@ class PushEngine:
         """PUT: a new interval and/or duration (a duration restarts the expiry from now)."""
         if interval is not None:
             sub.interval = interval
+            self._want_ticks(interval)
         if duration is not None:
             sub.duration = duration
             sub.expires_at = now + duration

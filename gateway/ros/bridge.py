@@ -21,6 +21,9 @@ from .replies import ReplyHub
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# An idle executor thread wakes this often. New and destroyed entities and shutdown wake it at
+# once (rclpy triggers the executor's guard condition), so this only bounds a missed wake.
+SPIN_WAKE_S = 1.0
 
 
 class RosBridge:
@@ -92,7 +95,7 @@ class RosBridge:
         executor = executor or self.executor
         try:
             while self.context.ok() and not self._closed:
-                executor.spin_once(timeout_sec=0.1)
+                executor.spin_once(timeout_sec=SPIN_WAKE_S)
         except (ExternalShutdownException, rclpy.executors.ShutdownException):
             pass
         except Exception:  # the executor must never die silently
