@@ -172,23 +172,34 @@ def test_a_report_burst_travels_in_few_messages_and_lands_in_order(gw: Gateway,
                      durability=DurabilityPolicy.VOLATILE)
     sizes: list[int] = []  # reports per message of this reporter, as seen on the topic
     lock = threading.Lock()
-    rep = ros.reporter(node, max_pending=5000)
+    # Retries are tested elsewhere: a resend here (an ack later than the tests' 0.3 s retry
+    # interval on a busy machine) would be counted as traffic of the burst.
+    rep = ros.reporter(node, max_pending=5000, retry_interval_sec=30.0)
 
     def on_report(msg: Any) -> None:
         if rep.reporter_id in msg.data:
             with lock:
-                sizes.append(len(decode_reports(msg.data)[2]))  # type: ignore[index]
+                burst = [r for r in decode_reports(msg.data)[2]  # type: ignore[index]
+                         if r["code"] != "BURST_WARMUP"]
+                if burst:
+                    sizes.append(len(burst))
 
     node.create_subscription(String, REPORT_TOPIC, on_report, qos)
     wait_until(lambda: rep._pub.get_subscription_count() >= 2, 20, "gateway and listener")
+    # One acknowledged report first: an ack sent before the gateway's ack writer has matched
+    # this reporter is lost, and the burst's reports would come again.
+    rep.report("BURST_WARMUP", 2, "warm-up")
+    assert wait_until(lambda: rep.pending == 0, 60, "the warm-up report acknowledged")
     before = gw.get("/health").json()["x-vendor-fault-manager"]
     for i in range(500):
         rep.report(f"BURST_{i % 5}", 2, f"m{i}")
     assert wait_until(lambda: rep.pending == 0, 60, "every report acknowledged")
+    wait_until(lambda: sum(sizes) >= 500, 20, "the listener has every message")
     with lock:
         assert sum(sizes) == 500 and len(sizes) <= 100, sizes
     after = gw.get("/health").json()["x-vendor-fault-manager"]
-    assert after["reports_received"] - before["reports_received"] == 500
+    # Other nodes of this module report too: at least ours arrived, none of them twice.
+    assert after["reports_received"] - before["reports_received"] >= 500
     assert after["reports_duplicate"] == before["reports_duplicate"]
     faults = faults_by_code(gw)
     for k in range(5):  # each code's last description: the reports kept their order
