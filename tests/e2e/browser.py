@@ -56,10 +56,15 @@ class Browser:
         self.driver.get(url)
 
     def wait(self, condition: Callable[[Any], Any], what: str, timeout: float = WAIT_S) -> Any:
-        """Wait for a condition on the driver; the message names what was awaited."""
+        """Wait for a condition on the driver; the message names what was awaited.
+
+        A condition that reads an element the page redrew meanwhile (a live table) is asked
+        again, not failed."""
+        from selenium.common.exceptions import StaleElementReferenceException
         from selenium.webdriver.support.ui import WebDriverWait
 
-        return WebDriverWait(self.driver, timeout, poll_frequency=0.2).until(
+        return WebDriverWait(self.driver, timeout, poll_frequency=0.2,
+                             ignored_exceptions=(StaleElementReferenceException,)).until(
             condition, message=f"timed out waiting for {what}")
 
     def css(self, selector: str, what: str | None = None, timeout: float = WAIT_S) -> Any:
