@@ -264,8 +264,9 @@ def main() -> None:
         print(f"vs {DIRECT[kind]}: calls/s ratio {spread(per)}; CPU per call direct/gateway "
               f"{spread(cpu)}")
     for r in range(ROUNDS):
+        runs = {kind: directs[kind][r][0] for kind in DIRECT}
         sides = ", ".join(f"{kind} {d.rps:.0f} (max {max(d.latencies_ms):.0f} ms)"
-                          for kind in DIRECT for d in (directs[kind][r][0],))
+                          for kind, d in runs.items())
         print(f"round {r + 1}: gateway {gws[r].rps:.0f}, {sides} calls/s")
     verdict = "met" if statistics.median(ratios) >= TARGET else "NOT met"
     print(f"ratio gateway / faster direct client, calls/s: {spread(ratios)}; target >= "

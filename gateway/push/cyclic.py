@@ -32,19 +32,16 @@ class CyclicSampler:
         self._snapshots: dict[tuple[str, str, str], tuple[float, list[Any]]] = {}
         self._refreshing: dict[tuple[str, str, str], asyncio.Task[None]] = {}
         self._off = self.state.events.subscribe([CONFIGURATIONS], self._on_config)
-        self._wanted: dict[str, asyncio.Event] = {}
+        self._wanted = {name: asyncio.Event() for name in INTERVALS}  # set: a timer is due
 
     def start(self) -> list[asyncio.Task[None]]:
         """One task per interval class."""
-        self._wanted = {name: asyncio.Event() for name in INTERVALS}
         return [asyncio.ensure_future(self._run(name, period))
                 for name, period in INTERVALS.items()]
 
     def want(self, interval: str) -> None:
         """A subscription of this interval class exists: its timer runs."""
-        wanted = self._wanted.get(interval)
-        if wanted is not None:
-            wanted.set()
+        self._wanted[interval].set()
 
     async def _run(self, name: str, period: float) -> None:
         loop = asyncio.get_running_loop()

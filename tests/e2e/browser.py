@@ -67,66 +67,49 @@ class Browser:
                              ignored_exceptions=(StaleElementReferenceException,)).until(
             condition, message=f"timed out waiting for {what}")
 
-    def css(self, selector: str, what: str | None = None, timeout: float = WAIT_S) -> Any:
-        """Wait for a visible element matching a CSS selector."""
+    def _first(self, selector: str, pick: Callable[[Any], Any], what: str,
+               timeout: float) -> Any:
+        """Wait for an element matching selector for which pick gives a truthy value (that
+        value); an element the page redraws meanwhile is skipped and found again."""
         from selenium.webdriver.common.by import By
 
         def find(d: Any) -> Any:
             for el in d.find_elements(By.CSS_SELECTOR, selector):
                 try:
-                    if el.is_displayed():
-                        return el
-                except Exception:  # stale while the page redraws
+                    value = pick(el)
+                except Exception:  # stale while the page redraws (a live table or value)
                     continue
+                if value:
+                    return value
             return False
 
-        return self.wait(find, what or selector, timeout)
+        return self.wait(find, what, timeout)
+
+    def css(self, selector: str, what: str | None = None, timeout: float = WAIT_S) -> Any:
+        """Wait for a visible element matching a CSS selector."""
+        return self._first(selector, lambda el: el.is_displayed() and el, what or selector,
+                           timeout)
 
     def click(self, selector: str, what: str | None = None, timeout: float = WAIT_S) -> Any:
         """Wait for a visible element and click it, finding it again if the page redrew it."""
-        from selenium.webdriver.common.by import By
 
-        def press(d: Any) -> Any:
-            for el in d.find_elements(By.CSS_SELECTOR, selector):
-                try:
-                    if el.is_displayed():
-                        el.click()
-                        return el
-                except Exception:  # stale while the page redraws (a live table)
-                    continue
-            return False
+        def press(el: Any) -> Any:
+            if not el.is_displayed():
+                return False
+            el.click()
+            return el
 
-        return self.wait(press, what or selector, timeout)
+        return self._first(selector, press, what or selector, timeout)
 
     def text_of(self, selector: str, what: str | None = None, timeout: float = WAIT_S) -> str:
         """The (non-empty) text of a visible element, found again if the page redrew it."""
-        from selenium.webdriver.common.by import By
-
-        def read(d: Any) -> Any:
-            for el in d.find_elements(By.CSS_SELECTOR, selector):
-                try:
-                    if el.is_displayed() and el.text:
-                        return el.text
-                except Exception:  # stale while the page redraws (a live value)
-                    continue
-            return False
-
-        return str(self.wait(read, what or selector, timeout))
+        return str(self._first(selector, lambda el: el.is_displayed() and el.text,
+                               what or selector, timeout))
 
     def text_in(self, selector: str, text: str, timeout: float = WAIT_S) -> Any:
         """Wait for an element matching selector whose text contains text."""
-        from selenium.webdriver.common.by import By
-
-        def find(d: Any) -> Any:
-            for el in d.find_elements(By.CSS_SELECTOR, selector):
-                try:
-                    if text in el.text:
-                        return el
-                except Exception:  # stale while the page redraws
-                    continue
-            return False
-
-        return self.wait(find, f"'{text}' in {selector}", timeout)
+        return self._first(selector, lambda el: text in el.text and el,
+                           f"'{text}' in {selector}", timeout)
 
     def console_errors(self) -> list[dict[str, Any]]:
         """Console entries at SEVERE level since the last call."""
