@@ -147,18 +147,6 @@ async def _stop_plugins(state: GatewayState) -> None:
     await state.extras["plugins"].stop()
 
 
-def start_ros(settings: Settings) -> Any:
-    """The ROS bridge (rclpy context, DDS participant, nodes): discovery runs from here on.
-
-    serve() makes it before the app, so DDS discovery overlaps building the routes; pass it
-    to the app as `state.extras["bridge"]`.
-    """
-    from .ros.bridge import RosBridge
-
-    return RosBridge(settings["ros.node_name"], settings["ros.domain_id"],
-                     settings["server.executor_threads"], settings["ros.executor"])
-
-
 async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     from . import loopslice
     from .discovery.cache import EntityCache
@@ -170,6 +158,7 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     from .push import service as push
     from .resources import bulk_data
     from .ros.actions import ActionManager
+    from .ros.bridge import start_ros
     from .ros.parameters import ParameterStore
     from .ros.rosout import RosoutLog
     from .ros.services import ServiceCaller

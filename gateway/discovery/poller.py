@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from typing import Any
 
+from ..ros import portcensus
 from ..ros.bridge import RosBridge
 from ..ros.census import Census, take_census
 from ..ros.graph import GraphSnapshot, take_snapshot
@@ -24,8 +26,11 @@ STARTUP_UNDEBOUNCED_S = 3.0
 STARTING_POLL_S = 0.05
 
 
-def _starting_poll(node: Any, own_topics: frozenset[str]) -> tuple[GraphSnapshot, Census]:
-    return take_snapshot(node, own_topics), take_census(node)
+def _starting_poll(node: Any, own_topics: frozenset[str], domain_id: int | None
+                   ) -> tuple[GraphSnapshot, Census, int | None]:
+    # The ports first: a participant bound after them is then counted by the census anyway.
+    local = portcensus.local_participants(domain_id) if domain_id is not None else None
+    return take_snapshot(node, own_topics), take_census(node), local
 
 
 class GraphPoller:
@@ -42,8 +47,10 @@ class GraphPoller:
         self.first = asyncio.Event()
         self.ready = asyncio.Event()  # discovery settled (readiness.py): /health says so
         # Counted from the creation of the gateway's DDS participant (readiness.py).
-        self.readiness = Readiness(getattr(bridge, "created", time.monotonic()))
+        self.readiness = Readiness(getattr(bridge, "created", time.monotonic()),
+                                   closed=portcensus.closed_world(os.environ))
         self._census: Census | None = None
+        self._local: int | None = None  # participants bound on this host (ros/portcensus.py)
         self._last: GraphSnapshot | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -66,7 +73,8 @@ class GraphPoller:
                 else None,
                 "dds_participants": len(self._census.participants) if self._census else 0,
                 "participants_with_nodes_known": len(self._census.with_nodes)
-                if self._census else 0}
+                if self._census else 0,
+                "participants_on_this_host": self._local}
 
     async def poll_once(self) -> GraphSnapshot:
         """Take one snapshot (in a worker thread)."""
@@ -75,10 +83,12 @@ class GraphPoller:
 
     async def _poll_starting(self) -> tuple[GraphSnapshot, bool]:
         """A snapshot and the participant census; (snapshot, census changed)."""
-        snap, census = await self.bridge.run(_starting_poll, self.bridge.node, self.pool.topics,
-                                             timeout=10.0)
+        snap, census, local = await self.bridge.run(
+            _starting_poll, self.bridge.node, self.pool.topics,
+            getattr(self.bridge, "domain_id", None), timeout=10.0)
         changed = census != self._census
         self._census = census
+        self._local = local
         return snap, changed
 
     async def _run(self) -> None:
@@ -123,9 +133,11 @@ class GraphPoller:
             if starting and self.readiness.observe(
                     changed or census_changed, run_clock.now(now),
                     census is not None and census.complete, wall=now,
-                    others=max(0, participants - 1)):
-                log.info("discovery %s: %d apps, %d DDS participants; ready after %.2f s",
-                         self.readiness.reason, len(self.cache.entities.apps), participants,
+                    others=max(0, participants - 1), local=self._local):
+                log.info("discovery %s: %d apps, %d DDS participants (%s on this host); "
+                         "ready after %.2f s", self.readiness.reason,
+                         len(self.cache.entities.apps), participants,
+                         "?" if self._local is None else self._local,
                          now - self.readiness.start)
                 self.ready.set()
             if self.ready.is_set():

@@ -47,6 +47,9 @@ def test_ready_lists_every_robot_node_and_says_why(gw: Gateway) -> None:
     assert why["dds_participants"] >= len(ROBOT_NODES) + 1, why
     assert why["participants_with_nodes_known"] == why["dds_participants"], why
     assert why["ready_after_s"] > 0, why
+    # every participant bound on this host (the robot's, the gateway's, this test's) was found
+    assert why["participants_on_this_host"] is not None, why
+    assert why["dds_participants"] >= why["participants_on_this_host"] >= len(ROBOT_NODES) + 1
 
 
 def test_readiness_is_logged_once(gw: Gateway) -> None:
@@ -54,4 +57,4 @@ def test_readiness_is_logged_once(gw: Gateway) -> None:
     assert gw.log_path is not None
     log = Path(gw.log_path).read_text()
     assert log.count("discovery complete:") == 1, log
-    assert "DDS participants; ready after" in log
+    assert "DDS participants (" in log and "on this host); ready after" in log

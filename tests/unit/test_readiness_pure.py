@@ -130,3 +130,51 @@ def test_a_prompt_first_answer_keeps_the_short_quiet_window() -> None:
     assert not r.observe(True, 0.1, complete=True, others=14)
     assert not r.observe(False, 0.35, complete=True, others=14)
     assert r.observe(False, 0.5, complete=True, others=14) and r.reason == "complete"
+
+
+def test_fewer_participants_than_bound_on_this_host_is_not_complete() -> None:
+    # 14 participants bound here, 9 discovered: however quiet, not complete (the rest answer
+    # at their next announcement); the settle rule still ends a wait for one that never does.
+    r = Readiness(start=0.0, announce_s=0.5, quiet_s=0.3, settle_s=1.5, cap_s=15.0)
+    assert not r.observe(True, 0.05, complete=True, others=8, local=14)
+    assert not r.observe(False, 1.0, complete=True, others=8, local=14)
+    assert not r.observe(True, 1.1, complete=True, others=13, local=14)
+    assert r.observe(False, 1.45, complete=True, others=13, local=14) and r.reason == "complete"
+
+
+def test_the_gateways_own_participant_counts_among_those_bound() -> None:
+    # 3 bound (the gateway's own and two), the census holds two: the own one not yet listed.
+    r = Readiness(start=0.0, announce_s=0.5, quiet_s=0.3, settle_s=1.5, cap_s=15.0)
+    assert not r.observe(True, 0.05, complete=True, others=1, local=3)
+    assert not r.observe(False, 0.9, complete=True, others=1, local=3)
+
+
+def test_a_closed_world_with_every_local_participant_is_ready_after_a_short_quiet() -> None:
+    r = Readiness(start=0.0, announce_s=1.0, quiet_s=0.3, settle_s=1.5, cap_s=15.0,
+                  closed=True, whole_quiet_s=0.15)
+    assert not r.observe(True, 0.05, complete=True, others=5, local=15)
+    assert not r.observe(True, 0.2, complete=True, others=14, local=15)
+    assert not r.observe(False, 0.3, complete=False, others=14, local=15)  # nodes not known
+    assert not r.observe(True, 0.35, complete=True, others=14, local=15)
+    assert r.observe(False, 0.5, complete=True, others=14, local=15) and r.reason == "complete"
+    assert r.ready_at == 0.5  # before the announcement window and the first-answer window
+
+
+def test_an_open_world_still_waits_for_the_announcements() -> None:
+    # Other hosts' participants can answer too: the local count is only a lower bound.
+    r = Readiness(start=0.0, announce_s=1.0, quiet_s=0.3, settle_s=1.5, cap_s=15.0,
+                  closed=False)
+    assert not r.observe(True, 0.05, complete=True, others=14, local=15)
+    assert not r.observe(False, 0.5, complete=True, others=14, local=15)
+    assert r.observe(False, 1.0, complete=True, others=14, local=15) and r.reason == "complete"
+
+
+def test_an_empty_closed_world_is_ready_at_once_with_no_count_it_settles() -> None:
+    closed = Readiness(start=0.0, quiet_s=0.3, settle_s=1.5, closed=True, whole_quiet_s=0.15)
+    assert not closed.observe(True, 0.05, complete=True, others=0, local=1)
+    assert closed.observe(False, 0.2, complete=True, others=0, local=1)
+    unknown = Readiness(start=0.0, quiet_s=0.3, settle_s=1.5, closed=True)
+    assert not unknown.observe(True, 0.05, complete=True, others=0, local=None)
+    assert not unknown.observe(False, 1.0, complete=True, others=0, local=None)
+    assert unknown.observe(False, 1.6, complete=True, others=0, local=None)
+    assert unknown.reason == "settled"
