@@ -56,6 +56,7 @@ class HotAnswers:
         self._paths: dict[str, tuple[Probe | None, RequestProbe | None]] = {}
         self._calls: dict[str, Call] = {}  # raw path -> call of a POST
         self.hits = 0
+        self.wire = 0  # of the hits, answered on the wire (hotwire.py)
 
     def store(self, raw_path: str, probe: Probe | None, merged: RequestProbe | None = None
               ) -> None:
@@ -71,15 +72,33 @@ class HotAnswers:
         self._calls[raw_path] = call
 
     def stats(self) -> dict[str, int]:
-        """The /health figures: paths remembered and answers served by the fast path."""
-        return {"paths": len(self._paths) + len(self._calls), "hits": self.hits}
+        """The /health figures: paths remembered, answers served by the fast path and, of
+        those, answered on the wire."""
+        return {"paths": len(self._paths) + len(self._calls), "hits": self.hits,
+                "on_wire": self.wire}
 
-    def _clear(self, request: web.BaseRequest, merged: bool) -> bool:
-        """Whether nothing but the handler's cached body decides this request's answer."""
+    def _settings_clear(self, merged: bool) -> bool:
+        """Whether no setting or stop adds per-request work the fast path would skip."""
         if self._guard.all_checks or (not merged and self._extras.get("forwarder") is not None):
             return False
         drain = self._extras.get("drain")
-        if drain is not None and drain.stopping:
+        return drain is None or not drain.stopping
+
+    def plain(self, raw_path: str) -> bytes | None:
+        """The cached body of a GET of raw_path with none of the headers the generic path
+        reacts to (hotwire.py checked them), while its plain probe holds; else None."""
+        hot = self._paths.get(raw_path)
+        if hot is None or hot[0] is None or not self._settings_clear(False):
+            return None
+        body = hot[0]()
+        if body is not None:
+            self.hits += 1
+            self.wire += 1
+        return body
+
+    def _clear(self, request: web.BaseRequest, merged: bool) -> bool:
+        """Whether nothing but the handler's cached body decides this request's answer."""
+        if not self._settings_clear(merged):
             return False
         h = request.headers  # spelled out: a generator over STEP_ASIDE costs more than these
         return not ("Range" in h or "Expect" in h or "If-None-Match" in h

@@ -9,7 +9,7 @@ from aiohttp import http_exceptions, web, web_protocol, web_server
 from aiohttp.web_request import BaseRequest
 
 from ..state import STATE
-from . import hot
+from . import hot, hotwire
 from .clientlog import LIMITER, client_warning
 from .errors import http_layer_error
 from .jsonutil import JSON_TYPE, dumps
@@ -19,7 +19,21 @@ MAX_LINE = 65536
 
 
 class _Handler(web_protocol.RequestHandler):
+    __slots__ = ("_hot", "_wire_clean")
     vendor = "vendor"
+
+    def __init__(self, *args: Any, hot_answers: hot.HotAnswers | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._hot = hot_answers  # hot GETs answered on the wire (hotwire.py)
+        self._wire_clean = True  # every chunk so far was whole bodiless requests
+
+    def data_received(self, data: bytes) -> None:
+        if self._hot is not None and self._wire_clean:
+            if hotwire.answer(self, self._hot, data):
+                return
+            self._wire_clean = hotwire.whole_bodiless(data)
+        super().data_received(data)
 
     def handle_error(
         self, request: BaseRequest, status: int = 500, exc: BaseException | None = None,
@@ -45,8 +59,10 @@ class _Handler(web_protocol.RequestHandler):
 
 
 class _Server(web_server.Server):
+    hot_answers: hot.HotAnswers | None = None
+
     def __call__(self) -> web_protocol.RequestHandler:
-        return _Handler(self, loop=self._loop, **self._kwargs)
+        return _Handler(self, loop=self._loop, hot_answers=self.hot_answers, **self._kwargs)
 
 
 class GatewayRunner(web.AppRunner):
@@ -67,6 +83,8 @@ class GatewayRunner(web.AppRunner):
         _Handler.vendor = self._vendor
         # The app is frozen now: its middlewares and response hooks are final.
         state = self.app[STATE]
-        server.request_handler = hot.install(self.app, server.request_handler, state.guard,
-                                             state.extras)
+        handler = hot.install(self.app, server.request_handler, state.guard, state.extras)
+        server.request_handler = handler
+        if isinstance(handler, hot.HotAnswers) and hotwire.available():
+            server.hot_answers = handler  # type: ignore[attr-defined]
         return server

@@ -108,7 +108,7 @@ def test_fast_answer_has_the_generic_headers_and_body() -> None:
             assert rebuilt[2] == b'{"rebuilt":true}' and served.calls == 2
             assert (await fetch(session, url))[2] == rebuilt[2] and served.calls == 2
             assert served.state.extras["health"]["x-vendor-hot-answers"]() == {
-                "paths": 1, "hits": 2}
+                "paths": 1, "hits": 2, "on_wire": 2}
 
     asyncio.run(scenario())
 

@@ -1,0 +1,146 @@
+"""Hot answers on the wire: a hot GET answered from bytes as it arrives, before aiohttp parses it.
+
+The hot-answer path (hot.py) skips routing, the middleware and the handler, but aiohttp still
+parses the request, makes its Request, StreamWriter and task and renders the response: on a
+gateway answering one federation read every few milliseconds, with cold caches, that is about
+three quarters of its CPU per read (bench/fanout.py, robots' CPU per live merged read). Here
+the connection's handler looks at each chunk of bytes first: a chunk that is exactly one
+complete HTTP/1.1 GET with no body, no header the generic path reacts to and every header line
+well formed, for a raw path whose plain probe answers (hot.HotAnswers.plain), is answered with
+the same status line, headers and body the generic hot path writes. Anything else goes to
+aiohttp untouched: a partial or pipelined chunk, another method, HTTP/1.0, `Connection`
+other than keep-alive, a body, Range, Expect, a conditional header, a merged read (its probe
+reads the request).
+
+Only between requests: the handler idle (waiting for a message, none queued), nothing left in
+the parser from an earlier chunk (every chunk the connection sent so far was a whole bodiless
+request), no response waiting to be written. The handler's keep-alive bookkeeping is done as
+aiohttp does it after a response. The fields read are aiohttp 3.10+'s RequestHandler slots
+(`available()` checks them; without them the wire path is off and hot.py still answers).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from email.utils import formatdate
+from typing import Any
+
+from aiohttp import web_protocol
+from aiohttp.http import SERVER_SOFTWARE
+
+from .jsonutil import JSON_TYPE
+
+# RequestHandler fields the wire path reads or keeps current.
+HANDLER_FIELDS = ("_loop", "transport", "_waiter", "_messages", "_payload_parser", "_upgraded", "_keepalive",
+                  "_keepalive_handle", "_keepalive_timeout", "_next_keepalive_close_time",
+                  "_request_count", "_manager", "_force_close", "_close")
+# A header line as llhttp accepts it: a token, a colon, visible ASCII, space, tab or obs-text.
+_HEADERS = re.compile(rb"(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[\t\x20-\x7e\x80-\xff]*\r\n)*")
+# Headers after which the generic path answers differently (or a body follows).
+_STEP_ASIDE = (b"\nrange:", b"\nexpect:", b"\nif-", b"\ncontent-length:",
+               b"\ntransfer-encoding:", b"\nupgrade:")
+# Longer requests are aiohttp's to judge (its line and field limits, the URI limit).
+MAX_CHUNK = 8192
+_HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: " + JSON_TYPE.encode() + b"\r\nContent-Length: ")
+
+
+def available() -> bool:
+    """Whether this aiohttp's RequestHandler has every field the wire path relies on."""
+    slots: set[str] = set()
+    for cls in web_protocol.RequestHandler.__mro__:
+        slots.update(getattr(cls, "__slots__", ()))
+    return all(name in slots for name in HANDLER_FIELDS)
+
+
+def simple_get(data: bytes) -> str | None:
+    """The raw path of a chunk that is exactly one whole bodiless HTTP/1.1 GET the generic
+    path would answer like any other GET of that path; else None."""
+    if len(data) > MAX_CHUNK or not data.startswith(b"GET /") or \
+            not data.endswith(b"\r\n\r\n"):
+        return None
+    line_end = data.find(b"\r\n")
+    head_end = data.find(b"\r\n\r\n")
+    if head_end != len(data) - 4:
+        return None  # a second request (pipelined) or a stray blank line
+    parts = data[:line_end].split(b" ")
+    if len(parts) != 3 or parts[2] != b"HTTP/1.1":
+        return None
+    block = data[line_end + 2:]
+    if _HEADERS.fullmatch(block[:-2]) is None:
+        return None
+    low = b"\n" + block.lower()
+    if any(name in low for name in _STEP_ASIDE):
+        return None
+    conn = low.find(b"\nconnection:")
+    if conn >= 0 and low[conn + 12:low.find(b"\r", conn)].strip() != b"keep-alive":
+        return None
+    try:
+        return parts[1].decode("ascii")
+    except UnicodeDecodeError:
+        return None
+
+
+def whole_bodiless(data: bytes) -> bool:
+    """Whether the parser holds nothing of this chunk once fed: whole requests, no body."""
+    if not data.endswith(b"\r\n\r\n"):
+        return False
+    low = data.lower()
+    return b"\ncontent-length:" not in low and b"\ntransfer-encoding:" not in low
+
+
+class _Date:
+    """The Date header's value, made once per second."""
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._value = b""
+
+    def __call__(self) -> bytes:
+        now = int(time.time())
+        if now != self._second:
+            self._second = now
+            self._value = formatdate(now, usegmt=True).encode()
+        return self._value
+
+
+_date = _Date()
+_TAIL = b"\r\nServer: " + SERVER_SOFTWARE.encode() + b"\r\n\r\n"
+
+
+def response(body: bytes) -> bytes:
+    """A 200 JSON answer with the headers aiohttp writes for web.Response(body, JSON_TYPE)."""
+    return b"".join((_HEAD, str(len(body)).encode(), b"\r\nDate: ", _date(), _TAIL, body))
+
+
+def answer(handler: Any, hot: Any, data: bytes) -> bool:
+    """Answer the chunk on the wire if it is a hot GET and the connection is between requests
+    (see the module docstring); False: feed it to aiohttp."""
+    if handler._force_close or handler._close:
+        return False  # closing: aiohttp drops what comes
+    waiter = handler._waiter
+    if waiter is None or waiter.done() or handler._messages or \
+            handler._payload_parser is not None or handler._upgraded:
+        return False
+    transport = handler.transport
+    if transport is None or transport.get_write_buffer_size():
+        return False
+    raw_path = simple_get(data)
+    if raw_path is None:
+        return False
+    body = hot.plain(raw_path)
+    if body is None:
+        return False
+    transport.write(response(body))
+    # What aiohttp's start() does after a response it keeps the connection open for.
+    handler._request_count += 1
+    handler._manager.requests_count += 1
+    handler._keepalive = True
+    timeout = handler._keepalive_timeout
+    if timeout > 0:
+        loop = handler._loop
+        close_time = loop.time() + timeout
+        handler._next_keepalive_close_time = close_time
+        if handler._keepalive_handle is None:
+            handler._keepalive_handle = loop.call_at(close_time, handler._process_keepalive)
+    return True

@@ -1,0 +1,202 @@
+"""Hot GETs answered on the wire: same bytes as aiohttp writes, and aiohttp parses the rest."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import pytest
+from aiohttp import web
+
+from gateway.http import hotwire
+from gateway.http.server import GatewayRunner
+from tests.conftest import free_port
+from tests.unit.test_hot_answers_pure import BODY, Served
+
+GET = b"GET /api/v1/things HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: */*\r\n\r\n"
+
+
+@pytest.mark.parametrize("chunk", [
+    GET,
+    b"GET /api/v1/things?a=1&b=%2F HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /x HTTP/1.1\r\n\r\n",
+    b"GET /x HTTP/1.1\r\nConnection: Keep-Alive\r\nUser-Agent: a b/1.0\r\n\r\n",
+])
+def test_a_whole_plain_get_is_simple(chunk: bytes) -> None:
+    assert hotwire.simple_get(chunk) == chunk.split(b" ")[1].decode()
+    assert hotwire.whole_bodiless(chunk)
+
+
+@pytest.mark.parametrize("chunk", [
+    b"GET /x HTTP/1.1\r\nHost: x\r\n",  # not whole yet
+    b"GET /x HTTP/1.1\r\nHost: x\r\n\r\nGET /y HTTP/1.1\r\n\r\n",  # pipelined
+    b"GET /x HTTP/1.0\r\nHost: x\r\n\r\n",
+    b"HEAD /x HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"POST /x HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+    b"GET http://h/x HTTP/1.1\r\nHost: x\r\n\r\n",  # absolute form
+    b"GET /x  HTTP/1.1\r\n\r\n",
+    b"GET /x HTTP/1.1\r\nConnection: close\r\n\r\n",
+    b"GET /x HTTP/1.1\r\nconnection: upgrade\r\nUpgrade: websocket\r\n\r\n",
+    b"GET /x HTTP/1.1\r\nRange: bytes=0-1\r\n\r\n",
+    b"GET /x HTTP/1.1\r\nExpect: 100-continue\r\n\r\n",
+    b"GET /x HTTP/1.1\r\nIf-None-Match: \"a\"\r\n\r\n",
+    b"GET /x HTTP/1.1\r\nContent-Length: 3\r\n\r\n",
+    b"GET /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+    b"GET /x HTTP/1.1\r\nno colon here\r\n\r\n",  # aiohttp answers 400
+    b"GET /x HTTP/1.1\r\n folded: x\r\n\r\n",
+    b"GET /x HTTP/1.1\r\nBad Name: x\r\n\r\n",
+    b"GET /\xc3\xa9 HTTP/1.1\r\n\r\n",
+    b"GET /x HTTP/1.1\r\nCookie: " + b"a" * hotwire.MAX_CHUNK + b"\r\n\r\n",
+])
+def test_anything_else_is_for_aiohttp(chunk: bytes) -> None:
+    assert hotwire.simple_get(chunk) is None
+
+
+def test_a_chunk_ending_inside_a_body_leaves_the_parser_mid_message() -> None:
+    assert not hotwire.whole_bodiless(b"POST /x HTTP/1.1\r\nContent-Length: 4\r\n\r\nab")
+    assert not hotwire.whole_bodiless(b"POST /x HTTP/1.1\r\nContent-Length: 4\r\n\r\n")
+    assert not hotwire.whole_bodiless(b"GET /x HTTP/1.1\r\nHost: x\r\n")
+
+
+def test_the_fields_it_relies_on_are_in_this_aiohttp() -> None:
+    assert hotwire.available()
+
+
+@asynccontextmanager
+async def connection(served: Served, **runner: float) -> AsyncIterator[
+        tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+    run = GatewayRunner(served.app(), "vendor", access_log=None, **runner)
+    await run.setup()
+    port = free_port()
+    await web.TCPSite(run, "127.0.0.1", port).start()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        yield reader, writer
+    finally:
+        writer.close()
+        await run.cleanup()
+
+
+async def answer(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
+    """One HTTP answer: (head, body)."""
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                  if line.lower().startswith(b"content-length:"))
+    return head, await asyncio.wait_for(reader.readexactly(length), 10)
+
+
+def without_date(head: bytes) -> bytes:
+    return b"\r\n".join(line for line in head.split(b"\r\n") if not line.startswith(b"Date:"))
+
+
+def wire(served: Served) -> int:
+    return int(served.state.extras["health"]["x-vendor-hot-answers"]()["on_wire"])
+
+
+def test_the_second_get_is_answered_on_the_wire_with_the_generic_bytes() -> None:
+    served = Served()
+
+    async def scenario() -> None:
+        async with connection(served) as (reader, writer):
+            writer.write(GET)
+            generic = await answer(reader)
+            writer.write(GET)
+            fast = await answer(reader)
+            assert (served.calls, served.hits, wire(served)) == (1, 1, 1)
+            assert fast[1] == generic[1] == BODY
+            assert without_date(fast[0]) == without_date(generic[0])
+            served.current = None  # the probe no longer holds: aiohttp and the handler
+            writer.write(GET)
+            assert (await answer(reader))[1] == b'{"rebuilt":true}' and served.calls == 2
+
+    asyncio.run(scenario())
+
+
+def test_pipelined_split_and_bodied_requests_go_through_aiohttp_in_order() -> None:
+    served = Served()
+
+    async def scenario() -> None:
+        async with connection(served) as (reader, writer):
+            writer.write(GET)
+            await answer(reader)  # the path is hot now
+            writer.write(GET + GET.replace(b"things", b"things?offer=no"))  # two at once
+            assert (await answer(reader))[1] == BODY
+            assert (await answer(reader))[1] == BODY
+            assert wire(served) == 0 and served.calls == 2
+            writer.write(GET[:20])  # half a request: the parser keeps it
+            await writer.drain()
+            await asyncio.sleep(0.05)
+            writer.write(GET[20:])
+            assert (await answer(reader))[1] == BODY
+            # after a split chunk this connection stays with aiohttp
+            writer.write(GET)
+            assert (await answer(reader))[1] == BODY and wire(served) == 0
+            assert served.hits == 3  # hot.py's path answered the hot ones
+
+    asyncio.run(scenario())
+
+
+def test_after_a_request_with_a_body_the_connection_stays_with_aiohttp() -> None:
+    served = Served()
+
+    async def scenario() -> None:
+        async with connection(served) as (reader, writer):
+            writer.write(GET)
+            await answer(reader)
+            writer.write(b"POST /api/v1/things HTTP/1.1\r\nHost: x\r\nContent-Length: 8\r\n\r\n"
+                         b"\r\n\r\n\r\n\r\n")  # a body that looks like a blank line
+            head, _ = await answer(reader)
+            assert b" 405 " in head.split(b"\r\n")[0]
+            writer.write(GET)
+            assert (await answer(reader))[1] == BODY and wire(served) == 0
+
+    asyncio.run(scenario())
+
+
+def test_a_bad_header_line_gets_aiohttps_400_not_a_hot_answer() -> None:
+    served = Served()
+
+    async def scenario() -> None:
+        async with connection(served) as (reader, writer):
+            writer.write(GET)
+            await answer(reader)
+            writer.write(b"GET /api/v1/things HTTP/1.1\r\nno colon\r\n\r\n")
+            head, body = await answer(reader)
+            assert b" 400 " in head.split(b"\r\n")[0] and b"Malformed HTTP request" in body
+            assert wire(served) == 0
+
+    asyncio.run(scenario())
+
+
+def test_connection_close_is_honoured() -> None:
+    served = Served()
+
+    async def scenario() -> None:
+        async with connection(served) as (reader, writer):
+            writer.write(GET)
+            await answer(reader)
+            writer.write(GET.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
+            assert (await answer(reader))[1] == BODY
+            assert await asyncio.wait_for(reader.read(), 10) == b""  # closed by the server
+            assert wire(served) == 0
+
+    asyncio.run(scenario())
+
+
+def test_keep_alive_lasts_from_the_last_wire_answer() -> None:
+    served = Served()
+
+    async def scenario() -> None:
+        async with connection(served, keepalive_timeout=0.6) as (reader, writer):
+            writer.write(GET)
+            await answer(reader)
+            for _ in range(6):  # 1.2 s of wire answers: longer than the keep-alive timeout
+                await asyncio.sleep(0.2)
+                writer.write(GET)
+                assert (await answer(reader))[1] == BODY
+            assert wire(served) == 6
+            # idle now: the server closes the connection after the timeout
+            assert await asyncio.wait_for(reader.read(), 10) == b""
+
+    asyncio.run(scenario())
