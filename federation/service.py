@@ -266,7 +266,7 @@ class FederationService:
         what, collection, query = key[:3]
         no_fan_out, path_header = self.no_fan_out_header, self.fan_out_path_header
 
-        def probe(request: web.BaseRequest) -> bytes | None:
+        def probe(request: hot.HasHeaders) -> bytes | None:
             headers = request.headers
             if self.view is not view or no_fan_out in headers:
                 return None

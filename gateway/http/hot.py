@@ -17,20 +17,33 @@ a function of the request that returns the handler's own work on it, or None onc
 might resolve differently. The next POST of the same raw path runs that call directly, drained
 and with its errors rendered like the middleware's (RUN_KEY), while the guard has nothing to
 check on writes (no authentication, no lock held or required).
+
+Before all this, a GET whose bytes arrive whole is answered on the wire (hotwire.py, through
+`wire_body`) without aiohttp parsing it at all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
 
 from aiohttp import web
 
 from .guard import Guard
+from .hotwire import WireRequest
 from .jsonutil import JSON_TYPE
 
 Probe = Callable[[], bytes | None]
-RequestProbe = Callable[[web.BaseRequest], bytes | None]
+
+
+class HasHeaders(Protocol):
+    """What a merged read's probe reads of a request: aiohttp's or hotwire's WireRequest."""
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+
+RequestProbe = Callable[[HasHeaders], bytes | None]
 Generic = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 Answer = Awaitable[web.StreamResponse]
 Call = Callable[[web.BaseRequest], Answer | None]
@@ -84,13 +97,17 @@ class HotAnswers:
         drain = self._extras.get("drain")
         return drain is None or not drain.stopping
 
-    def plain(self, raw_path: str) -> bytes | None:
-        """The cached body of a GET of raw_path with none of the headers the generic path
-        reacts to (hotwire.py checked them), while its plain probe holds; else None."""
+    def wire_body(self, raw_path: str, data: bytes) -> bytes | None:
+        """The cached body of the GET of raw_path in the chunk `data`, which has none of the
+        headers the generic path reacts to (hotwire.py checked them), while its probe holds;
+        else None."""
         hot = self._paths.get(raw_path)
-        if hot is None or hot[0] is None or not self._settings_clear(False):
+        if hot is None:
             return None
-        body = hot[0]()
+        probe, merged = hot
+        if not self._settings_clear(probe is None):
+            return None
+        body = probe() if probe is not None else merged(WireRequest(data))  # type: ignore[misc]
         if body is not None:
             self.hits += 1
             self.wire += 1

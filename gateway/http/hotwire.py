@@ -6,11 +6,11 @@ gateway answering one federation read every few milliseconds, with cold caches, 
 three quarters of its CPU per read (bench/fanout.py, robots' CPU per live merged read). Here
 the connection's handler looks at each chunk of bytes first: a chunk that is exactly one
 complete HTTP/1.1 GET with no body, no header the generic path reacts to and every header line
-well formed, for a raw path whose plain probe answers (hot.HotAnswers.plain), is answered with
-the same status line, headers and body the generic hot path writes. Anything else goes to
-aiohttp untouched: a partial or pipelined chunk, another method, HTTP/1.0, `Connection`
-other than keep-alive, a body, Range, Expect, a conditional header, a merged read (its probe
-reads the request).
+well formed, for a raw path whose probe answers (hot.HotAnswers.wire_body; a merged read's
+probe reads the headers from the chunk, WireRequest), is answered with the same status line,
+headers and body the generic hot path writes. Anything else goes to aiohttp untouched: a
+partial or pipelined chunk, another method, HTTP/1.0, `Connection` other than keep-alive, a
+body, Range, Expect, a conditional header.
 
 Only between requests: the handler idle (waiting for a message, none queued), nothing left in
 the parser from an earlier chunk (every chunk the connection sent so far was a whole bodiless
@@ -28,6 +28,7 @@ from typing import Any
 
 from aiohttp import web_protocol
 from aiohttp.http import SERVER_SOFTWARE
+from multidict import CIMultiDict
 
 from .jsonutil import JSON_TYPE
 
@@ -81,6 +82,25 @@ def simple_get(data: bytes) -> str | None:
         return None
 
 
+class WireRequest:
+    """What a merged read's probe reads of a request (its headers), from the raw chunk."""
+
+    __slots__ = ("_data", "_headers")
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._headers: CIMultiDict[str] | None = None
+
+    @property
+    def headers(self) -> CIMultiDict[str]:
+        """The request's headers (case-insensitive), parsed when first read."""
+        if self._headers is None:
+            block = self._data[self._data.find(b"\r\n") + 2:-4].decode("latin-1")
+            pairs = (line.partition(":") for line in block.split("\r\n") if line)
+            self._headers = CIMultiDict((k, v.strip(" \t")) for k, _, v in pairs)
+        return self._headers
+
+
 def whole_bodiless(data: bytes) -> bool:
     """Whether the parser holds nothing of this chunk once fed: whole requests, no body."""
     if not data.endswith(b"\r\n\r\n"):
@@ -128,7 +148,7 @@ def answer(handler: Any, hot: Any, data: bytes) -> bool:
     raw_path = simple_get(data)
     if raw_path is None:
         return False
-    body = hot.plain(raw_path)
+    body = hot.wire_body(raw_path, data)
     if body is None:
         return False
     transport.write(response(body))

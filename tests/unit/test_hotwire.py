@@ -200,3 +200,29 @@ def test_keep_alive_lasts_from_the_last_wire_answer() -> None:
             assert await asyncio.wait_for(reader.read(), 10) == b""
 
     asyncio.run(scenario())
+
+
+def test_a_merged_read_is_answered_on_the_wire_with_its_probe_reading_the_headers() -> None:
+    served = Served()
+    served.state.extras["forwarder"] = object()  # aggregation on: only merged probes answer
+    merged = GET.replace(b"things", b"things?offer=merged")
+
+    async def scenario() -> None:
+        async with connection(served) as (reader, writer):
+            writer.write(merged)
+            generic = await answer(reader)
+            writer.write(merged)
+            fast = await answer(reader)
+            assert (served.calls, wire(served)) == (1, 1) and fast[1] == generic[1] == BODY
+            writer.write(merged.replace(b"\r\n\r\n", b"\r\nx-other:  1\r\n\r\n"))
+            await answer(reader)  # the probe saw the header (any case): the handler answered
+            assert (served.calls, wire(served)) == (2, 1)
+
+    asyncio.run(scenario())
+
+
+def test_wire_request_headers_are_case_insensitive_and_trimmed() -> None:
+    req = hotwire.WireRequest(b"GET /x HTTP/1.1\r\nHost: h\r\nX-Client-Id:\t abc \r\n"
+                              b"accept-language: de\r\n\r\n")
+    assert req.headers["x-client-id"] == "abc" and req.headers.get("Accept-Language") == "de"
+    assert "Authorization" not in req.headers and req.headers["HOST"] == "h"
