@@ -28,7 +28,7 @@ from typing import Any
 
 from aiohttp import web_protocol
 from aiohttp.http import SERVER_SOFTWARE
-from multidict import CIMultiDict
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from .jsonutil import JSON_TYPE
 
@@ -43,6 +43,9 @@ _STEP_ASIDE = (b"\nrange:", b"\nexpect:", b"\nif-", b"\ncontent-length:",
                b"\ntransfer-encoding:", b"\nupgrade:")
 # Longer requests are aiohttp's to judge (its line and field limits, the URI limit).
 MAX_CHUNK = 8192
+MAX_REMEMBERED = 512  # distinct request chunks whose verdict and headers are kept
+_verdicts: dict[bytes, str | None] = {}
+_headers: dict[bytes, CIMultiDictProxy[str]] = {}
 _HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: " + JSON_TYPE.encode() + b"\r\nContent-Length: ")
 
 
@@ -56,10 +59,22 @@ def available() -> bool:
 
 def simple_get(data: bytes) -> str | None:
     """The raw path of a chunk that is exactly one whole bodiless HTTP/1.1 GET the generic
-    path would answer like any other GET of that path; else None."""
+    path would answer like any other GET of that path; else None. A client polling a path
+    sends the same bytes every time: the verdicts of recent chunks are remembered."""
     if len(data) > MAX_CHUNK or not data.startswith(b"GET /") or \
             not data.endswith(b"\r\n\r\n"):
         return None
+    try:
+        return _verdicts[data]
+    except KeyError:
+        pass
+    if len(_verdicts) >= MAX_REMEMBERED:
+        _verdicts.clear()
+    verdict = _verdicts[data] = _judge(data)
+    return verdict
+
+
+def _judge(data: bytes) -> str | None:
     line_end = data.find(b"\r\n")
     head_end = data.find(b"\r\n\r\n")
     if head_end != len(data) - 4:
@@ -89,15 +104,23 @@ class WireRequest:
 
     def __init__(self, data: bytes) -> None:
         self._data = data
-        self._headers: CIMultiDict[str] | None = None
+        self._headers: CIMultiDictProxy[str] | None = None
 
     @property
-    def headers(self) -> CIMultiDict[str]:
+    def headers(self) -> CIMultiDictProxy[str]:
         """The request's headers (case-insensitive), parsed when first read."""
         if self._headers is None:
-            block = self._data[self._data.find(b"\r\n") + 2:-4].decode("latin-1")
-            pairs = (line.partition(":") for line in block.split("\r\n") if line)
-            self._headers = CIMultiDict((k, v.strip(" \t")) for k, _, v in pairs)
+            data = self._data
+            headers = _headers.get(data)
+            if headers is None:
+                block = data[data.find(b"\r\n") + 2:-4].decode("latin-1")
+                pairs = (line.partition(":") for line in block.split("\r\n") if line)
+                headers = CIMultiDictProxy(CIMultiDict(
+                    (k, v.strip(" \t")) for k, _, v in pairs))
+                if len(_headers) >= MAX_REMEMBERED:
+                    _headers.clear()
+                _headers[data] = headers  # read-only: shared by the same chunk's requests
+            self._headers = headers
         return self._headers
 
 

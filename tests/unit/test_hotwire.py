@@ -226,3 +226,17 @@ def test_wire_request_headers_are_case_insensitive_and_trimmed() -> None:
                               b"accept-language: de\r\n\r\n")
     assert req.headers["x-client-id"] == "abc" and req.headers.get("Accept-Language") == "de"
     assert "Authorization" not in req.headers and req.headers["HOST"] == "h"
+
+
+def test_verdicts_and_headers_of_repeated_chunks_are_remembered_and_bounded() -> None:
+    chunks = [b"GET /p%d HTTP/1.1\r\nX-Client-Id: c%d\r\n\r\n" % (i, i)
+              for i in range(hotwire.MAX_REMEMBERED + 3)]
+    for chunk in chunks:
+        assert hotwire.simple_get(bytes(bytearray(chunk))) == chunk.split(b" ")[1].decode()
+        assert hotwire.WireRequest(chunk).headers["x-client-id"] == "c%d" % int(chunk[6:].split(b" ")[0])
+    again = hotwire.WireRequest(bytes(bytearray(chunks[-1])))
+    assert again.headers is hotwire.WireRequest(chunks[-1]).headers  # parsed once
+    assert len(hotwire._verdicts) <= hotwire.MAX_REMEMBERED
+    assert len(hotwire._headers) <= hotwire.MAX_REMEMBERED
+    assert hotwire.simple_get(b"GET /x HTTP/1.1\r\nRange: bytes=0-1\r\n\r\n") is None
+    assert hotwire.simple_get(b"GET /x HTTP/1.1\r\nRange: bytes=0-1\r\n\r\n") is None  # kept
