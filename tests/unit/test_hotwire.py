@@ -63,9 +63,12 @@ def test_the_fields_it_relies_on_are_in_this_aiohttp() -> None:
     assert hotwire.available()
 
 
+Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+
 @asynccontextmanager
-async def connection(served: Served, **runner: float) -> AsyncIterator[
-        tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+async def connection(served: Served, **runner: float) -> AsyncIterator[Conn]:
+    """A raw keep-alive connection to the served app."""
     run = GatewayRunner(served.app(), "vendor", access_log=None, **runner)
     await run.setup()
     port = free_port()
@@ -78,12 +81,27 @@ async def connection(served: Served, **runner: float) -> AsyncIterator[
         await run.cleanup()
 
 
-async def answer(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
-    """One HTTP answer: (head, body)."""
+@asynccontextmanager
+async def hot_connection(served: Served, first: bytes = GET, **runner: float
+                         ) -> AsyncIterator[Conn]:
+    """A connection on which `first` was answered by aiohttp, making its path hot."""
+    async with connection(served, **runner) as conn:
+        await ask(conn, first)
+        yield conn
+
+
+async def ask(conn: Conn, chunk: bytes) -> tuple[bytes, bytes]:
+    """Send chunk; the next HTTP answer: (head, body)."""
+    reader, writer = conn
+    writer.write(chunk)
     head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
     length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
                   if line.lower().startswith(b"content-length:"))
     return head, await asyncio.wait_for(reader.readexactly(length), 10)
+
+
+def status(head: bytes) -> int:
+    return int(head.split(b" ")[1])
 
 
 def without_date(head: bytes) -> bytes:
@@ -98,40 +116,35 @@ def test_the_second_get_is_answered_on_the_wire_with_the_generic_bytes() -> None
     served = Served()
 
     async def scenario() -> None:
-        async with connection(served) as (reader, writer):
-            writer.write(GET)
-            generic = await answer(reader)
-            writer.write(GET)
-            fast = await answer(reader)
+        async with connection(served) as conn:
+            generic = await ask(conn, GET)
+            fast = await ask(conn, GET)
             assert (served.calls, served.hits, wire(served)) == (1, 1, 1)
             assert fast[1] == generic[1] == BODY
             assert without_date(fast[0]) == without_date(generic[0])
             served.current = None  # the probe no longer holds: aiohttp and the handler
-            writer.write(GET)
-            assert (await answer(reader))[1] == b'{"rebuilt":true}' and served.calls == 2
+            assert (await ask(conn, GET))[1] == b'{"rebuilt":true}' and served.calls == 2
 
     asyncio.run(scenario())
 
 
-def test_pipelined_split_and_bodied_requests_go_through_aiohttp_in_order() -> None:
+def test_pipelined_and_split_requests_go_through_aiohttp_in_order() -> None:
     served = Served()
 
     async def scenario() -> None:
-        async with connection(served) as (reader, writer):
-            writer.write(GET)
-            await answer(reader)  # the path is hot now
-            writer.write(GET + GET.replace(b"things", b"things?offer=no"))  # two at once
-            assert (await answer(reader))[1] == BODY
-            assert (await answer(reader))[1] == BODY
+        async with hot_connection(served) as conn:
+            other = GET.replace(b"things", b"things?offer=no")
+            assert (await ask(conn, GET + other))[1] == BODY  # two requests at once
+            assert (await asyncio.wait_for(conn[0].readuntil(b"\r\n\r\n"), 10)).startswith(
+                b"HTTP/1.1 200")
+            assert (await asyncio.wait_for(conn[0].readexactly(len(BODY)), 10)) == BODY
             assert wire(served) == 0 and served.calls == 2
-            writer.write(GET[:20])  # half a request: the parser keeps it
-            await writer.drain()
+            conn[1].write(GET[:20])  # half a request: the parser keeps it
+            await conn[1].drain()
             await asyncio.sleep(0.05)
-            writer.write(GET[20:])
-            assert (await answer(reader))[1] == BODY
+            assert (await ask(conn, GET[20:]))[1] == BODY
             # after a split chunk this connection stays with aiohttp
-            writer.write(GET)
-            assert (await answer(reader))[1] == BODY and wire(served) == 0
+            assert (await ask(conn, GET))[1] == BODY and wire(served) == 0
             assert served.hits == 3  # hot.py's path answered the hot ones
 
     asyncio.run(scenario())
@@ -139,17 +152,13 @@ def test_pipelined_split_and_bodied_requests_go_through_aiohttp_in_order() -> No
 
 def test_after_a_request_with_a_body_the_connection_stays_with_aiohttp() -> None:
     served = Served()
+    post = (b"POST /api/v1/things HTTP/1.1\r\nHost: x\r\nContent-Length: 8\r\n\r\n"
+            b"\r\n\r\n\r\n\r\n")  # a body that looks like blank lines
 
     async def scenario() -> None:
-        async with connection(served) as (reader, writer):
-            writer.write(GET)
-            await answer(reader)
-            writer.write(b"POST /api/v1/things HTTP/1.1\r\nHost: x\r\nContent-Length: 8\r\n\r\n"
-                         b"\r\n\r\n\r\n\r\n")  # a body that looks like a blank line
-            head, _ = await answer(reader)
-            assert b" 405 " in head.split(b"\r\n")[0]
-            writer.write(GET)
-            assert (await answer(reader))[1] == BODY and wire(served) == 0
+        async with hot_connection(served) as conn:
+            assert status((await ask(conn, post))[0]) == 405
+            assert (await ask(conn, GET))[1] == BODY and wire(served) == 0
 
     asyncio.run(scenario())
 
@@ -158,12 +167,9 @@ def test_a_bad_header_line_gets_aiohttps_400_not_a_hot_answer() -> None:
     served = Served()
 
     async def scenario() -> None:
-        async with connection(served) as (reader, writer):
-            writer.write(GET)
-            await answer(reader)
-            writer.write(b"GET /api/v1/things HTTP/1.1\r\nno colon\r\n\r\n")
-            head, body = await answer(reader)
-            assert b" 400 " in head.split(b"\r\n")[0] and b"Malformed HTTP request" in body
+        async with hot_connection(served) as conn:
+            head, body = await ask(conn, b"GET /api/v1/things HTTP/1.1\r\nno colon\r\n\r\n")
+            assert status(head) == 400 and b"Malformed HTTP request" in body
             assert wire(served) == 0
 
     asyncio.run(scenario())
@@ -173,12 +179,10 @@ def test_connection_close_is_honoured() -> None:
     served = Served()
 
     async def scenario() -> None:
-        async with connection(served) as (reader, writer):
-            writer.write(GET)
-            await answer(reader)
-            writer.write(GET.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
-            assert (await answer(reader))[1] == BODY
-            assert await asyncio.wait_for(reader.read(), 10) == b""  # closed by the server
+        async with hot_connection(served) as conn:
+            closing = GET.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n")
+            assert (await ask(conn, closing))[1] == BODY
+            assert await asyncio.wait_for(conn[0].read(), 10) == b""  # closed by the server
             assert wire(served) == 0
 
     asyncio.run(scenario())
@@ -188,16 +192,13 @@ def test_keep_alive_lasts_from_the_last_wire_answer() -> None:
     served = Served()
 
     async def scenario() -> None:
-        async with connection(served, keepalive_timeout=0.6) as (reader, writer):
-            writer.write(GET)
-            await answer(reader)
+        async with hot_connection(served, keepalive_timeout=0.6) as conn:
             for _ in range(6):  # 1.2 s of wire answers: longer than the keep-alive timeout
                 await asyncio.sleep(0.2)
-                writer.write(GET)
-                assert (await answer(reader))[1] == BODY
+                assert (await ask(conn, GET))[1] == BODY
             assert wire(served) == 6
             # idle now: the server closes the connection after the timeout
-            assert await asyncio.wait_for(reader.read(), 10) == b""
+            assert await asyncio.wait_for(conn[0].read(), 10) == b""
 
     asyncio.run(scenario())
 
@@ -208,14 +209,12 @@ def test_a_merged_read_is_answered_on_the_wire_with_its_probe_reading_the_header
     merged = GET.replace(b"things", b"things?offer=merged")
 
     async def scenario() -> None:
-        async with connection(served) as (reader, writer):
-            writer.write(merged)
-            generic = await answer(reader)
-            writer.write(merged)
-            fast = await answer(reader)
+        async with connection(served) as conn:
+            generic = await ask(conn, merged)
+            fast = await ask(conn, merged)
             assert (served.calls, wire(served)) == (1, 1) and fast[1] == generic[1] == BODY
-            writer.write(merged.replace(b"\r\n\r\n", b"\r\nx-other:  1\r\n\r\n"))
-            await answer(reader)  # the probe saw the header (any case): the handler answered
+            await ask(conn, merged.replace(b"\r\n\r\n", b"\r\nx-other:  1\r\n\r\n"))
+            # the probe saw the header (in any case): the handler answered
             assert (served.calls, wire(served)) == (2, 1)
 
     asyncio.run(scenario())
