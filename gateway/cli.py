@@ -98,26 +98,24 @@ def _settings(args: argparse.Namespace) -> Settings:
 async def serve(settings: Settings, ready_message: str | None = None,
                 on_force_exit: Callable[[], object] | None = None) -> None:
     """Serve until SIGINT or SIGTERM; stop within the grace period, at once on a second one."""
+    from . import client_tls
+
+    client_tls.import_aiohttp()  # the CA store of its client contexts waits for a client
+    from aiohttp import web
+
+    from .app import make_app
+    from .http.server import GatewayRunner
     from .http.tls import server_context
+    from .ros.bridge import start_ros
+    from .state import STATE
 
     ssl_context = server_context(settings)  # ConfigError names a bad server.tls.* setting
-    # DDS discovery runs while the HTTP stack is imported and the app built (a manifest is
-    # checked first: ROS starts after it)
-    bridge = None
-    if settings["discovery.mode"] == "runtime_only":
-        from .ros.bridge import start_ros
-
-        bridge = start_ros(settings)
+    # DDS discovery runs while the app is built (a manifest is checked first: ROS starts
+    # after). Not before the imports above: native DDS threads running while the interpreter
+    # imports aiohttp saw a gateway die with SIGSEGV in an import (twice in some thousands of
+    # starts, on a loaded machine); the sooner start was not worth that exposure.
+    bridge = start_ros(settings) if settings["discovery.mode"] == "runtime_only" else None
     try:
-        from . import client_tls
-
-        client_tls.import_aiohttp()  # the CA store of its client contexts waits for a client
-        from aiohttp import web
-
-        from .app import make_app
-        from .http.server import GatewayRunner
-        from .state import STATE
-
         app = make_app(settings)
     except BaseException:
         if bridge is not None:

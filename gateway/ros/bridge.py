@@ -30,8 +30,8 @@ def start_ros(settings: Any) -> RosBridge:
     """The ROS bridge (rclpy context, DDS participant, nodes) for the gateway's settings:
     discovery runs from here on.
 
-    serve() makes it first, before the HTTP stack is imported and the app built, so DDS
-    discovery overlaps both; it reaches the app as `state.extras["bridge"]`.
+    serve() makes it before the app is built, so DDS discovery overlaps building the routes;
+    it reaches the app as `state.extras["bridge"]`.
     """
     return RosBridge(settings["ros.node_name"], settings["ros.domain_id"],
                      settings["server.executor_threads"], settings["ros.executor"])

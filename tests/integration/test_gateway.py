@@ -140,6 +140,8 @@ def test_aggregated_data_merges_topics_by_path(gw: Gateway) -> None:
 
 
 def test_publish_reaches_the_robot(gw: Gateway) -> None:
+    # the node is listed before DDS has told all its endpoints on a busy machine
+    gw.wait_for("/apps/controller/data", lambda b: "/body/lights/command" in ids(b), timeout=30)
     resp = gw.request("PUT", f"/apps/controller/data/{enc('/body/lights/command')}",
                       {"data": True})
     assert resp.status == 200, resp
