@@ -15,8 +15,9 @@ body, Range, Expect, a conditional header.
 Only between requests: the handler idle (waiting for a message, none queued), nothing left in
 the parser from an earlier chunk (every chunk the connection sent so far was a whole bodiless
 request), no response waiting to be written. The handler's keep-alive bookkeeping is done as
-aiohttp does it after a response. The fields read are aiohttp 3.10+'s RequestHandler slots
-(`available()` checks them; without them the wire path is off and hot.py still answers).
+aiohttp does it after a response. The fields read are RequestHandler slots of the aiohttp this
+was built against (3.14); `available()` checks them at start, and without them the wire path
+is off and hot.py still answers.
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from .jsonutil import JSON_TYPE
 
 # RequestHandler fields the wire path reads or keeps current.
-HANDLER_FIELDS = ("_loop", "transport", "_waiter", "_messages", "_payload_parser", "_upgraded", "_keepalive",
-                  "_keepalive_handle", "_keepalive_timeout", "_next_keepalive_close_time",
-                  "_request_count", "_manager", "_force_close", "_close")
+HANDLER_FIELDS = ("_loop", "transport", "_waiter", "_messages", "_payload_parser", "_upgraded",
+                  "_keepalive", "_keepalive_handle", "_keepalive_timeout",
+                  "_next_keepalive_close_time", "_request_count", "_manager", "_force_close",
+                  "_close")
 # A header line as llhttp accepts it: a token, a colon, visible ASCII, space, tab or obs-text.
 _HEADERS = re.compile(rb"(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[\t\x20-\x7e\x80-\xff]*\r\n)*")
 # Headers after which the generic path answers differently (or a body follows).
