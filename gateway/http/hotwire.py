@@ -23,11 +23,10 @@ is off and hot.py still answers.
 from __future__ import annotations
 
 import re
-import time
-from email.utils import formatdate
 from typing import Any
 
 from aiohttp import web_protocol
+from aiohttp.helpers import rfc822_formatted_time  # aiohttp's own, cached per second
 from aiohttp.http import SERVER_SOFTWARE
 from multidict import CIMultiDict, CIMultiDictProxy
 
@@ -134,28 +133,13 @@ def whole_bodiless(data: bytes) -> bool:
     return b"\ncontent-length:" not in low and b"\ntransfer-encoding:" not in low
 
 
-class _Date:
-    """The Date header's value, made once per second."""
-
-    def __init__(self) -> None:
-        self._second = -1
-        self._value = b""
-
-    def __call__(self) -> bytes:
-        now = int(time.time())
-        if now != self._second:
-            self._second = now
-            self._value = formatdate(now, usegmt=True).encode()
-        return self._value
-
-
-_date = _Date()
 _TAIL = b"\r\nServer: " + SERVER_SOFTWARE.encode() + b"\r\n\r\n"
 
 
 def response(body: bytes) -> bytes:
     """A 200 JSON answer with the headers aiohttp writes for web.Response(body, JSON_TYPE)."""
-    return b"".join((_HEAD, str(len(body)).encode(), b"\r\nDate: ", _date(), _TAIL, body))
+    return b"".join((_HEAD, str(len(body)).encode(), b"\r\nDate: ",
+                     rfc822_formatted_time().encode(), _TAIL, body))
 
 
 def answer(handler: Any, hot: Any, data: bytes) -> bool:

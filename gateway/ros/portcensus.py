@@ -18,6 +18,7 @@ ephemeral ports (domains above about 100), where any socket's port could be coun
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 
 PORT_BASE = 7400  # PB
@@ -58,6 +59,7 @@ def count(ports: set[int], domain_id: int, ephemeral: tuple[int, int] | None = N
     return sum(1 for p in candidates if p in ports)
 
 
+@functools.cache  # read once: the starting polls ask every 50 ms
 def _ephemeral() -> tuple[int, int] | None:
     try:
         with open(EPHEMERAL_FILE) as f:
