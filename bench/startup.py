@@ -9,11 +9,15 @@ with a floor process (bench/_floor_start.py: aiohttp + rclpy and one node, ready
 demo node is in the graph) and print the median of per-round ratios to it, so a loaded
 machine can still compare; the CPU seconds until ready is the least load-dependent figure.
 
-    .venv/bin/python bench/startup.py     # ROS domain $BENCH_DOMAIN (default 95)
+    .venv/bin/python bench/startup.py [--rounds N]   # ROS domain $BENCH_DOMAIN (default 95)
+
+Each round's ready time is printed for both sides too: how often the floor itself misses the
+ready target says how much of the start is DDS discovery rather than the gateway.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import statistics
@@ -112,10 +116,16 @@ def floor_round() -> dict[str, float]:
 
 def main() -> None:
     """Alternate gateway and floor rounds; print medians against the targets and the floor."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=ROUNDS,
+                        help=f"gateway rounds, each followed by a floor round (default {ROUNDS})")
+    rounds = parser.parse_args().rounds
+    if rounds < 1:
+        parser.error("--rounds must be at least 1")
     with tempfile.TemporaryDirectory() as tmp, Robot.start(DOMAIN):
         floor_round()  # warm-up: page cache, .pyc files
         rows, floors = [], []
-        for k in range(ROUNDS):
+        for k in range(rounds):
             rows.append(gateway_round(tmp, k))
             floors.append(floor_round())
 
@@ -133,13 +143,18 @@ def main() -> None:
     def verdict(ok: bool) -> str:
         return "met" if ok else "NOT met"
 
-    print(f"gateway start with the demo robot ({len(NODES)} nodes), median of {ROUNDS} rounds "
+    print(f"gateway start with the demo robot ({len(NODES)} nodes), median of {rounds} rounds "
           f"({os.cpu_count()} cores shared with everything else on this machine); the floor: "
           "aiohttp + rclpy, one node, ready once every demo node is in the graph")
     print(f"/health first answer after   {med('answers'):.2f} s {span('answers')}")
     print(f"/health ready after          {med('ready'):.2f} s {span('ready')}"
           f"  target <= {READY_TARGET_S:g} s: {verdict(med('ready') <= READY_TARGET_S)};  "
           f"{ratio('ready')}")
+    for name, side in (("gateway", rows), ("floor", floors)):
+        late = sum(r["ready"] > READY_TARGET_S for r in side)
+        print(f"  {name:8} ready per round  "
+              + " ".join(f"{r['ready']:.2f}" for r in side)
+              + f"  ({late} of {len(side)} over {READY_TARGET_S:g} s)")
     print(f"all demo apps listed after   {med('apps'):.2f} s {span('apps')}"
           f"  target <= {APPS_TARGET_S:g} s: {verdict(med('apps') <= APPS_TARGET_S)};  "
           f"{ratio('apps')}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import logging
 import os
 import signal
@@ -169,8 +170,11 @@ async def serve(settings: Settings, ready_message: str | None = None,
 
 
 def _logging(level: str) -> None:
+    """Log lines to stderr at `level`; a fatal signal (a segfault in native code, an abort)
+    first writes every Python thread's stack there, so a crash's log says where it was."""
     logging.basicConfig(level=getattr(logging, level.upper()),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    faulthandler.enable()
 
 
 def _cap_arenas(settings: Settings) -> None:

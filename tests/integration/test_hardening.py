@@ -311,6 +311,23 @@ def test_a_second_signal_stops_at_once(robot: Robot, domain: int, tmp_path: Path
     assert "second stop signal" in log_text(g)
 
 
+def test_a_crash_leaves_every_thread_stack_in_the_log(domain: int, tmp_path: Path) -> None:
+    """A segfault (as in native DDS code) still kills the gateway, but its log shows each
+    Python thread's stack. With the single-threaded executor: rclpy's EventsExecutor (the
+    default) turns the same dump on itself, the gateway does it for every configuration."""
+    g = Gateway(free_port(), domain, [f"state_dir={tmp_path / 'state'}", "ros.executor=single"],
+                tmp_path / "gw.log").start()
+    assert g.proc is not None
+    g.proc.send_signal(signal.SIGSEGV)
+    _wait_exit(g, 30)
+    assert g.proc.returncode == -signal.SIGSEGV
+    text = log_text(g)
+    assert "Fatal Python error: Segmentation fault" in text, text[-3000:]
+    stacks = text.count("Thread 0x") + text.count("Current thread 0x")
+    assert stacks >= 2, text[-3000:]  # the event loop's and the ROS executor's at least
+    assert "(most recent call first)" in text
+
+
 def test_stop_answers_a_fast_path_call_in_flight_503(robot: Robot, domain: int, ros: Any,
                                                       tmp_path: Path) -> None:
     """A service execution on the fast path (gateway/http/hot.py) is drained like any call."""
