@@ -227,4 +227,9 @@ def resolve(raw: Mapping[str, Any]) -> Settings:
         )
     for message in warnings:
         log.warning("%s", message)
-    return Settings(values, warnings)
+    settings = Settings(values, warnings)
+    # Children (scripts, update hooks) never see a secret (gateway/control/childenv.py).
+    from .control.childenv import register_secrets, secret_values
+
+    register_secrets(secret_values(settings))
+    return settings

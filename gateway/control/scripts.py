@@ -8,21 +8,20 @@ import re
 import shutil
 import sys
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from .childenv import scrubbed_env as scrubbed_env  # re-exported (tests, older callers)
+
 # File extension -> format; format -> interpreter (python runs with the gateway's own python3).
 FORMATS = {".sh": "sh", ".bash": "bash", ".py": "python"}
 INTERPRETERS = {"sh": "sh", "bash": "bash", "python": sys.executable}
 META_SUFFIXES = (".json", ".yaml", ".yml")
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
-# Environment names that look like credentials; never handed to a script.
-_SECRET_NAME = re.compile(r"(SECRET|TOKEN|PASSW|PASSWD|CREDENTIAL|PRIVATE|API_?KEY|AUTH)",
-                          re.IGNORECASE)
 
 
 class ScriptError(ValueError):
@@ -209,20 +208,6 @@ def command(script: Script, parameters: Mapping[str, Any]) -> list[str]:
         text = value if isinstance(value, str) else json.dumps(value)
         argv.extend([str(flag), text] if flag else [text])
     return argv
-
-
-def scrubbed_env(environ: Mapping[str, str], secrets: Iterable[str]) -> dict[str, str]:
-    """The gateway's environment without credentials: names that look secret, values that equal
-    a secret setting, and the gateway's own settings variables."""
-    values = {s for s in secrets if s}
-    out: dict[str, str] = {}
-    for key, value in environ.items():
-        if _SECRET_NAME.search(key) or key.startswith("DIAG_GATEWAY_"):
-            continue
-        if value in values or any(v in value for v in values if len(v) >= 8):
-            continue
-        out[key] = value
-    return out
 
 
 def run_env(base: Mapping[str, str], script: Script, parameters: Mapping[str, Any],

@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from ..auth.roles import Role
-from ..config import BY_KEY
+from ..control.childenv import child_environment
 from ..control.runner import FORCED, STOP, CapacityReached, Execution, NotRunning, Runner
 from ..control.scripts import (
     FORMATS,
@@ -25,7 +25,6 @@ from ..control.scripts import (
     managed_from,
     run_env,
     scan_managed,
-    scrubbed_env,
     validate_parameters,
 )
 from ..http.errors import ApiError, bad_request, invalid_parameter, not_found
@@ -48,19 +47,6 @@ META_LIMIT = 65536  # bytes of an upload's metadata field
 EXECUTION_TYPES = ("now", "on_restart", "now_and_on_restart", "once_on_restart")
 
 
-def _secrets(settings: Any) -> list[str]:
-    """Values of secret settings (auth keys and clients, peer credentials, TLS key path)."""
-    out: list[str] = []
-    for key, value in settings.as_dict(redact=False).items():
-        setting = BY_KEY.get(key)
-        if not (setting is not None and setting.secret):
-            continue
-        for text in (str(v) for v in (value if isinstance(value, (list, tuple)) else [value])):
-            out.append(text)
-            out.extend(part for part in text.split(":") if len(part) >= 8)
-    return out
-
-
 class ScriptService:
     """Managed and uploaded scripts of this gateway and their executions."""
 
@@ -77,7 +63,6 @@ class ScriptService:
         self._scan_key: Any = None
         self.runner = Runner(s["scripts.max_concurrent_executions"],
                              s["scripts.max_execution_history"], s["scripts.max_output_bytes"])
-        self.env = scrubbed_env(os.environ, _secrets(s))
 
     @property
     def enabled(self) -> bool:
@@ -284,7 +269,7 @@ async def start_execution(request: web.Request) -> web.Response:
     try:
         record = await runner.start(
             sc.id, entity.kind, entity.id, command(sc, parameters),
-            run_env(svc.env, sc, parameters, entity.kind, entity.id, exec_id),
+            run_env(child_environment(), sc, parameters, entity.kind, entity.id, exec_id),
             timeout, cwd=str(sc.path.parent), execution_id=exec_id)
     except CapacityReached as exc:
         raise _vendor(request, 429, "script-concurrency-limit", str(exc),

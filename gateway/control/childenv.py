@@ -1,0 +1,87 @@
+"""The environment handed to code the gateway runs (scripts, update hooks): the user's
+environment without the gateway's secrets.
+
+Secrets are registered once the settings are resolved (`register_secrets`); every child
+environment built afterwards drops variables whose name looks like a credential, whose value
+holds a registered secret, or that configure the gateway itself.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+# Environment names that look like credentials; never handed to a child.
+SECRET_NAME = re.compile(r"(SECRET|TOKEN|PASSW|PASSWD|CREDENTIAL|PRIVATE|API_?KEY|AUTH)",
+                         re.IGNORECASE)
+# A secret shorter than this is matched only as a whole value (a substring test would drop
+# half the environment for a 3-letter password).
+MIN_SUBSTRING_LEN = 8
+
+_lock = threading.Lock()
+_secrets: set[str] = set()
+
+
+def register_secrets(values: Iterable[str]) -> None:
+    """Add secret values (setting values, parts of client entries) to drop from children."""
+    with _lock:
+        _secrets.update(v for v in values if v)
+
+
+def registered_secrets() -> frozenset[str]:
+    """Every secret value registered so far."""
+    with _lock:
+        return frozenset(_secrets)
+
+
+def secret_values(settings: Any) -> list[str]:
+    """Values of the secret settings: each value, and each ':'-part of 8+ characters."""
+    from ..config import BY_KEY
+
+    out: list[str] = []
+    for key, value in settings.as_dict(redact=False).items():
+        setting = BY_KEY.get(key)
+        if not (setting is not None and setting.secret):
+            continue
+        for text in (str(v) for v in (value if isinstance(value, (list, tuple)) else [value])):
+            if not text:
+                continue
+            out.append(text)
+            out.extend(part for part in text.split(":") if len(part) >= MIN_SUBSTRING_LEN)
+    return out
+
+
+def scrubbed_env(environ: Mapping[str, str], secrets: Iterable[str]) -> dict[str, str]:
+    """environ without credentials: names that look secret, values that hold a secret, and the
+    gateway's own settings variables."""
+    values = {s for s in secrets if s}
+    long_values = [v for v in values if len(v) >= MIN_SUBSTRING_LEN]
+    out: dict[str, str] = {}
+    for key, value in environ.items():
+        if SECRET_NAME.search(key) or key.startswith("DIAG_GATEWAY_"):
+            continue
+        if value in values or any(v in value for v in long_values):
+            continue
+        out[key] = value
+    return out
+
+
+def user_environment() -> dict[str, str]:
+    """The environment of the user who started the gateway, before the gateway's own loader
+    variables (os.environ when the ROS isolation helper is not available)."""
+    try:
+        from ..ros import isolation  # type: ignore[attr-defined, unused-ignore]
+    except ImportError:
+        return dict(os.environ)
+    getter = getattr(isolation, "user_environment", None)
+    if getter is None:
+        return dict(os.environ)
+    return dict(getter())
+
+
+def child_environment() -> dict[str, str]:
+    """The user's environment minus every registered secret: what a child process gets."""
+    return scrubbed_env(user_environment(), registered_secrets())
