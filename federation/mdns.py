@@ -64,6 +64,20 @@ def announced_addresses(host: str, interfaces: list[str] | InterfaceChoice) -> l
             if a.family == socket.AF_INET and not a.address.startswith("127.")]
 
 
+def loopback_only_warning(opts: MdnsOptions,
+                          interfaces: list[str] | InterfaceChoice) -> str | None:
+    """A warning when announce or discover is on but mDNS is bound to loopback only."""
+    if not (opts.announce or opts.discover) or not isinstance(interfaces, list):
+        return None
+    if not all(ipaddress.IPv4Address(a).is_loopback for a in interfaces):
+        return None
+    what = " and ".join(w for w, on in (("announce", opts.announce),
+                                         ("discover", opts.discover)) if on)
+    return (f"mDNS {what} is bound to loopback only ({', '.join(interfaces)}): no other host "
+            "on the LAN will see this gateway or be seen by it; set "
+            "aggregation.mdns_interfaces to the robot's LAN interface (e.g. [eth0]) or [all]")
+
+
 def instance_of(full_name: str, service: str) -> str:
     """The instance part of `<instance>.<service>`."""
     if full_name.endswith("." + service):
@@ -91,6 +105,9 @@ class Mdns:
     async def start(self) -> None:
         """Register the service and/or start browsing."""
         interfaces = interface_addresses(self.opts.interfaces)
+        warning = loopback_only_warning(self.opts, interfaces)
+        if warning:
+            log.warning(warning)
         self.azc = AsyncZeroconf(interfaces=interfaces, ip_version=IPVersion.V4Only)
         if self.opts.announce:
             addresses = announced_addresses(self.host, interfaces)

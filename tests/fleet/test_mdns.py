@@ -63,6 +63,9 @@ def test_join_crash_rejoin_and_leave_on_loopback(logs: Path) -> None:
                        "robot-a to join")
             print(f"\nmDNS join: online after {time.monotonic() - t0:.2f} s")
             assert peers(primary)["robot-a"]["url"] == f"http://127.0.0.1:{robot.port}"
+            # bound to loopback only: both say so at start, naming the setting that fixes it
+            for log_file in ("primary.log", "robot-a.log"):
+                assert "aggregation.mdns_interfaces" in (logs / log_file).read_text()
             apps = wait_until(lambda: {a["id"]: a for a in primary.get("/apps").json()["items"]
                                        if a["id"] == "status_sensor"}, 20, "its apps")
             assert apps["status_sensor"]["x-vendor"]["contributors"] == ["robot-a"]

@@ -16,7 +16,13 @@ from federation.forward import (
     _split,
     rewrite_location,
 )
-from federation.mdns import announced_addresses, instance_of, interface_addresses
+from federation.mdns import (
+    announced_addresses,
+    instance_of,
+    interface_addresses,
+    loopback_only_warning,
+)
+from federation.settings import MdnsOptions
 from gateway.http.routes import Route
 
 
@@ -99,6 +105,16 @@ def test_forward_budgets() -> None:
     assert _run_answer(1.0, 0.5, 0.05, 1.0) == "aggregation.write_timeout_ms"
     # the read budget starts once the body is pushed
     assert _run_answer(0.15, 0.1, 0.2, 0.1) == "answer"
+
+
+def test_loopback_only_mdns_is_warned_naming_the_setting() -> None:
+    on = MdnsOptions(announce=True)
+    text = loopback_only_warning(on, ["127.0.0.1"])
+    assert text is not None and "announce" in text and "aggregation.mdns_interfaces" in text
+    assert "discover" in (loopback_only_warning(MdnsOptions(discover=True), ["127.0.0.1"]) or "")
+    assert loopback_only_warning(on, ["10.1.2.3", "127.0.0.1"]) is None
+    assert loopback_only_warning(on, InterfaceChoice.All) is None
+    assert loopback_only_warning(MdnsOptions(), ["127.0.0.1"]) is None
 
 
 def test_mdns_helpers() -> None:
