@@ -70,6 +70,20 @@ _CLOSE = b""
 _KEEPALIVE = b":keepalive\n\n"
 
 
+async def keepalive_ticks(interval_s: float, tick: Callable[[], bool | None]) -> None:
+    """Call tick every interval_s on a fixed schedule (a late tick does not shift the next)
+    until it returns False."""
+    due = time.monotonic()
+    while True:
+        due += interval_s
+        now = time.monotonic()
+        if due <= now:  # the loop was held past a whole interval: restart from now
+            due = now + interval_s
+        await asyncio.sleep(due - now)
+        if tick() is False:
+            return
+
+
 def chunk(raw: bytes) -> bytes:
     """raw framed as one HTTP/1.1 chunk (Transfer-Encoding: chunked)."""
     return b"%x\r\n%b\r\n" % (len(raw), raw)
@@ -134,7 +148,6 @@ class FaultStream:
         self.clients: set[_Client] = set()
         self.published = 0
         self.dropped_clients = 0
-        self._last_publish = time.monotonic()
         self._keepalive: asyncio.Task[None] | None = None
         self._outbox: deque[_Pending] = deque()  # frames being delivered, in publish order
         self._pumping = False
@@ -155,7 +168,6 @@ class FaultStream:
         raw = frame(self.last_id, event, data)
         self.ring.append((self.last_id, raw, relayed))
         self.published += 1
-        self._last_publish = time.monotonic()
         self._fan_out(raw, 1, relayed)
         return self.last_id
 
@@ -171,7 +183,6 @@ class FaultStream:
             self.ring.append((self.last_id, raw, False))
             frames.append(raw)
         self.published += len(events)
-        self._last_publish = time.monotonic()
         if frames:
             self._fan_out(b"".join(frames), len(frames))
 
@@ -249,11 +260,10 @@ class FaultStream:
         return i
 
     async def _keepalive_loop(self) -> None:
-        # One timer for all clients (a per-client wait_for would cost a task per event).
-        while True:
-            await asyncio.sleep(self.keepalive_s)
-            if time.monotonic() - self._last_publish >= self.keepalive_s * 0.99:
-                self._fan_out(_KEEPALIVE)
+        # One timer for all clients (a per-client wait_for would cost a task per event). A
+        # keep-alive goes out every interval whatever else flows: traffic never postpones it
+        # (a reporter re-reporting unchanged faults makes batches but no events).
+        await keepalive_ticks(self.keepalive_s, lambda: self._fan_out(_KEEPALIVE))
 
     def replay(self, last_event_id: int | None, local_only: bool = False) -> list[bytes]:
         """Kept frames newer than last_event_id (none without a Last-Event-ID).

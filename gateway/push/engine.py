@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
-import re
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -14,6 +12,7 @@ from typing import Any
 from ..events import DATA, FAULTS, LOCKS, LOGS, OPERATIONS, UPDATES, Event
 from ..http.errors import SERVICE_UNAVAILABLE, ApiError
 from ..http.jsonutil import dumps
+from ..model.runids import new_id
 from .model import ACTIVE, TERMINATED, Subscription, Trigger, envelope
 from .orphans import OrphanClock
 from .rules import SubscriptionSpec, TriggerSpec, trigger_create
@@ -30,7 +29,6 @@ ORPHAN_SWEEP_S = 1.0
 PARKED_MAX = 100  # ended triggers whose undelivered events wait for a client
 PARKED_TTL_S = 300.0
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "fatal": 50}
-_TRIGGER_ID = re.compile(r"^trig_(\d+)$")
 # event kind of each observable trigger collection
 KIND_OF = {"data": DATA, "faults": FAULTS, "operations": OPERATIONS, "updates": UPDATES,
            "logs": LOGS}
@@ -61,8 +59,6 @@ class PushEngine:
         self._indexed = (-1, -1)  # (topic watch version, trigger set version)
         self._trigger_version = 0
         self._observed: dict[str, int] = {}  # triggers per observed event kind
-        self._sub_ids = itertools.count(1)
-        self._trig_ids = itertools.count(1)
         self._members: dict[tuple[str, str], tuple[int, frozenset[str]]] = {}
         self._unsubscribe: list[Callable[[], None]] = []
         self._tasks: list[asyncio.Task[Any]] = []
@@ -138,7 +134,7 @@ class PushEngine:
                            f"Too many cyclic subscriptions (sse.max_subscriptions="
                            f"{self.max_subscriptions}); delete one first",
                            parameters={"max_subscriptions": self.max_subscriptions})
-        sub = Subscription(f"sub_{next(self._sub_ids)}", spec.ref.entity_type,
+        sub = Subscription(new_id("sub"), spec.ref.entity_type,
                            spec.ref.entity_id, spec.ref, spec.interval, spec.duration,
                            now + spec.duration, client_id)
         sub.channel = Channel(self.hub)
@@ -186,7 +182,7 @@ class PushEngine:
             raise ApiError(503, SERVICE_UNAVAILABLE,
                            f"Too many triggers (triggers.max_triggers={self.max_triggers}); "
                            "delete one first", parameters={"max_triggers": self.max_triggers})
-        tid = trigger_id or f"trig_{next(self._trig_ids)}"
+        tid = trigger_id or new_id("trig")
         expires = now + spec.lifetime if spec.lifetime is not None else None
         trig = Trigger(tid, spec.ref.entity_type, spec.ref.entity_id, spec, raw, now, expires)
         trig.channel = Channel(self.hub)
@@ -280,11 +276,9 @@ class PushEngine:
         return self._by_topic
 
     def _load(self) -> None:
+        # Stored ids (`trig_<n>` of older releases, `trig_<tag>_<n>`) are kept as they are;
+        # new ids carry this process's tag, so they never meet a stored one.
         now = time.time()
-        for tid in self.store.ids():
-            m = _TRIGGER_ID.match(tid)
-            if m:
-                self._trig_ids = itertools.count(max(int(m.group(1)) + 1, next(self._trig_ids)))
         for row in self.store.active():
             if row["expires_at"] is not None and row["expires_at"] <= now:
                 self.store.terminate(row["id"])

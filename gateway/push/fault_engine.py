@@ -6,7 +6,6 @@ import asyncio
 import json
 import logging
 import os
-import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -14,13 +13,13 @@ from typing import Any
 from ..events import DATA, Event
 from ..faults.model import FAILED, Report
 from ..http.errors import ApiError, invalid_parameter
+from ..model.runids import new_id
 from .fault_rules import SEVERITIES, Rule, crossed, extract, from_record, parse_rule
 from .topics import TopicWatch
 
 log = logging.getLogger(__name__)
 
 MIN_POLL_MS = 50
-_ID = re.compile(r"^ftr_(\d+)$")
 
 
 class FaultTriggerEngine:
@@ -40,7 +39,6 @@ class FaultTriggerEngine:
         storage = s.get("fault_triggers.storage.path", "")
         self.path = Path(str(storage)).expanduser() if storage else None
         self.rules: dict[str, Rule] = {}
-        self._next = 1
         self._off: Any = None
         self._task: asyncio.Task[None] | None = None
         self.reports = 0
@@ -65,13 +63,12 @@ class FaultTriggerEngine:
     # rules ----------------------------------------------------------------------------------
     def create(self, app: Any, body: Any) -> Rule:
         """A new rule on an app (400 bad field or unknown topic, 409 fault_code in use)."""
-        rule = parse_rule(body, f"ftr_{self._next}", app.id)
+        rule = parse_rule(body, new_id("ftr"), app.id)
         if any(r.fault_code == rule.fault_code for r in self.rules.values()):
             raise ApiError(409, "invalid-request",
                            f"fault_code '{rule.fault_code}' is already raised by another "
                            "fault-trigger rule; delete that rule or pick another code")
         self._check_topic(app, rule)
-        self._next += 1
         self._add(rule)
         self._save()
         return rule
@@ -91,9 +88,6 @@ class FaultTriggerEngine:
 
     def _add(self, rule: Rule) -> None:
         self.rules[rule.id] = rule
-        m = _ID.match(rule.id)
-        if m:
-            self._next = max(self._next, int(m.group(1)) + 1)
         self.topics.want(rule, "apps", rule.app_id, rule.topic_path, events=True)
 
     def of_app(self, app_id: str) -> list[Rule]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..faults.stream import SSE_HEADERS, SseSlots
+from ..faults.stream import SSE_HEADERS, SseSlots, keepalive_ticks
 from ..http.errors import SERVICE_UNAVAILABLE, ApiError
 from ..http.jsonutil import dumps
 
@@ -184,13 +184,14 @@ class SseHub:
             self._keepalive = asyncio.ensure_future(self._keepalive_loop())
 
     async def _keepalive_loop(self) -> None:
-        # One timer for every push client (a timeout per client wait would cost a task each).
-        while self.clients:
-            await asyncio.sleep(self.keepalive_s)
-            now = time.monotonic()
-            for client in tuple(self.clients):
-                if now - client.last_sent >= self.keepalive_s * 0.99:
-                    self.offer(client, KEEPALIVE)
+        # One timer for every push client (a timeout per client wait would cost a task each);
+        # a keep-alive goes to every client each interval, whatever events it was sent.
+        await keepalive_ticks(self.keepalive_s, self._keepalive_tick)
+
+    def _keepalive_tick(self) -> bool:
+        for client in tuple(self.clients):
+            self.offer(client, KEEPALIVE)
+        return bool(self.clients)  # an idle hub stops its timer; the next client starts it
 
     async def close(self) -> None:
         """End every stream and stop the keep-alive timer."""
