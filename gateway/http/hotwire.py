@@ -5,8 +5,10 @@ parses the request, makes its Request, StreamWriter and task and renders the res
 gateway answering one federation read every few milliseconds, with cold caches, that is about
 three quarters of its CPU per read (bench/fanout.py, robots' CPU per live merged read). Here
 the connection's handler looks at each chunk of bytes first: a chunk that is exactly one
-complete HTTP/1.1 GET with no body, no header the generic path reacts to and every header line
-well formed, for a raw path whose probe answers (hot.HotAnswers.wire_body; a merged read's
+complete HTTP/1.1 GET with no body, no header the generic path reacts to, every header line
+well formed, exactly one `Host`, no header name twice and at most MAX_HEADERS headers (aiohttp
+answers 400 to a missing or repeated `Host`, a repeated singleton header and more than 128
+headers: those go to it), for a raw path whose probe answers (hot.HotAnswers.wire_body; a merged read's
 probe reads the headers from the chunk, WireRequest), is answered with the same status line,
 headers and body the generic hot path writes. Anything else goes to aiohttp untouched: a
 partial or pipelined chunk, another method, HTTP/1.0, `Connection` other than keep-alive, a
@@ -39,9 +41,13 @@ HANDLER_FIELDS = ("_loop", "transport", "_waiter", "_messages", "_payload_parser
                   "_close")
 # A header line as llhttp accepts it: a token, a colon, visible ASCII, space, tab or obs-text.
 _HEADERS = re.compile(rb"(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[\t\x20-\x7e\x80-\xff]*\r\n)*")
+# A request target in origin form: visible ASCII only.
+_TARGET = re.compile(rb"/[\x21-\x7e]*")
 # Headers after which the generic path answers differently (or a body follows).
 _STEP_ASIDE = (b"\nrange:", b"\nexpect:", b"\nif-", b"\ncontent-length:",
                b"\ntransfer-encoding:", b"\nupgrade:")
+# More headers than this are aiohttp's to judge (its own limit, max_headers, is 128).
+MAX_HEADERS = 64
 # Longer requests are aiohttp's to judge (its line and field limits, the URI limit).
 MAX_CHUNK = 8192
 MAX_REMEMBERED = 512  # distinct request chunks whose verdict and headers are kept
@@ -81,11 +87,17 @@ def _judge(data: bytes) -> str | None:
     if head_end != len(data) - 4:
         return None  # a second request (pipelined) or a stray blank line
     parts = data[:line_end].split(b" ")
-    if len(parts) != 3 or parts[2] != b"HTTP/1.1":
+    if len(parts) != 3 or parts[2] != b"HTTP/1.1" or _TARGET.fullmatch(parts[1]) is None:
         return None
     block = data[line_end + 2:]
     if _HEADERS.fullmatch(block[:-2]) is None:
         return None
+    lines = block[:-4].split(b"\r\n")
+    if len(lines) > MAX_HEADERS:
+        return None
+    names = [line[:line.find(b":")].lower() for line in lines]
+    if len(set(names)) != len(names) or b"host" not in names:
+        return None  # a repeated name (Host, a singleton, Connection) or no Host
     low = b"\n" + block.lower()
     if any(name in low for name in _STEP_ASIDE):
         return None

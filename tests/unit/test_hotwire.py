@@ -20,8 +20,8 @@ GET = b"GET /api/v1/things HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: */*\r\n\r\n"
 @pytest.mark.parametrize("chunk", [
     GET,
     b"GET /api/v1/things?a=1&b=%2F HTTP/1.1\r\nHost: x\r\n\r\n",
-    b"GET /x HTTP/1.1\r\n\r\n",
-    b"GET /x HTTP/1.1\r\nConnection: Keep-Alive\r\nUser-Agent: a b/1.0\r\n\r\n",
+    b"GET /x HTTP/1.1\r\nhost: x\r\n\r\n",
+    b"GET /x HTTP/1.1\r\nConnection: Keep-Alive\r\nUser-Agent: a b/1.0\r\nHost: x\r\n\r\n",
 ])
 def test_a_whole_plain_get_is_simple(chunk: bytes) -> None:
     assert hotwire.simple_get(chunk) == chunk.split(b" ")[1].decode()
@@ -48,6 +48,9 @@ def test_a_whole_plain_get_is_simple(chunk: bytes) -> None:
     b"GET /x HTTP/1.1\r\nBad Name: x\r\n\r\n",
     b"GET /\xc3\xa9 HTTP/1.1\r\n\r\n",
     b"GET /x HTTP/1.1\r\nCookie: " + b"a" * hotwire.MAX_CHUNK + b"\r\n\r\n",
+    b"GET /x HTTP/1.1\r\n\r\n",  # no Host: aiohttp answers 400
+    b"GET /x HTTP/1.1\r\nHost: a\r\nHOST: a\r\n\r\n",  # Host twice: 400
+    b"GET /x HTTP/1.1\r\nHost: a\r\n" + b"X: y\r\n" * hotwire.MAX_HEADERS + b"\r\n",
 ])
 def test_anything_else_is_for_aiohttp(chunk: bytes) -> None:
     assert hotwire.simple_get(chunk) is None
@@ -228,7 +231,7 @@ def test_wire_request_headers_are_case_insensitive_and_trimmed() -> None:
 
 
 def test_verdicts_and_headers_of_repeated_chunks_are_remembered_and_bounded() -> None:
-    chunks = [b"GET /p%d HTTP/1.1\r\nX-Client-Id: c%d\r\n\r\n" % (i, i)
+    chunks = [b"GET /p%d HTTP/1.1\r\nHost: h\r\nX-Client-Id: c%d\r\n\r\n" % (i, i)
               for i in range(hotwire.MAX_REMEMBERED + 3)]
     for i, chunk in enumerate(chunks):
         assert hotwire.simple_get(bytes(bytearray(chunk))) == f"/p{i}"
@@ -237,5 +240,6 @@ def test_verdicts_and_headers_of_repeated_chunks_are_remembered_and_bounded() ->
     assert again.headers is hotwire.WireRequest(chunks[-1]).headers  # parsed once
     assert len(hotwire._verdicts) <= hotwire.MAX_REMEMBERED
     assert len(hotwire._headers) <= hotwire.MAX_REMEMBERED
-    assert hotwire.simple_get(b"GET /x HTTP/1.1\r\nRange: bytes=0-1\r\n\r\n") is None
-    assert hotwire.simple_get(b"GET /x HTTP/1.1\r\nRange: bytes=0-1\r\n\r\n") is None  # kept
+    ranged = b"GET /x HTTP/1.1\r\nHost: h\r\nRange: bytes=0-1\r\n\r\n"
+    assert hotwire.simple_get(ranged) is None
+    assert hotwire.simple_get(ranged) is None  # kept
