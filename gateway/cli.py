@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import faulthandler
+import json
 import logging
 import os
 import signal
@@ -29,8 +30,9 @@ values are read as YAML. See README.md for every setting and its default.
 DEMO_PLUGINS = (
     "plugins=[update_provider,graph_provider,graph_watchdog]",
     "plugins.graph_watchdog.lifecycle_expectation.require_active=[managed_lifecycle]",
-    "bulk_data.categories=[packages]",  # update packages can be uploaded as bulk-data
 )
+# Update packages can be uploaded as bulk-data: added to the configured categories.
+DEMO_CATEGORY = "packages"
 
 
 def _add_config_args(p: argparse.ArgumentParser) -> None:
@@ -177,6 +179,12 @@ def _logging(level: str) -> None:
     faulthandler.enable()
 
 
+def _announce_isolation() -> None:
+    from .ros import isolation
+
+    isolation.announce()  # one line naming what the shell's foreign ROS had and was set aside
+
+
 def _cap_arenas(settings: Settings) -> None:
     from . import mallocarenas
 
@@ -186,6 +194,7 @@ def _cap_arenas(settings: Settings) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     """Serve a gateway."""
     _logging(args.log_level)
+    _announce_isolation()
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     settings = _settings(args)
     _cap_arenas(settings)
@@ -198,19 +207,24 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .demo.robot import Robot, ros_env
 
     _logging(args.log_level)
+    _announce_isolation()
     domain = args.domain if args.domain is not None else int(os.environ.get("ROS_DOMAIN_ID", 0))
     os.environ.update(ros_env(domain))
     args.domain = domain
     args.overrides = [*DEMO_PLUGINS, *args.overrides]  # the command line still wins
     if args.manifest:
         args.overrides = _manifest_overrides(args.manifest) + list(args.overrides)
-    settings = _settings(args)
+    settings = _demo_settings(args)
     _cap_arenas(settings)  # before the robot's threads
     scheme = "https" if settings["server.tls.enabled"] else "http"
-    base = f"{scheme}://{settings['server.host']}:{settings['server.port']}/api/v1"
+    root = f"{scheme}://{settings['server.host']}:{settings['server.port']}"
+    base = f"{root}/api/v1"
+    dashboard = (f"  Dashboard: {root}/  (open in a browser)\n"
+                 if settings["dashboard.enabled"] else "")
     with Robot.start(domain) as robot:
         message = (
             f"\nDemo robot running in ROS domain {domain}; gateway at {base}\n"
+            + dashboard +
             f"  curl {base}/apps\n"
             f"  curl {base}/functions\n"
             + (f"  curl {base}/areas\n  curl {base}/manifest/status\n" if args.manifest else "")
@@ -222,6 +236,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
             "Ctrl-C stops the gateway and the robot.\n")
         asyncio.run(serve(settings, message, on_force_exit=lambda: robot.stop(timeout=0.5)))
     return 0
+
+
+def _demo_settings(args: argparse.Namespace) -> Settings:
+    """The demo's settings: the configured bulk-data categories plus the demo's own."""
+    settings = _settings(args)
+    categories = list(settings["bulk_data.categories"])
+    if DEMO_CATEGORY in categories:
+        return settings
+    args.overrides = [*args.overrides,
+                      "bulk_data.categories=" + json.dumps([*categories, DEMO_CATEGORY])]
+    return _settings(args)
 
 
 def _manifest_overrides(manifest: str) -> list[str]:
@@ -246,6 +271,7 @@ def cmd_settings(args: argparse.Namespace) -> int:
     # Compare real values (a redacted secret always differs from its default), show redacted.
     actual = loaded.as_dict(redact=False) if loaded is not None else None
     resolved = loaded.as_dict() if loaded is not None else None
+    lines: list[str] = []
     for s in SETTINGS:
         default = list(s.default) if isinstance(s.default, tuple) else s.default
         bounds = ""
@@ -256,7 +282,13 @@ def cmd_settings(args: argparse.Namespace) -> int:
         line = f"{s.key} = {default!r}  ({s.type.__name__}{bounds})  {s.help}"
         if actual is not None and resolved is not None and actual.get(s.key) != s.default:
             line += f"\n    now: {resolved[s.key]!r}"
-        print(line)
+        lines.append(line)
+    try:
+        print("\n".join(lines), flush=True)
+    except BrokenPipeError:
+        # `diag-gateway settings | head`: the reader left; stop quietly, and keep the
+        # interpreter's own flush at exit from failing on the closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
@@ -281,6 +313,10 @@ def cmd_bag(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the diag-gateway console script."""
+    if argv is None:  # the program itself (not a call from Python): on its own ROS first
+        from .ros import isolation
+
+        isolation.isolate()
     args = parser().parse_args(argv)
     try:
         return {"run": cmd_run, "demo": cmd_demo, "robot": cmd_robot, "settings": cmd_settings,
