@@ -27,9 +27,10 @@ STARTING_POLL_S = 0.05
 
 
 def _starting_poll(node: Any, own_topics: frozenset[str], domain_id: int | None
-                   ) -> tuple[GraphSnapshot, Census, int | None]:
+                   ) -> tuple[GraphSnapshot, Census, tuple[int | None, str | None]]:
     # The ports first: a participant bound after them is then counted by the census anyway.
-    local = portcensus.local_participants(domain_id) if domain_id is not None else None
+    local = portcensus.census(domain_id) if domain_id is not None else (
+        None, "the DDS domain id is not known")
     return take_snapshot(node, own_topics), take_census(node), local
 
 
@@ -51,6 +52,7 @@ class GraphPoller:
                                    closed=portcensus.closed_world(os.environ))
         self._census: Census | None = None
         self._local: int | None = None  # participants bound on this host (ros/portcensus.py)
+        self._local_why: str | None = None  # why they could not be counted
         self._last: GraphSnapshot | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -74,7 +76,10 @@ class GraphPoller:
                 "dds_participants": len(self._census.participants) if self._census else 0,
                 "participants_with_nodes_known": len(self._census.with_nodes)
                 if self._census else 0,
-                "participants_on_this_host": self._local}
+                "participants_on_this_host": self._local,
+                # checks that could not run (readiness decided without them), and why
+                "checks_not_run": [] if self._local_why is None else [
+                    {"check": "port_census", "reason": self._local_why}]}
 
     async def poll_once(self) -> GraphSnapshot:
         """Take one snapshot (in a worker thread)."""
@@ -83,12 +88,14 @@ class GraphPoller:
 
     async def _poll_starting(self) -> tuple[GraphSnapshot, bool]:
         """A snapshot and the participant census; (snapshot, census changed)."""
-        snap, census, local = await self.bridge.run(
+        snap, census, (local, why) = await self.bridge.run(
             _starting_poll, self.bridge.node, self.pool.topics,
             getattr(self.bridge, "domain_id", None), timeout=10.0)
         changed = census != self._census
         self._census = census
-        self._local = local
+        if why is not None and why != self._local_why:
+            log.warning("readiness: participants on this host not counted: %s", why)
+        self._local, self._local_why = local, why
         return snap, changed
 
     async def _run(self) -> None:

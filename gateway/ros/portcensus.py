@@ -11,9 +11,13 @@ With ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST (the gateway's default) and neither
 nor a discovery server, no participant but these can ever be discovered: the count is then
 the whole world (closed_world()).
 
-No count (None) when the ports cannot be read (not Linux), when the gateway's own port is not
-among them (a transport without UDP), or when the domain's port range overlaps the kernel's
-ephemeral ports (domains above about 100), where any socket's port could be counted.
+Where the domain's port range meets the kernel's ephemeral ports (domains above about 100),
+any socket's port could sit in it: there a participant counts only when its user unicast port
+(d3 = 11, the next port) is bound too. A lone ephemeral socket on a participant's port is not
+counted; an ephemeral socket has no reason to sit on the port beside another.
+
+No count (None, with the reason) when the ports cannot be read (not Linux) or when the
+gateway's own ports are not among them (a transport without UDP).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ PORT_BASE = 7400  # PB
 DOMAIN_GAIN = 250  # DG
 PARTICIPANT_GAIN = 2  # PG
 METATRAFFIC_UNICAST = 10  # d1
+USER_UNICAST_OFFSET = 1  # d3 - d1: a participant's user unicast port is the next one
 MAX_PARTICIPANTS = 120  # ids a domain's 250 ports have room for
 PROC_FILES = ("/proc/net/udp", "/proc/net/udp6")
 EPHEMERAL_FILE = "/proc/sys/net/ipv4/ip_local_port_range"
@@ -50,12 +55,13 @@ def bound_ports(lines: Iterable[str]) -> set[int]:
     return ports
 
 
-def count(ports: set[int], domain_id: int, ephemeral: tuple[int, int] | None = None) -> int | None:
-    """Participants of the domain among the bound ports; None if the range is ambiguous."""
+def count(ports: set[int], domain_id: int, ephemeral: tuple[int, int] | None = None) -> int:
+    """Participants of the domain among the bound ports (pairs of ports where the range
+    meets the ephemeral ports)."""
     candidates = port_range(domain_id)
     if ephemeral is not None and candidates.start <= ephemeral[1] and \
-            ephemeral[0] <= candidates[-1]:
-        return None
+            ephemeral[0] <= candidates[-1] + USER_UNICAST_OFFSET:
+        return sum(1 for p in candidates if p in ports and p + USER_UNICAST_OFFSET in ports)
     return sum(1 for p in candidates if p in ports)
 
 
@@ -69,9 +75,9 @@ def _ephemeral() -> tuple[int, int] | None:
         return None
 
 
-def local_participants(domain_id: int) -> int | None:
-    """Participants of the domain on this host, the gateway's own included (blocking: file
-    reads; call from a worker thread); None when unknown (see the module docstring)."""
+def census(domain_id: int) -> tuple[int | None, str | None]:
+    """(participants of the domain on this host, the gateway's own included; None when
+    unknown, with the reason). Blocking: file reads; call from a worker thread."""
     ports: set[int] = set()
     read = False
     for path in PROC_FILES:
@@ -82,9 +88,18 @@ def local_participants(domain_id: int) -> int | None:
         except OSError:
             continue
     if not read:
-        return None
+        return None, f"the bound UDP ports cannot be read ({' and '.join(PROC_FILES)})"
     found = count(ports, domain_id, _ephemeral())
-    return found if found else None  # not even the gateway's own port: no UDP here
+    if not found:  # not even the gateway's own port: no UDP here
+        first = port_range(domain_id).start
+        return None, (f"no participant port of domain {domain_id} ({first}, {first + 2}, ...) "
+                      "is bound, not even the gateway's own: DDS does not use UDP here")
+    return found, None
+
+
+def local_participants(domain_id: int) -> int | None:
+    """Participants of the domain on this host, the gateway's own included; None when unknown."""
+    return census(domain_id)[0]
 
 
 def closed_world(env: Mapping[str, str]) -> bool:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import socket
 
+import pytest
+
 from gateway.ros import portcensus
 
 HEADER = ("   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
@@ -32,11 +34,20 @@ def test_participants_are_the_even_metatraffic_ports_of_the_domain() -> None:
     assert portcensus.count(ports, 6) == 1  # base - 250: domain 6's participant 0
 
 
-def test_a_domain_whose_ports_meet_the_ephemeral_range_is_not_counted() -> None:
-    ports = {portcensus.port_range(150)[0]}
-    assert portcensus.count(ports, 150, ephemeral=(32768, 60999)) is None
-    assert portcensus.count(ports, 150, ephemeral=None) == 1
+def test_where_the_ports_meet_the_ephemeral_range_only_port_pairs_count() -> None:
+    first = portcensus.port_range(150)[0]
+    # participants 0 and 3 (metatraffic and user unicast ports); lone ephemeral sockets on
+    # participant 1's metatraffic port and participant 5's user port
+    ports = {first, first + 1, first + 6, first + 7, first + 2, first + 11}
+    assert portcensus.count(ports, 150, ephemeral=(32768, 60999)) == 2
+    assert portcensus.count(ports, 150, ephemeral=None) == 3
     assert portcensus.count(set(), 20, ephemeral=(32768, 60999)) == 0
+
+
+def test_a_census_that_cannot_run_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(portcensus, "PROC_FILES", ("/nonexistent/udp",))
+    found, why = portcensus.census(150)
+    assert found is None and why is not None and "/nonexistent/udp" in why
 
 
 def test_sockets_bound_here_are_counted() -> None:
@@ -53,6 +64,8 @@ def test_sockets_bound_here_are_counted() -> None:
         for s in socks:
             s.close()
     assert portcensus.local_participants(domain) is None  # not even the gateway's own port
+    found, why = portcensus.census(domain)
+    assert found is None and why is not None and "not even the gateway's own" in why
 
 
 def test_only_localhost_discovery_without_peers_is_a_closed_world() -> None:
