@@ -116,6 +116,7 @@ def main() -> int:
         for name in ROBOTS:
             wait_http(base + "/health", 30, f'"name":"{name}"')
         print(f"\nFleet primary at {base}\n"
+              f"  dashboard: {base.removesuffix('/api/v1')}/  (open in a browser)\n"
               f"  curl {base}/health          # peers robot1..3 and their status\n"
               f"  curl {base}/apps            # merged apps: robot2__temp_sensor, ...\n"
               f"  curl {base}/functions/powertrain/data\n"
