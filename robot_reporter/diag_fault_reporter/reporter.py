@@ -1,7 +1,7 @@
 """FaultReporter: report faults from an rclpy node to the gateway's fault manager.
 
-Robot side only: imports rclpy and std_msgs, nothing of the gateway server. Transport, on
-standard types so that nothing needs building:
+Robot side only: imports rclpy and std_msgs (the robot's own, any distribution), nothing of
+the gateway. Transport, on standard types so that nothing needs building:
 
 - reports: `/_fault_manager/report` (std_msgs/msg/String, reliable, volatile, depth 1000;
   hidden, so the transport never shows up as a node's data),
