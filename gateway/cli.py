@@ -95,7 +95,13 @@ def _settings(args: argparse.Namespace) -> Settings:
         overrides.append(f"server.port={args.port}")
     if args.domain is not None:
         overrides.append(f"ros.domain_id={args.domain}")
-    return load(args.config, overrides)
+    settings = load(args.config, overrides)
+    # Secrets given by --set no longer show in /proc/<pid>/cmdline (nor environ) once read.
+    from .auth.secretfiles import scrub_process
+    from .control.childenv import registered_secrets
+
+    scrub_process(registered_secrets())
+    return settings
 
 
 async def serve(settings: Settings, ready_message: str | None = None,

@@ -195,6 +195,18 @@ def load(path: str | Path | None = None, overrides: Iterable[str] = ()) -> Setti
     return resolve(raw)
 
 
+def _read_secret_files(values: dict[str, Any], warnings: list[str]) -> None:
+    """Secret settings given by their `<key>_file` twins (gateway/auth/secretfiles.py)."""
+    from .auth.secretfiles import SecretFileError, read_secret_files
+
+    try:
+        read = read_secret_files(values, [s.key for s in SETTINGS if s.secret])
+    except SecretFileError as exc:
+        raise ConfigError(str(exc)) from None
+    for key, value in read.items():
+        values[key] = _check(BY_KEY[key], _coerce(BY_KEY[key], value), warnings)
+
+
 def resolve(raw: Mapping[str, Any]) -> Settings:
     """Validate dotted raw values against SETTINGS."""
     warnings: list[str] = []
@@ -210,6 +222,7 @@ def resolve(raw: Mapping[str, Any]) -> Settings:
                 continue
             raise unknown_setting(key)
         values[key] = _check(setting, _coerce(setting, value), warnings)
+    _read_secret_files(values, warnings)
     if values["discovery.mode"] != "runtime_only" and not values["discovery.manifest_path"]:
         raise ConfigError(
             f"setting 'discovery.mode': {values['discovery.mode']!r} needs a manifest; set "

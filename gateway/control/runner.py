@@ -1,5 +1,7 @@
-"""Script executions: subprocesses in their own process groups, output capture, stop, kill,
-timeout, a concurrency cap and a bounded history. The event loop never waits on a script."""
+"""Script executions: contained subprocesses (gateway/control/containment.py), output capture,
+stop, kill, timeout, a concurrency cap and a bounded history. A run ends when its leader exits,
+is stopped, killed or times out, and every descendant ends with it, whoever holds its pipes.
+The event loop never waits on a script."""
 
 from __future__ import annotations
 
@@ -9,11 +11,13 @@ import logging
 import os
 import signal
 import time
-import uuid
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..model.runids import new_id
+from .containment import MARKER, Containment, RunBox
 
 log = logging.getLogger(__name__)
 
@@ -22,8 +26,10 @@ PREPARED, RUNNING, COMPLETED, FAILED, TERMINATED = (
 ACTIVE = frozenset({PREPARED, RUNNING})
 STOP, FORCED = "stop", "forced_termination"
 _CHUNK = 65536
-_DRAIN_S = 2.0  # how long output pipes may stay open after the group was killed
+_DRAIN_S = 2.0  # how long output pipes may stay open after the run was killed
 _REAP_S = 10.0  # how long a close waits for a killed script to be reaped (loaded machine)
+_POLL_S = 0.2  # leader exit check where pidfd_open is not available
+STOP_GRACE_S = 5.0  # a stop (SIGTERM) not obeyed by then becomes a SIGKILL of the whole run
 
 
 class CapacityReached(Exception):
@@ -58,9 +64,12 @@ class Execution:
     stdout: bytearray = field(default_factory=bytearray)
     stderr: bytearray = field(default_factory=bytearray)
     dropped: dict[str, int] = field(default_factory=lambda: {"stdout": 0, "stderr": 0})
-    requested: str | None = None  # stop, forced_termination or timeout
+    requested: str | None = None  # stop, forced_termination, timeout or shutdown
+    ended_by: str | None = None  # exit, stop, forced_termination, timeout or shutdown
+    leftovers_killed: int = 0  # descendants still alive when the run ended
     error: dict[str, str] | None = None
     task: asyncio.Task[None] | None = None
+    box: RunBox | None = None
 
     @property
     def active(self) -> bool:
@@ -86,6 +95,9 @@ class Execution:
                                   "timeout_sec": self.timeout_s}
         if self.pid is not None:
             vendor["pid"] = self.pid
+        if self.ended_by is not None:
+            vendor["ended_by"] = self.ended_by
+            vendor["descendants_killed"] = self.leftovers_killed
         dropped = {k: v for k, v in self.dropped.items() if v}
         if dropped:
             vendor["output_bytes_dropped"] = dropped
@@ -93,24 +105,17 @@ class Execution:
         return out
 
 
-def _kill_group(pgid: int | None, sig: int) -> bool:
-    """Signal a process group; False when it is gone."""
-    if pgid is None:
-        return False
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
 class Runner:
     """Executions by id, oldest first; at most `max_concurrent` prepared or running."""
 
-    def __init__(self, max_concurrent: int, max_history: int, max_output: int) -> None:
+    def __init__(self, max_concurrent: int, max_history: int, max_output: int,
+                 containment: Containment | None = None,
+                 stop_grace_s: float = STOP_GRACE_S) -> None:
         self.max_concurrent = max_concurrent
         self.max_history = max_history
         self.max_output = max_output
+        self.containment = containment or Containment(None)
+        self.stop_grace_s = stop_grace_s
         self.executions: OrderedDict[str, Execution] = OrderedDict()
 
     def running(self) -> int:
@@ -134,30 +139,39 @@ class Runner:
 
     @staticmethod
     def new_id() -> str:
-        """A fresh execution id."""
-        return f"exec_{uuid.uuid4().hex[:12]}"
+        """A fresh execution id, never reused across restarts."""
+        return new_id("exec")
 
     async def start(self, script_id: str, kind: str, entity_id: str, argv: Sequence[str],
                     env: Mapping[str, str], timeout_s: float, cwd: str | None = None,
                     execution_id: str | None = None) -> Execution:
-        """Spawn a run (its own session and process group) and return it once started."""
+        """Spawn a contained run (its own session, cgroup where available) once started."""
         if self.running() >= self.max_concurrent:
             raise CapacityReached(f"{self.max_concurrent} script executions are already "
                                   "running; wait for one to finish or stop one")
         record = Execution(execution_id or self.new_id(), script_id, kind, entity_id, timeout_s)
         self.executions[record.id] = record
+        loop = asyncio.get_running_loop()
+        box = await loop.run_in_executor(None, self.containment.box, record.id)
+        record.box = box
+        child_env = dict(env)
+        child_env[MARKER] = record.id  # every descendant inherits it (process-tree fallback)
         try:
             proc = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, env=dict(env), cwd=cwd, start_new_session=True)
+                *box.wrap(list(argv)), stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=child_env,
+                cwd=cwd, start_new_session=True)
         except OSError as exc:
             record.status, record.completed_ns = FAILED, time.time_ns()
+            record.ended_by = "exit"
             record.error = {"error_code": "script-failed",
                             "message": f"cannot start {argv[0]}: {exc.strerror or exc}"}
+            await loop.run_in_executor(None, box.release)
             self.evict()
             return record
         record.pid, record.status, record.started_ns = proc.pid, RUNNING, time.time_ns()
-        record.task = asyncio.get_running_loop().create_task(self._watch(record, proc))
+        box.started(proc.pid)
+        record.task = loop.create_task(self._watch(record, proc, box))
         self.evict()
         return record
 
@@ -173,37 +187,66 @@ class Runner:
             if len(chunk) > room:
                 record.dropped[name] += len(chunk) - max(room, 0)
 
-    async def _watch(self, record: Execution, proc: asyncio.subprocess.Process) -> None:
+    @staticmethod
+    def _exit_event(pid: int) -> tuple[asyncio.Event, int | None]:
+        """An event set when the leader exits (a pidfd reader), and the pidfd."""
+        event = asyncio.Event()
+        try:
+            fd = os.pidfd_open(pid)
+        except (OSError, AttributeError):
+            return event, None  # gone already, or no pidfd here: polled
+        asyncio.get_running_loop().add_reader(fd, event.set)
+        return event, fd
+
+    async def _watch(self, record: Execution, proc: asyncio.subprocess.Process,
+                     box: RunBox) -> None:
+        loop = asyncio.get_running_loop()
         pumps = [asyncio.ensure_future(self._pump(proc.stdout, record, "stdout")),
                  asyncio.ensure_future(self._pump(proc.stderr, record, "stderr"))]
+        exited, fd = self._exit_event(proc.pid)
+        deadline = loop.time() + record.timeout_s
         try:
-            try:
-                await asyncio.wait_for(proc.wait(), record.timeout_s)
-            except asyncio.TimeoutError:
-                record.requested = record.requested or "timeout"
-                _kill_group(proc.pid, signal.SIGKILL)
-                await proc.wait()
-            # Whatever the script left behind in its group goes with it (no orphans).
-            _kill_group(proc.pid, signal.SIGKILL)
-            _done, pending = await asyncio.wait(pumps, timeout=_DRAIN_S)
-            for p in pending:
-                p.cancel()
+            # The leader's exit, not its pipes: a descendant may hold them open for good.
+            while proc.returncode is None and not exited.is_set():
+                left = deadline - loop.time()
+                if left <= 0:
+                    record.requested = record.requested or "timeout"
+                    break
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(exited.wait(), left if fd is not None
+                                           else min(left, _POLL_S))
+            await self._end(record, proc, box, pumps)
         except asyncio.CancelledError:
-            _kill_group(proc.pid, signal.SIGKILL)
-            for p in pumps:
-                p.cancel()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(proc.wait(), _REAP_S)
-            # The leader is reaped; whatever it forked meanwhile goes too (no orphans).
-            _kill_group(proc.pid, signal.SIGKILL)
             record.requested = record.requested or FORCED
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._end(record, proc, box, pumps))
             self._finish(record, proc.returncode)
             raise
+        finally:
+            if fd is not None:
+                loop.remove_reader(fd)
+                os.close(fd)
         self._finish(record, proc.returncode)
 
+    async def _end(self, record: Execution, proc: asyncio.subprocess.Process, box: RunBox,
+                   pumps: Sequence[asyncio.Future[None]]) -> None:
+        """Kill every process left in the run, reap the leader, drain the pipes, release."""
+        loop = asyncio.get_running_loop()
+        killed = await loop.run_in_executor(None, box.kill)
+        record.leftovers_killed = len([p for p in killed if p != proc.pid])
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(proc.wait(), _REAP_S)
+        _done, pending = await asyncio.wait(pumps, timeout=_DRAIN_S)
+        for p in pending:
+            p.cancel()
+        await loop.run_in_executor(None, box.release)
+
     def _finish(self, record: Execution, code: int | None) -> None:
+        if not record.active:
+            return
         record.exit_code = code
         record.completed_ns = time.time_ns()
+        record.ended_by = record.requested or "exit"
         if record.requested == "timeout":
             record.status = TERMINATED
             record.error = {"error_code": "script-timeout",
@@ -222,11 +265,20 @@ class Runner:
         self.evict()
 
     def stop(self, record: Execution, action: str) -> None:
-        """SIGTERM (stop) or SIGKILL (forced_termination) to the run's process group."""
+        """SIGTERM (stop; SIGKILL after the grace) or SIGKILL (forced_termination) to every
+        process of the run."""
         if not record.active:
             raise NotRunning(f"Execution '{record.id}' is not running (status {record.status})")
         record.requested = action
-        _kill_group(record.pid, signal.SIGKILL if action == FORCED else signal.SIGTERM)
+        if record.box is None:
+            return
+        if action == FORCED:
+            record.box.kill()
+            return
+        record.box.signal(signal.SIGTERM)
+        box = record.box
+        asyncio.get_running_loop().call_later(
+            self.stop_grace_s, lambda: box.kill() if record.active else None)
 
     def delete(self, record: Execution) -> None:
         """Forget a finished execution."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import re
 import shutil
 import sys
@@ -15,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from ..http import safeschema
 from .childenv import scrubbed_env as scrubbed_env  # re-exported (tests, older callers)
 
 # File extension -> format; format -> interpreter (python runs with the gateway's own python3).
@@ -62,31 +64,27 @@ class Script:
         return out
 
 
-def check_schema(schema: Any) -> dict[str, Any]:
-    """A valid JSON Schema object, or ScriptError naming the problem."""
-    import jsonschema
+def anonymous_callers(settings: Any) -> bool:
+    """Whether callers without a token reach the write routes (auth off, or required for none)."""
+    return not settings["auth.enabled"] or settings["auth.require_auth_for"] == "none"
 
-    if not isinstance(schema, dict):
-        raise ScriptError("parameters_schema must be a JSON Schema object")
+
+ANONYMOUS_REFUSED = ("Scripts cannot be uploaded or run anonymously: turn on auth (auth.enabled) "
+                     "or set scripts.allow_anonymous=true to let anyone who reaches this "
+                     "gateway run code on it")
+
+
+def check_schema(schema: Any) -> dict[str, Any]:
+    """A usable JSON Schema (local refs only, bounded), or ScriptError naming the problem."""
     try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        raise ScriptError(f"parameters_schema is not a valid JSON Schema: {exc.message}") from None
-    return schema
+        return safeschema.check(schema, "parameters_schema")
+    except safeschema.SchemaRefused as exc:
+        raise ScriptError(str(exc)) from None
 
 
 def validate_parameters(schema: dict[str, Any] | None, parameters: Any) -> list[str]:
-    """Problems of parameters against the script's schema (empty: valid)."""
-    if schema is None:
-        return []
-    import jsonschema
-
-    validator = jsonschema.validators.validator_for(schema)(schema)
-    problems = []
-    for err in sorted(validator.iter_errors(parameters), key=lambda e: list(e.absolute_path)):
-        where = "/".join(str(p) for p in err.absolute_path)
-        problems.append(f"{where or '(root)'}: {err.message}")
-    return problems
+    """Problems of parameters against the script's schema (empty: valid); nothing is fetched."""
+    return safeschema.problems(schema, parameters)
 
 
 def _meta(path: Path) -> dict[str, Any]:
@@ -162,7 +160,8 @@ class UploadStore:
         ext = meta["extension"]
         return Script(id=meta["id"], name=meta["name"], path=folder / f"script{ext}",
                       format=FORMATS[ext], managed=False, description=meta.get("description", ""),
-                      parameters_schema=meta.get("parameters_schema"),
+                      parameters_schema=(check_schema(meta["parameters_schema"])
+                                         if meta.get("parameters_schema") is not None else None),
                       owner=(meta["kind"], meta["entity_id"]))
 
     def save(self, kind: str, entity_id: str, filename: str, content: bytes,
@@ -223,6 +222,33 @@ def run_env(base: Mapping[str, str], script: Script, parameters: Mapping[str, An
         env[key] = value if isinstance(value, str) else json.dumps(value)
     env.pop("PYTHONSTARTUP", None)
     return {k: v for k, v in env.items() if "\0" not in k + v}
+
+
+def run_as(user: str) -> tuple[list[str], dict[str, str]]:
+    """argv prefix and environment that run a script as `user` (name or uid); ScriptError
+    naming scripts.run_as_user when that cannot be done."""
+    import pwd
+    import shutil as _shutil
+
+    where = f"setting 'scripts.run_as_user': {user!r}"
+    try:
+        entry = pwd.getpwuid(int(user)) if user.isdigit() else pwd.getpwnam(user)
+    except (KeyError, ValueError):
+        raise ScriptError(f"{where} is not a user of this host") from None
+    if os.geteuid() != 0:
+        raise ScriptError(f"{where}: the gateway must run as root to switch users")
+    setpriv = _shutil.which("setpriv")
+    if setpriv is None:
+        raise ScriptError(f"{where}: setpriv (util-linux) is not installed")
+    prefix = [setpriv, f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups",
+              "--"]
+    env = {"HOME": entry.pw_dir, "USER": entry.pw_name, "LOGNAME": entry.pw_name}
+    return prefix, env
+
+
+def runs_dir(state_dir: str) -> Path:
+    """<state_dir>/script-runs: a record per running script, for a restarted gateway."""
+    return default_upload_root(state_dir).with_name("script-runs")
 
 
 def default_upload_root(state_dir: str) -> Path:

@@ -18,8 +18,10 @@ from typing import Any
 import yaml
 
 from ..config import ConfigError
+from ..http import safeschema
 from ..model.entities import Entity
 from . import inventory
+from .safeyaml import BoundedSafeLoader, YamlLimitError
 from .validate import Issue, validate
 
 log = logging.getLogger(__name__)
@@ -87,7 +89,7 @@ class _LineDict(dict[str, Any]):
 
 
 class _Loader(yaml.SafeLoader):
-    """Safe loader whose mappings carry their line number."""
+    """Safe loader (nesting and alias expansion capped) whose mappings carry their line."""
 
 
 def _construct_map(loader: _Loader, node: yaml.MappingNode) -> Any:
@@ -131,15 +133,19 @@ class _Parser:
         except (OSError, UnicodeDecodeError) as exc:
             self.err(size_rule, f"cannot read: {exc}")
             return None
+        rule = "FRAGMENT_PARSE" if self.fragment else "LOAD"
         try:
             return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = mark.line + 1 if mark is not None else 0
             problem = getattr(exc, "problem", None) or str(exc)
-            rule = "FRAGMENT_PARSE" if self.fragment else "LOAD"
-            self.issues.append(Issue(rule, "error", f"not valid YAML: {problem}", self.file,
-                                     line))
+            what = "YAML refused" if isinstance(exc, YamlLimitError) else "not valid YAML"
+            self.issues.append(Issue(rule, "error", f"{what}: {problem}", self.file, line))
+            return None
+        except RecursionError:  # a backstop: the loader's depth cap comes first
+            self.issues.append(Issue(rule, "error", "YAML refused: nested too deeply",
+                                     self.file, 0))
             return None
 
     # ----- scalar helpers -----
@@ -360,7 +366,11 @@ class _Parser:
                 "line": _line(raw), "file": self.file,
             }
             if isinstance(raw.get("parameters_schema"), dict):
-                entry["parameters_schema"] = _plain(raw["parameters_schema"])
+                try:  # only local refs: a manifest schema never makes the gateway fetch
+                    entry["parameters_schema"] = safeschema.check(
+                        _plain(raw["parameters_schema"]), f"{swhat}: 'parameters_schema'")
+                except safeschema.SchemaRefused as exc:
+                    self.err("SCHEMA", str(exc), raw, sid)
             out.append(entry)
         return out
 

@@ -12,25 +12,31 @@ from typing import Any
 from aiohttp import web
 
 from ..auth.roles import Role
+from ..config import ConfigError
 from ..control.childenv import child_environment
+from ..control.containment import Containment
 from ..control.runner import FORCED, STOP, CapacityReached, Execution, NotRunning, Runner
 from ..control.scripts import (
+    ANONYMOUS_REFUSED,
     FORMATS,
     Script,
     ScriptError,
     UploadStore,
+    anonymous_callers,
     check_schema,
     command,
     default_upload_root,
     managed_from,
+    run_as,
     run_env,
+    runs_dir,
     scan_managed,
-    validate_parameters,
 )
 from ..http.errors import ApiError, bad_request, invalid_parameter, not_found
 from ..http.jsonutil import json_response
 from ..http.multipart import body_parts
 from ..http.routes import Registry
+from ..http.safeschema import problems_off_loop
 from ..model.entities import Entity
 from ..state import GatewayState, state_of
 from .common import envelope, href, resolve_entity
@@ -61,8 +67,17 @@ class ScriptService:
         self.uploaded: dict[str, Script] = {}
         self._managed: list[Script] = []
         self._scan_key: Any = None
+        self.run_as: tuple[list[str], dict[str, str]] = ([], {})
+        if self.enabled and s["scripts.run_as_user"]:
+            try:
+                self.run_as = run_as(str(s["scripts.run_as_user"]))
+            except ScriptError as exc:
+                raise ConfigError(str(exc)) from None
+        containment = Containment(runs_dir(s["state_dir"]), use_cgroup=True) if self.enabled \
+            else Containment(None, use_cgroup=False)
         self.runner = Runner(s["scripts.max_concurrent_executions"],
-                             s["scripts.max_execution_history"], s["scripts.max_output_bytes"])
+                             s["scripts.max_execution_history"], s["scripts.max_output_bytes"],
+                             containment, float(s["scripts.stop_grace_sec"]))
 
     @property
     def enabled(self) -> bool:
@@ -191,9 +206,17 @@ async def _read_upload(request: web.Request, limit: int) -> tuple[str, bytes, di
     return filename, content, meta
 
 
+def _refuse_anonymous(request: web.Request, state: GatewayState) -> None:
+    """403 when anonymous callers could run code and scripts.allow_anonymous is off."""
+    if anonymous_callers(state.settings) and not state.settings["scripts.allow_anonymous"]:
+        raise _vendor(request, 403, "scripts-anonymous-disabled", ANONYMOUS_REFUSED,
+                      setting="scripts.allow_anonymous")
+
+
 async def upload(request: web.Request) -> web.Response:
     """Upload a script (.sh, .bash, .py) to the entity (201)."""
     state, svc, entity = _context(request)
+    _refuse_anonymous(request, state)
     if not state.settings["scripts.allow_uploads"]:
         raise bad_request("Script uploads are disabled on this gateway (setting "
                           "scripts.allow_uploads)")
@@ -202,12 +225,12 @@ async def upload(request: web.Request) -> web.Response:
     if Path(filename).suffix not in FORMATS:
         raise invalid_parameter(f"Script file {filename!r} must end in .sh, .bash or .py",
                                 filename=filename)
-    try:
-        if meta.get("parameters_schema") is not None:
-            check_schema(meta["parameters_schema"])
-    except ScriptError as exc:
-        raise invalid_parameter(str(exc)) from None
-    loop = asyncio.get_running_loop()  # disk writes off the event loop
+    loop = asyncio.get_running_loop()  # schema checks and disk writes off the event loop
+    if meta.get("parameters_schema") is not None:
+        try:
+            await loop.run_in_executor(None, check_schema, meta["parameters_schema"])
+        except ScriptError as exc:
+            raise invalid_parameter(str(exc), parameter="parameters_schema") from None
     sc = await loop.run_in_executor(None, svc.uploads.save, entity.kind, entity.id, filename,
                                     content, meta)
     svc.uploaded[sc.id] = sc
@@ -241,6 +264,7 @@ async def start_execution(request: web.Request) -> web.Response:
     """Run the script now (202 with Location); 429 past the concurrency cap."""
     state, svc, entity = _context(request)
     sc = svc.script(entity, request.match_info["script_id"])
+    _refuse_anonymous(request, state)
     try:
         body = await request.json() if request.can_read_body else {}
     except ValueError:
@@ -259,17 +283,19 @@ async def start_execution(request: web.Request) -> web.Response:
     parameters = body.get("parameters", {})
     if not isinstance(parameters, dict):
         raise invalid_parameter("parameters must be a JSON object", parameter="parameters")
-    problems = validate_parameters(sc.parameters_schema, parameters)
+    problems = await problems_off_loop(sc.parameters_schema, parameters)
     if problems:
         raise invalid_parameter("parameters do not match the script's parameters_schema",
                                 parameter="parameters", details=problems)
     timeout = sc.timeout_sec or float(state.settings["scripts.default_timeout_sec"])
     runner = svc.runner
     exec_id = runner.new_id()
+    prefix, user_env = svc.run_as
     try:
         record = await runner.start(
-            sc.id, entity.kind, entity.id, command(sc, parameters),
-            run_env(child_environment(), sc, parameters, entity.kind, entity.id, exec_id),
+            sc.id, entity.kind, entity.id, [*prefix, *command(sc, parameters)],
+            run_env({**child_environment(), **user_env}, sc, parameters, entity.kind,
+                    entity.id, exec_id),
             timeout, cwd=str(sc.path.parent), execution_id=exec_id)
     except CapacityReached as exc:
         raise _vendor(request, 429, "script-concurrency-limit", str(exc),
@@ -348,6 +374,11 @@ def install(app: web.Application, state: GatewayState) -> None:
         log.warning("scripts.scripts_dir %s is not a directory: no managed scripts until it "
                     "exists", svc.scripts_dir)
     svc.load()
+    svc.runner.containment.end_leftovers()  # runs of a gateway process that was killed
+    log.info("script runs are contained by %s", svc.runner.containment.kind)
+    if anonymous_callers(state.settings) and state.settings["scripts.allow_anonymous"]:
+        log.warning("scripts.allow_anonymous is on with auth off (or auth.require_auth_for="
+                    "none): anyone who reaches this gateway can upload and run code on it")
     runner = svc.runner
     state.extras.setdefault("health", {})["x-vendor-scripts"] = lambda: {
         "running": runner.running(), "max_concurrent_executions": runner.max_concurrent,

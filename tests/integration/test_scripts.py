@@ -62,7 +62,8 @@ def gw(robot: Robot, domain: int, tmp_path_factory: pytest.TempPathFactory,
         (scripts_dir / name).write_text(json.dumps(meta))
     settings = [f"state_dir={tmp}", f"scripts.scripts_dir={scripts_dir}",
                 f"scripts.upload_dir={uploads}", "scripts.max_concurrent_executions=2",
-                "scripts.max_file_size_mb=1", f"aggregation.peer_auth_header={PEER_SECRET}"]
+                "scripts.max_file_size_mb=1", f"aggregation.peer_auth_header={PEER_SECRET}",
+                "scripts.allow_anonymous=true"]
     os.environ["GATEWAY_API_TOKEN"] = ENV_SECRET
     os.environ["HARMLESS_LOOKING"] = PEER_SECRET
     try:
