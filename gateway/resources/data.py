@@ -14,13 +14,15 @@ from aiohttp import web
 from federation.local import provide
 
 from ..auth.roles import Role
+from ..control.lockguard import guard_members
 from ..http import hot
-from ..http.errors import ApiError, not_found, vendor_error
+from ..http.errors import ApiError, invalid_parameter, not_found, vendor_error
 from ..http.jsonutil import dumps, json_response
 from ..http.routes import Registry
 from ..model.entities import Entity
 from ..model.ids import split_qualified
 from ..ros.graph import INFRA_TOPICS, is_hidden_topic
+from ..ros.interface_paths import SETTING as INTERFACE_PATHS
 from ..ros.message import UnknownTypeError, default_value, import_type, type_schema
 from ..ros.samples import sample_to_json
 from ..state import GatewayState, state_of
@@ -95,8 +97,36 @@ def type_info_json(type_name: str) -> orjson.Fragment | None:
 
 
 def data_item(state: GatewayState, ref: TopicRef) -> dict[str, Any]:
-    """One data list item in the wire profile (gateway/wire/data.py)."""
-    return state.wire.data.item(ref, type_info(ref.type))  # type: ignore[no-any-return]
+    """One data list item in the wire profile (gateway/wire/data.py); a type the gateway
+    cannot serve is marked (`type_available: false` and the setting that fixes it)."""
+    info = type_info(ref.type)
+    item: dict[str, Any] = state.wire.data.item(ref, info)
+    if info is None and ref.type:
+        item[state.xv].update(unserved_type_vendor(ref.type))
+    return item
+
+
+def unserved_type_vendor(type_name: str) -> dict[str, Any]:
+    """Vendor fields of an item whose type the gateway cannot serve."""
+    return {"type_available": False, "type_setting": INTERFACE_PATHS}
+
+
+def type_unavailable(type_name: str, what: str, exc: Exception, **parameters: Any) -> ApiError:
+    """501: the gateway has no typesupport for the type; names the setting that fixes it."""
+    return vendor_error(
+        501, "x-vendor-ros2-topic-type-unavailable",
+        f"{what}: the gateway has no message type '{type_name}' ({exc}); give it the robot's "
+        f"install prefix in the setting '{INTERFACE_PATHS}'",
+        type=type_name, setting=INTERFACE_PATHS, **parameters)
+
+
+def check_data_type(declared: str | None) -> None:
+    """400 unless a declared data type is a message type (`pkg/msg/Type`)."""
+    if declared is not None and "/msg/" not in declared:
+        raise invalid_parameter(
+            "Invalid message type format", field="type", type=declared,
+            details="Message type should be in format: package/msg/Type (data carries "
+                    "messages; services and actions are operations)")
 
 
 def local_items(state: GatewayState, entity: Entity) -> list[dict[str, Any]]:
@@ -178,9 +208,8 @@ async def read_data(request: web.Request) -> web.Response:
             sample, entry = await state.pool.latest(
                 ref.topic, ref.type, state.settings["topic_sample_timeout_sec"])
         except UnknownTypeError as exc:
-            raise vendor_error(500, "x-vendor-ros2-topic-type-unavailable",
-                               f"Cannot subscribe to {ref.topic}: {exc}",
-                               topic=ref.topic) from None
+            raise type_unavailable(ref.type, f"Cannot read {ref.topic}", exc,
+                                   topic=ref.topic) from None
     info = state.cache.graph.topics.get(ref.topic)
     xv = state.wire.data.read_vendor(entity.id, ref.topic, ref.type, info,
                                      type_info_json(ref.type))
@@ -238,21 +267,26 @@ async def write_data(request: web.Request) -> web.Response:
         ref = find_topic(state, entity, data_id)
     except ApiError:
         body = await read_object(request, empty_ok=False)
-        found = unlisted_topic(state, data_id, data_message(body)[1])
+        declared = data_message(body)[1]
+        check_data_type(declared)
+        found = unlisted_topic(state, data_id, declared)
         if found is None:
             raise
         ref = found
+    guard_members(request, entity, "data", ref.member_ids)  # a locked member refuses
     body = await read_object(request, empty_ok=False)
     fields, declared = data_message(body)  # the `{type, data}` envelope or the bare message
+    check_data_type(declared)
     check_type_override(declared, ref.type)
     try:
         cls = import_type(ref.type)
     except UnknownTypeError as exc:
-        raise vendor_error(500, "x-vendor-ros2-topic-type-unavailable", str(exc)) from None
+        raise type_unavailable(ref.type, f"Cannot publish on {ref.topic}", exc,
+                               topic=ref.topic) from None
     msg = build_message(cls, fields, "data" if declared else "", topic=ref.topic)
-    await state.pool.publish(ref.topic, ref.type, msg)
+    matched = await state.pool.publish(ref.topic, ref.type, msg)
     xv = {"entity_id": entity.id, "ros2": {"topic": ref.topic, "type": ref.type},
-          "timestamp": time.time_ns(), "status": "published"}
+          "timestamp": time.time_ns(), "status": "published", "subscribers_matched": matched}
     return json_response({"id": ref.topic, "data": fields, state.xv: xv})
 
 

@@ -12,6 +12,7 @@ from aiohttp import web
 from federation.local import provide
 
 from ..auth.roles import Role
+from ..control.lockguard import guard_members
 from ..http import hot
 from ..http.errors import ApiError, invalid_parameter, not_found, vendor_error
 from ..http.jsonutil import json_body_limit, json_response
@@ -20,6 +21,7 @@ from ..model.entities import Entity
 from ..model.items import ItemLookupError, MemberItem, assign_ids, resolve
 from ..push.publishers import service_completed, watch_execution
 from ..ros.actions import ActionManager, Execution
+from ..ros.interface_paths import SETTING as INTERFACE_PATHS
 from ..ros.message import (
     UnknownTypeError,
     action_schemas,
@@ -192,13 +194,17 @@ async def start_execution(request: web.Request) -> web.Response:
     state = state_of(request)
     entity = resolve_entity(request)
     op = find_operation(state, entity, request.match_info["op_id"])
+    guard_members(request, entity, "operations", op.member_ids)  # a locked member refuses
     body = await read_object(request)
     timeout = request_timeout(body, state.settings["service_call_timeout_sec"])
     try:
         cls = import_type(op.type)
     except UnknownTypeError as exc:
-        raise vendor_error(500, "x-vendor-ros2-service-unavailable",
-                           f"Cannot call {op.path}: {exc}", operation_id=op.id) from None
+        raise vendor_error(
+            501, "x-vendor-ros2-service-unavailable",
+            f"Cannot call {op.path}: the gateway has no {op.kind} type '{op.type}' ({exc}); "
+            f"give it the robot's install prefix in the setting '{INTERFACE_PATHS}'",
+            operation_id=op.id, type=op.type, setting=INTERFACE_PATHS) from None
     if op.kind == "service":
         answer = await _call_service(state, op, cls, body, timeout)
         # The next POSTs of this path run the same call before routing (gateway/http/hot.py)
@@ -298,6 +304,7 @@ async def get_execution(request: web.Request) -> web.Response:
 async def control_execution(request: web.Request) -> web.Response:
     """`capability: stop` cancels the goal; execute, freeze and reset do not apply (400)."""
     state, entity, op, ex = _execution(request)
+    guard_members(request, entity, "operations", op.member_ids)  # a locked member refuses
     body = await read_object(request)
     capability = body.get("capability")
     if not isinstance(capability, str) or not capability:
@@ -320,7 +327,8 @@ async def control_execution(request: web.Request) -> web.Response:
 
 async def delete_execution(request: web.Request) -> web.Response:
     """Cancel the goal when it runs; the execution is removed (spec) or kept readable."""
-    state, _, op, ex = _execution(request)
+    state, entity, op, ex = _execution(request)
+    guard_members(request, entity, "operations", op.member_ids)  # a locked member refuses
     actions = _provider(state, "actions")
     timeout = state.settings["service_call_timeout_sec"]
     try:

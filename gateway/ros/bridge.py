@@ -33,6 +33,13 @@ def start_ros(settings: Any) -> RosBridge:
     serve() makes it before the app is built, so DDS discovery overlaps building the routes;
     it reaches the app as `state.extras["bridge"]`.
     """
+    from ..config import ConfigError
+    from .interface_paths import install
+
+    try:
+        install(settings["ros.interface_paths"])
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     return RosBridge(settings["ros.node_name"], settings["ros.domain_id"],
                      settings["server.executor_threads"], settings["ros.executor"])
 
@@ -92,6 +99,11 @@ class RosBridge:
         self.tasks_failed = 0
         self.last_task_latency_us = 0
         self.max_task_latency_us = 0
+        self.queue_max_depth_observed = 0
+        self.queue_dropped = 0  # queued tasks given up (timed out) before a worker took them
+        self.watchdog_trips = 0  # tasks that overran their time budget
+        self._running: dict[int, float] = {}  # task number -> perf_counter start, while running
+        self._task_seq = 0
         self._closed = False
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -123,11 +135,27 @@ class RosBridge:
         """Run blocking ROS work on the graph pool; 504 not-responding past timeout."""
         assert self.loop is not None
         start = time.perf_counter()
-        fut = self.loop.run_in_executor(self._pool, fn, *args)
+        self._task_seq += 1
+        seq, started = self._task_seq, threading.Event()
+
+        def task() -> T:
+            started.set()
+            self._running[seq] = time.perf_counter()
+            try:
+                return fn(*args)
+            finally:
+                self._running.pop(seq, None)
+
+        fut = self.loop.run_in_executor(self._pool, task)
+        self.queue_max_depth_observed = max(self.queue_max_depth_observed,
+                                            self._pool._work_queue.qsize())
         try:
             result = await asyncio.wait_for(fut, timeout) if timeout else await fut
         except asyncio.TimeoutError:
             self.tasks_failed += 1
+            self.watchdog_trips += 1
+            if not started.is_set():
+                self.queue_dropped += 1
             raise not_responding(f"{what} did not finish within {timeout:g} s") from None
         except Exception:
             self.tasks_failed += 1
@@ -184,11 +212,20 @@ class RosBridge:
             "worker_alive": self.alive,
             "degraded": not self.alive,
             "queue_depth": self._pool._work_queue.qsize(),
+            "queue_max_depth_observed": self.queue_max_depth_observed,
+            "queue_dropped": self.queue_dropped,
             "tasks_completed": self.tasks_completed,
             "tasks_failed": self.tasks_failed,
             "last_task_latency_us": self.last_task_latency_us,
             "max_task_latency_us": self.max_task_latency_us,
+            "current_task_age_ms": self._oldest_task_age_ms(),
+            "watchdog_trips": self.watchdog_trips,
         }
+
+    def _oldest_task_age_ms(self) -> int:
+        """Age of the longest-running graph task, 0 when the pool is idle."""
+        starts = list(self._running.values())
+        return int((time.perf_counter() - min(starts)) * 1000) if starts else 0
 
     def close(self) -> None:
         """Stop the executor, join its thread, shut the context down."""

@@ -1,0 +1,141 @@
+"""Data writes: a first PUT reaches the topic's subscribers; only message types are data.
+
+A counting node in the test process subscribes to fresh topics (best-effort and reliable);
+every topic gets one PUT from a new gateway publisher, and every one must arrive.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+with warnings.catch_warnings():
+    # rosidl_generator_py imports lark, which imports the deprecated sre_parse module.
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import rosidl_generator_py  # noqa: F401
+
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.signals import SignalHandlerOptions
+from std_msgs.msg import Int32
+
+from tests.conftest import free_port
+from tests.harness import Gateway, assert_error, enc
+
+pytestmark = pytest.mark.integration
+
+BEST_EFFORT_TOPICS = [f"/writes/be{i}" for i in range(12)]
+RELIABLE_TOPICS = [f"/writes/rel{i}" for i in range(4)]
+PROFILES = ("spec", "medkit")
+
+
+def wait_until(predicate: Callable[[], object], timeout: float, what: str) -> None:
+    """Poll predicate until it is true."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+class Counter:
+    """A node `write_counter` subscribing to every test topic; counts what arrives."""
+
+    def __init__(self, domain: int) -> None:
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=domain,
+                   signal_handler_options=SignalHandlerOptions.NO)
+        self.node = rclpy.create_node("write_counter", context=self.context)
+        self.received: dict[str, list[int]] = {}
+        self._lock = threading.Lock()
+        for topics, reliability in ((BEST_EFFORT_TOPICS, ReliabilityPolicy.BEST_EFFORT),
+                                    (RELIABLE_TOPICS, ReliabilityPolicy.RELIABLE)):
+            for topic in topics:
+                self.node.create_subscription(Int32, topic, self._on(topic),
+                                              QoSProfile(depth=10, reliability=reliability))
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+
+    def _on(self, topic: str) -> Callable[[Any], None]:
+        def callback(msg: Any) -> None:
+            with self._lock:
+                self.received.setdefault(topic, []).append(msg.data)
+        return callback
+
+    def _spin(self) -> None:
+        while self.context.ok():
+            try:
+                self.executor.spin_once(timeout_sec=0.1)
+            except Exception:  # shutdown while spinning
+                return
+
+    def got(self, topic: str) -> list[int]:
+        """Values received on topic."""
+        with self._lock:
+            return list(self.received.get(topic, []))
+
+    def close(self) -> None:
+        """Shut the context down."""
+        rclpy.shutdown(context=self.context)
+        self.thread.join(5)
+
+
+@pytest.fixture(scope="module")
+def counter(domain: int) -> Iterator[Counter]:
+    c = Counter(domain)
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="module")
+def gateways(counter: Counter, domain: int, tmp_path_factory: pytest.TempPathFactory
+             ) -> Iterator[dict[str, Gateway]]:
+    tmp = tmp_path_factory.mktemp("writes")
+    gws = {p: Gateway(free_port(), domain, [f"api.profile={p}", "api.vendor=vendor"],
+                      log_path=tmp / f"gateway-{p}.log") for p in PROFILES}
+    try:
+        for gw in gws.values():
+            gw.start(timeout=60)
+        for gw in gws.values():
+            gw.wait_for("/apps/write_counter/data",
+                        lambda b: len(b["items"]) >= len(BEST_EFFORT_TOPICS + RELIABLE_TOPICS),
+                        timeout=60)
+        yield gws
+    finally:
+        for gw in gws.values():
+            gw.stop()
+
+
+def test_a_first_put_reaches_every_subscriber(gateways: dict[str, Gateway],
+                                              counter: Counter) -> None:
+    # One gateway per topic group: each PUT is the first message of a new publisher.
+    gw = gateways["spec"]
+    for n, topic in enumerate(BEST_EFFORT_TOPICS + RELIABLE_TOPICS):
+        resp = gw.request("PUT", f"/apps/write_counter/data/{enc(topic)}", {"data": n})
+        assert resp.status == 200, resp
+        assert resp.json()["x-vendor"]["subscribers_matched"] == 1
+    for n, topic in enumerate(BEST_EFFORT_TOPICS + RELIABLE_TOPICS):
+        wait_until(lambda t=topic: counter.got(t), 10, f"the first PUT on {topic}")
+        assert counter.got(topic) == [n]
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("declared", ["std_srvs/srv/Trigger", "example_interfaces/action/Fib"])
+def test_put_naming_a_service_or_action_type_is_400(gateways: dict[str, Gateway],
+                                                     profile: str, declared: str) -> None:
+    gw = gateways[profile]
+    for topic in ("/writes/not_on_the_graph", BEST_EFFORT_TOPICS[0]):
+        resp = gw.request("PUT", f"/apps/write_counter/data/{enc(topic)}",
+                          {"type": declared, "data": {}})
+        body = assert_error(resp, 400, "invalid-parameter")
+        assert body["message"] == "Invalid message type format"
+        assert body["parameters"]["type"] == declared
+        assert "package/msg/Type" in body["parameters"]["details"]
