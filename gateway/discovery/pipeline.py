@@ -18,9 +18,12 @@ from ..events import ENTITIES, Event
 from ..model.entities import EntitySet
 from . import linker, merge
 from .manifest import Manifest, ManifestError, file_stamp, load
+from .settle import Settle
 from .validate import Issue
 
 log = logging.getLogger(__name__)
+
+SETTLE_POLL_S = 0.05  # how often a changed file is looked at until it settles
 
 
 class ManifestDiscovery:
@@ -33,6 +36,7 @@ class ManifestDiscovery:
         self.csv_path: str = settings["discovery.inventory.csv_path"]
         self.strict: bool = settings["discovery.manifest_strict_validation"]
         self.watch_s = settings["discovery.manifest.watch_interval_ms"] / 1000.0
+        self.settle_s = settings["discovery.manifest.settle_ms"] / 1000.0
         self.runtime_layer: bool = settings["discovery.runtime.enabled"]
         g = "discovery.merge_pipeline.gap_fill."
         self.gap = linker.GapFill(settings[g + "allow_heuristic_apps"],
@@ -132,11 +136,15 @@ class ManifestDiscovery:
             await asyncio.gather(self._task, return_exceptions=True)
 
     async def _watch(self) -> None:
+        # A changed file is loaded once it held still for settle_s (settle.py): a manifest
+        # written in place is never read half-written, however valid its first half.
+        settle = Settle(self._stamp, self.settle_s)
         while True:
-            await asyncio.sleep(self.watch_s)
+            await asyncio.sleep(min(self.watch_s, SETTLE_POLL_S) if settle.pending
+                                else self.watch_s)
             try:
                 stamp = await asyncio.to_thread(self._files_stamp)
-                if stamp != self._stamp:
+                if settle.due(stamp, time.monotonic()):
                     self._stamp = stamp
                     await self.reload()
             except asyncio.CancelledError:
