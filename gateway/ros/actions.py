@@ -26,6 +26,7 @@ from .services import (
 ROS_STATUS_NAMES = {0: "UNKNOWN", 1: "ACCEPTED", 2: "EXECUTING", 3: "CANCELING",
                     4: "SUCCEEDED", 5: "CANCELED", 6: "ABORTED"}
 _RUNNING = frozenset({0, 1, 2, 3})
+EXECUTING = 2
 # CancelGoal.Response return codes.
 CANCEL_CODES = {0: "ERROR_NONE", 1: "ERROR_REJECTED", 2: "ERROR_UNKNOWN_GOAL_ID",
                 3: "ERROR_GOAL_TERMINATED"}
@@ -76,6 +77,10 @@ class Execution:
         if self.final_status is not None:
             return self.final_status
         status = getattr(self.handle, "status", 0) if self.handle is not None else 0
+        if status and status not in _RUNNING:
+            # The status topic runs ahead of the result response: a terminal status is shown
+            # only together with its result, so until it lands the goal still runs.
+            return EXECUTING
         return status if status else 1  # accepted, no status message seen yet
 
     @property

@@ -1,0 +1,129 @@
+"""Action executions: a terminal status is shown only together with its result.
+
+The action server in the test process marks each goal succeeded, then returns its result
+a moment later (so the status topic runs well ahead of the result response, as it does by a
+few milliseconds on any server); every poll of every goal must see either `running` or
+`completed` with the result, never `completed` without it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+with warnings.catch_warnings():
+    # rosidl_generator_py imports lark, which imports the deprecated sre_parse module.
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import rosidl_generator_py  # noqa: F401
+
+import rclpy
+from rclpy.action import ActionServer, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.signals import SignalHandlerOptions
+from test_msgs.action import Fibonacci
+
+from tests.conftest import free_port
+from tests.harness import Gateway, enc
+
+pytestmark = pytest.mark.integration
+
+RESULT_LAG_S = 0.4
+GOALS = 16
+PATH = "/apps/result_lag/operations/fib/executions"
+
+
+class LaggingServer:
+    """Node `result_lag` serving /fib: feedback, SUCCEEDED, then the result RESULT_LAG_S later."""
+
+    def __init__(self, domain: int) -> None:
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=domain,
+                   signal_handler_options=SignalHandlerOptions.NO)
+        self.node = rclpy.create_node("result_lag", context=self.context)
+        self.server = ActionServer(self.node, Fibonacci, "/fib", self._execute,
+                                   goal_callback=lambda _goal: GoalResponse.ACCEPT,
+                                   callback_group=ReentrantCallbackGroup())
+        self.executor = MultiThreadedExecutor(num_threads=GOALS + 2, context=self.context)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+
+    def _execute(self, goal_handle: Any) -> Any:
+        order = goal_handle.request.order
+        feedback = Fibonacci.Feedback(sequence=[0, 1, -1])
+        goal_handle.publish_feedback(feedback)
+        time.sleep(0.05)
+        goal_handle.succeed()
+        time.sleep(RESULT_LAG_S)
+        return Fibonacci.Result(sequence=list(range(order)))
+
+    def _spin(self) -> None:
+        while self.context.ok():
+            try:
+                self.executor.spin_once(timeout_sec=0.1)
+            except Exception:  # shutdown while spinning
+                return
+
+    def close(self) -> None:
+        """Shut the context down."""
+        rclpy.shutdown(context=self.context)
+        self.thread.join(5)
+
+
+@pytest.fixture(scope="module")
+def server(domain: int) -> Iterator[LaggingServer]:
+    s = LaggingServer(domain)
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def gw(server: LaggingServer, domain: int, tmp_path_factory: pytest.TempPathFactory
+       ) -> Iterator[Gateway]:
+    tmp = tmp_path_factory.mktemp("actions")
+    with Gateway(free_port(), domain, ["api.vendor=vendor"],
+                 log_path=tmp / "gateway.log") as g:
+        g.wait_for("/apps/result_lag/operations",
+                   lambda b: any(i["id"] == "fib" for i in b["items"]), timeout=60)
+        yield g
+
+
+def _follow(gw: Gateway, order: int) -> list[dict[str, Any]]:
+    """Start one goal and poll it until it is no longer running; every body seen."""
+    resp = gw.request("POST", PATH, {"parameters": {"order": order}})
+    assert resp.status == 202, resp
+    exec_id = resp.json()["id"]
+    seen = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        body = gw.get(f"{PATH}/{enc(exec_id)}").json()
+        seen.append(body)
+        if body["status"] != "running":
+            return seen
+        time.sleep(0.01)
+    raise AssertionError(f"goal {exec_id} still running after 30 s")
+
+
+def test_terminal_status_only_with_its_result(gw: Gateway) -> None:
+    with ThreadPoolExecutor(GOALS) as pool:
+        runs = list(pool.map(lambda n: _follow(gw, n + 2), range(GOALS)))
+    for order, seen in enumerate(runs, start=2):
+        final = seen[-1]
+        assert final["status"] == "completed", final
+        for body in seen:
+            if body["status"] != "running":
+                assert body["result"] == {"sequence": list(range(order))}, body
+                assert body["parameters"] == body["result"], body
+                assert body["x-vendor"]["ros2_status"] == "SUCCEEDED", body
+            else:
+                assert body["x-vendor"]["ros2_status"] != "SUCCEEDED", body
+    # the goals were polled during the lag: each saw the feedback while still running
+    assert all(any(b.get("parameters") == {"sequence": [0, 1, -1]} for b in seen)
+               for seen in runs)
