@@ -1,5 +1,13 @@
 """Lock enforcement at the edge: which entity and collection a write touches, the guard check,
-the global fault-clear filter, the expiry sweep and lock rule resolution from settings."""
+the member check of writes through a parent, the global fault-clear filter, expiry (a timer per
+lock, and the periodic sweep) and lock rule resolution from settings.
+
+A write through a component, function or area that reaches member apps (a member-qualified or
+bare item id, a collection reset, a fault clear, a publish, an operation) is checked against
+each member it reaches: the member's lock and its components' locks, and the required scopes
+of the member and of the components between it and the parent (`check_members`). A refused
+write changes nothing and names every locked member.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +20,10 @@ from typing import Any
 
 from aiohttp import web
 
+from ..auth.enforce import claims_of
 from ..events import LOCKS, Event
 from ..http.routes import ENTITY_PARAM, ENTITY_TYPES, Route
+from ..state import STATE
 from .locking import (
     Lock,
     LockConfig,
@@ -89,6 +99,47 @@ def ancestors(entities: Any, kind: str, entity_id: str) -> list[tuple[str, str]]
     return chain
 
 
+def between(entities: Any, via_kind: str, via_id: str, member: str) -> list[tuple[str, str]]:
+    """The lockable entities whose required scopes a write through `via` to `member` meets:
+    the member app and its host component, then the components up to `via` (exclusive: the
+    guard checks the addressed entity). Through an area or a function: the app and its host,
+    as if the write were addressed to either of them."""
+    out: list[tuple[str, str]] = [("apps", member)]
+    for kind, comp in ancestors(entities, "apps", member):
+        if via_kind == "components" and comp == via_id:
+            break
+        out.append((kind, comp))
+        if via_kind != "components":
+            break
+    return out
+
+
+def subject_of(request: web.Request) -> str:
+    """The token subject of a request that carried one (auth on), else ''."""
+    claims = claims_of(request)
+    return claims.subject if claims is not None else ""
+
+
+def owner_subject(request: web.Request) -> str | None:
+    """The subject to match for `owned` on reads: None when the request was not authenticated."""
+    claims = claims_of(request)
+    return claims.subject if claims is not None else None
+
+
+def guard_members(request: web.Request, via: Any, collection: str, members: Any) -> None:
+    """Handlers' call: refuse (409) a write through a parent that reaches locked members."""
+    svc: LockService | None = request.app[STATE].extras.get(MANAGER)
+    if svc is not None and svc.enabled:
+        svc.check_members(request, via, collection, members)
+
+
+def guard_fault_sources(request: web.Request, via: Any, sources: Any) -> None:
+    """Handlers' call: refuse (409) a fault clear through a parent that reaches locked apps."""
+    svc: LockService | None = request.app[STATE].extras.get(MANAGER)
+    if svc is not None and svc.enabled and not svc.quiet():
+        svc.check_members(request, via, "faults", svc.source_apps(sources))
+
+
 def config_source(settings: Any, extras: dict[str, Any]) -> Callable[[str, str], LockConfig]:
     """Resolution: per-entity block (if a source is installed), then per-type, then global."""
     from ..config import ConfigError
@@ -125,6 +176,7 @@ class LockService:
         self.manager = LockManager(config_source(state.settings, state.extras))
         self._targets: dict[Route, WriteTarget | None] = {}
         self._task: asyncio.Task[None] | None = None
+        self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
 
     # guard ----------------------------------------------------------------------------------
     def target(self, request: web.Request, route: Route) -> Target | None:
@@ -149,9 +201,56 @@ class LockService:
         if target is None:
             return
         try:
-            self.manager.check(target, request.headers.get(CLIENT_HEADER), time.time())
+            self.manager.check(target, request.headers.get(CLIENT_HEADER), time.time(),
+                               subject_of(request))
         except LockError as err:
             raise self.state.wire.locks.error(err) from None
+
+    def check_members(self, request: web.Request, via: Any, collection: str,
+                      members: Any) -> None:
+        """Refuse (409) a write through `via` (a component, function or area) that reaches
+        member apps another client holds a lock on, or whose required scopes the caller lacks;
+        the error names every refused member. A write to an app itself is the guard's."""
+        if via.kind == "apps" or self.quiet():
+            return
+        es = self.state.cache.entities
+        client, subject, now = request.headers.get(CLIENT_HEADER), subject_of(request), \
+            time.time()
+        refused: list[tuple[str, LockError]] = []
+        for member in dict.fromkeys(members):
+            if member not in es.apps:
+                continue
+            target = Target("apps", member, collection, ancestors(es, "apps", member),
+                            between(es, via.kind, via.id, member))
+            try:
+                self.manager.check(target, client, now, subject)
+            except LockError as err:
+                refused.append((member, err))
+        if not refused:
+            return
+        error = self.state.wire.locks.error(refused[0][1])
+        names = [member for member, _ in refused]
+        error.message = (f"{error.message}; {via.kind[:-1]} '{via.id}' reaches "
+                         f"{'member' if len(names) == 1 else 'members'} "
+                         f"{', '.join(names)} ({collection}): nothing was changed")
+        error.parameters = {**(error.parameters or {}), "locked_members": [
+            {"app_id": member, "entity_id": e.entity_id,
+             "lock_id": e.lock.id if e.lock is not None else None, "reason": e.kind}
+            for member, e in refused]}
+        raise error
+
+    def source_apps(self, sources: Any) -> list[str]:
+        """The apps whose nodes (or plugin entities) report under these fault sources."""
+        from ..plugins.context import parse_plugin_source
+
+        es = self.state.cache.entities
+        ids: list[str] = []
+        for source in sources:
+            ids.extend(app.id for app in es.apps.values() if app.node_fqn == source)
+            ref = parse_plugin_source(source)  # a fault a plugin raised for its app
+            if ref is not None and ref[1] == "apps" and ref[2] in es.apps:
+                ids.append(ref[2])
+        return ids
 
     def quiet(self) -> bool:
         """True when check() passes every write: no lock is held and none is required."""
@@ -168,21 +267,14 @@ class LockService:
         if not self.manager.locks and not self._any_required():
             return False
         es = self.state.cache.entities
-        client = request.headers.get(CLIENT_HEADER)
+        client, subject = request.headers.get(CLIENT_HEADER), subject_of(request)
         now = time.time()
-        from ..plugins.context import parse_plugin_source
-
-        for source in sources:
-            ids = [app.id for app in es.apps.values() if app.node_fqn == source]
-            ref = parse_plugin_source(source)  # a fault a plugin raised for its app
-            if ref is not None and ref[1] == "apps" and ref[2] in es.apps:
-                ids.append(ref[2])
-            for app_id in ids:
-                target = Target("apps", app_id, "faults", ancestors(es, "apps", app_id))
-                try:
-                    self.manager.check(target, client, now)
-                except LockError:
-                    return True
+        for app_id in self.source_apps(sources):
+            target = Target("apps", app_id, "faults", ancestors(es, "apps", app_id))
+            try:
+                self.manager.check(target, client, now, subject)
+            except LockError:
+                return True
         return False
 
     # expiry ---------------------------------------------------------------------------------
@@ -199,8 +291,37 @@ class LockService:
         gone = self.manager.sweep(now)
         for lock in gone:
             log.info("lock %s on %s '%s' expired", lock.id, lock.kind, lock.entity_id)
+            self.disarm(lock)
             self.publish(lock, "expired")
         return gone
+
+    def arm(self, lock: Lock) -> None:
+        """Expire this lock at its expiry instant (acquired or extended): a timer per lock."""
+        self.disarm(lock)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop (pure use): the sweep still removes it
+        delay = max(0.0, lock.expires_at - time.time())
+        self._timers[(lock.kind, lock.entity_id)] = loop.call_later(delay, self._due, lock)
+
+    def disarm(self, lock: Lock) -> None:
+        """Cancel the entity's expiry timer (released, broken, expired)."""
+        handle = self._timers.pop((lock.kind, lock.entity_id), None)
+        if handle is not None:
+            handle.cancel()
+
+    def _due(self, lock: Lock) -> None:
+        self._timers.pop((lock.kind, lock.entity_id), None)
+        if self.manager.locks.get((lock.kind, lock.entity_id)) is not lock:
+            return  # released or replaced meanwhile
+        if not lock.expired(time.time()):
+            self.arm(lock)  # the loop's clock ran ahead of the wall clock
+            return
+        try:
+            self.sweep(time.time())
+        except Exception:
+            log.exception("lock expiry failed")
 
     async def _sweep_loop(self) -> None:
         interval = float(self.state.settings["locking.cleanup_interval"])
@@ -217,7 +338,10 @@ class LockService:
             self._task = asyncio.get_running_loop().create_task(self._sweep_loop())
 
     async def stop(self) -> None:
-        """Stop the sweep."""
+        """Stop the sweep and the expiry timers."""
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
         if self._task is not None:
             self._task.cancel()
             try:

@@ -1,15 +1,18 @@
 """Lock rules on components and apps: acquire, extend, release, access checks, expiry (pure).
 
 Every method takes an explicit `now` (epoch seconds). One lock per entity; an expired lock
-stops counting at once and is removed by `sweep`. Errors are `LockError`s whose `kind` names
-the refusal; the HTTP layer turns them into the spec's error bodies.
+stops counting at once and is removed by `sweep`. The owner of a lock is the client id and,
+with authentication, the token's subject: both must match to use, extend or release it. Lock
+ids never repeat, across restarts either (gateway/model/runids.py). Errors are `LockError`s
+whose `kind` names the refusal; the HTTP layer turns them into the spec's error bodies.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+
+from ..model.runids import new_id
 
 # Collections a lock may name (spec: locks); an empty scope list means every collection.
 SCOPES = ("data", "operations", "configurations", "faults", "bulk-data", "modes", "scripts",
@@ -60,6 +63,12 @@ class Lock:
     scopes: tuple[str, ...]  # empty: every collection
     expires_at: float
     acquired_at: float = 0.0
+    subject: str = ""  # the token's subject when the lock was taken with one
+
+    def held_by(self, client_id: str | None, subject: str | None = "") -> bool:
+        """Whether this client (and token subject; None: not known here) owns the lock."""
+        return bool(client_id) and self.client_id == client_id and (
+            subject is None or self.subject == subject)
 
     def covers(self, collection: str) -> bool:
         """Whether the lock covers a collection."""
@@ -72,12 +81,17 @@ class Lock:
 
 @dataclass
 class Target:
-    """What a write touches: the entity, its lockable ancestors (nearest first), the collection."""
+    """What a write touches: the entity, its lockable ancestors (nearest first), the collection.
+
+    `required_on`: the entities whose required scopes apply (None: the entity alone; a write
+    through a parent reaches a member and the components between it and the parent too).
+    """
 
     kind: str
     entity_id: str
     collection: str
     ancestors: Sequence[tuple[str, str]] = ()
+    required_on: Sequence[tuple[str, str]] | None = None
 
 
 def check_client_id(client_id: str | None) -> str:
@@ -115,7 +129,6 @@ class LockManager:
 
     config_of: ConfigOf
     locks: dict[tuple[str, str], Lock] = field(default_factory=dict)
-    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def _ttl(self, kind: str, entity_id: str, requested: object) -> float:
         if isinstance(requested, bool) or not isinstance(requested, (int, float)) \
@@ -127,7 +140,8 @@ class LockManager:
         return float(min(requested, self.config_of(kind, entity_id).max_expiration))
 
     def acquire(self, kind: str, entity_id: str, client_id: str, scopes: Iterable[str] | None,
-                expiration: object, break_lock: bool, now: float) -> tuple[Lock, Lock | None]:
+                expiration: object, break_lock: bool, now: float,
+                subject: str = "") -> tuple[Lock, Lock | None]:
         """A new lock and the lock it replaced (break_lock), if any."""
         if kind not in LOCKABLE:
             raise LockError(INVALID, f"{kind} cannot be locked (only components and apps)")
@@ -143,7 +157,7 @@ class LockManager:
                 raise LockError(NOT_BREAKABLE, "Existing lock is not breakable", held, entity_id)
         else:
             held = None  # an expired lock is replaced silently
-        lock = Lock(f"lock_{next(self._ids)}", kind, entity_id, client_id, chosen, now + ttl, now)
+        lock = Lock(new_id("lock"), kind, entity_id, client_id, chosen, now + ttl, now, subject)
         self.locks[(kind, entity_id)] = lock
         return lock, held
 
@@ -156,27 +170,27 @@ class LockManager:
         return lock
 
     def _owned(self, kind: str, entity_id: str, lock_id: str, client_id: str,
-               now: float) -> Lock:
+               now: float, subject: str) -> Lock:
         lock = self.get(kind, entity_id, lock_id)
         if lock.expired(now):
             raise LockError(NOT_FOUND, f"Lock '{lock_id}' on '{entity_id}' has expired",
                             lock, entity_id)
-        if lock.client_id != client_id:
+        if not lock.held_by(client_id, subject):
             raise LockError(NOT_OWNER, f"Lock '{lock_id}' is held by another client",
                             lock, entity_id)
         return lock
 
     def extend(self, kind: str, entity_id: str, lock_id: str, client_id: str,
-               expiration: object, now: float) -> Lock:
+               expiration: object, now: float, subject: str = "") -> Lock:
         """Move the expiry to now plus expiration (capped at the maximum)."""
-        lock = self._owned(kind, entity_id, lock_id, client_id, now)
+        lock = self._owned(kind, entity_id, lock_id, client_id, now, subject)
         lock.expires_at = now + self._ttl(kind, entity_id, expiration)
         return lock
 
     def release(self, kind: str, entity_id: str, lock_id: str, client_id: str,
-                now: float) -> Lock:
+                now: float, subject: str = "") -> Lock:
         """Remove a lock the client holds."""
-        lock = self._owned(kind, entity_id, lock_id, client_id, now)
+        lock = self._owned(kind, entity_id, lock_id, client_id, now, subject)
         del self.locks[(kind, entity_id)]
         return lock
 
@@ -185,21 +199,29 @@ class LockManager:
         lock = self.locks.get((kind, entity_id))
         return lock if lock is not None and not lock.expired(now) else None
 
-    def check(self, target: Target, client_id: str | None, now: float) -> None:
+    def check(self, target: Target, client_id: str | None, now: float,
+              subject: str = "") -> None:
         """Refuse a write (LockError REQUIRED or CONFLICT); no header means another client."""
-        client = client_id or ""
         collection = target.collection
-        own = self.active(target.kind, target.entity_id, now)
-        cfg = self.config_of(target.kind, target.entity_id)
-        if collection in cfg.required_scopes and not (
-                own is not None and client and own.client_id == client and own.covers(collection)):
-            holder = own if own is not None and own.client_id != client else None
-            raise LockError(REQUIRED, f"A lock is required for {collection} on this entity",
-                            holder, target.entity_id, collection)
+        required_on = target.required_on
+        if required_on is None:
+            required_on = ((target.kind, target.entity_id),)
+        for kind, entity_id in required_on:
+            if collection not in self.config_of(kind, entity_id).required_scopes:
+                continue
+            own = self.active(kind, entity_id, now)
+            if not (own is not None and own.held_by(client_id, subject)
+                    and own.covers(collection)):
+                holder = own if own is not None and not own.held_by(client_id, subject) \
+                    else None
+                where = "this entity" if (kind, entity_id) == (target.kind, target.entity_id) \
+                    else f"{kind[:-1]} '{entity_id}'"
+                raise LockError(REQUIRED, f"A lock is required for {collection} on {where}",
+                                holder, entity_id, collection)
         for kind, entity_id in ((target.kind, target.entity_id), *target.ancestors):
             lock = self.active(kind, entity_id, now)
-            if lock is not None and lock.covers(collection) and (
-                    not client or lock.client_id != client):
+            if lock is not None and lock.covers(collection) and \
+                    not lock.held_by(client_id, subject):
                 raise LockError(CONFLICT, f"Entity '{entity_id}' is locked by another client",
                                 lock, entity_id, collection)
 

@@ -15,6 +15,7 @@ from aiohttp import web
 from federation.local import provide
 
 from ..auth.roles import Role
+from ..control.lockguard import guard_members
 from ..http.errors import ApiError, not_found, vendor_error
 from ..http.jsonutil import json_response
 from ..http.routes import Registry
@@ -41,9 +42,16 @@ def _store(state: GatewayState) -> ParameterStore:
     return store  # type: ignore[no-any-return]
 
 
+def _node(app: Entity) -> str | None:
+    """The app's node: a linked manifest app that does not inherit the node's topics and
+    services (`inherit_runtime_resources: false`) still has its parameters."""
+    return app.node_fqn or app.bound_fqn
+
+
 def _has_parameter_services(state: GatewayState, app: Entity) -> bool | None:
     """True/False whether the app's node serves parameters; None when the node is not up."""
-    node = state.cache.graph.node(app.node_fqn) if app.node_fqn else None
+    fqn = _node(app)
+    node = state.cache.graph.node(fqn) if fqn else None
     if node is None or not app.is_online:
         return None
     return any(name == f"{node.fqn}/get_parameters" for name, _ in node.services)
@@ -80,7 +88,7 @@ async def _per_member(state: GatewayState, entity: Entity, work: Any
         if served is False:
             continue
         if served is None:
-            jobs.append((app, NodeUnavailable(app.node_fqn or app.id,
+            jobs.append((app, NodeUnavailable(_node(app) or app.id,
                                               f"node of app '{app.id}' is not running")))
             continue
         jobs.append((app, asyncio.ensure_future(work(app))))
@@ -99,9 +107,9 @@ async def _per_member(state: GatewayState, entity: Entity, work: Any
 
 def _partial(outcomes: list[tuple[Entity, Any]]) -> dict[str, Any]:
     """x-vendor partial fields for member failures (empty when every member answered)."""
-    unavailable = [app.node_fqn or app.id for app, r in outcomes
+    unavailable = [_node(app) or app.id for app, r in outcomes
                    if isinstance(r, NodeUnavailable)]
-    failed = [app.node_fqn or app.id for app, r in outcomes
+    failed = [_node(app) or app.id for app, r in outcomes
               if isinstance(r, BaseException) and not isinstance(r, NodeUnavailable)]
     extra: dict[str, Any] = {}
     if unavailable or failed:
@@ -131,7 +139,7 @@ async def local_items(state: GatewayState, entity: Entity
                       ) -> tuple[list[dict[str, Any]], dict[str, Any], list[tuple[Entity, Any]]]:
     """(items, partial fields, per-member outcomes) of this gateway's parameters."""
     store = _store(state)
-    outcomes = await _per_member(state, entity, lambda app: store.params(app.node_fqn))
+    outcomes = await _per_member(state, entity, lambda app: store.params(_node(app)))
     qualified = entity.kind != "apps"
     items = [param_item(state, store, app, p, qualified, entity.id)
              for app, result in outcomes if not isinstance(result, BaseException)
@@ -180,7 +188,7 @@ async def find_parameter(state: GatewayState, entity: Entity, param_id: str
         return apps[member], rest
     # A bare name that exactly one member node has (nodes that do not answer are skipped).
     store = _store(state)
-    outcomes = await _per_member(state, entity, lambda app: store.params(app.node_fqn))
+    outcomes = await _per_member(state, entity, lambda app: store.params(_node(app)))
     owners = [app for app, result in outcomes if not isinstance(result, BaseException)
               and any(p.name == param_id for p in result)]
     if len(owners) == 1:
@@ -204,7 +212,7 @@ async def _target(request: web.Request) -> tuple[GatewayState, ParameterStore, E
     served = _has_parameter_services(state, app)
     if served is None:
         raise vendor_error(503, "x-vendor-ros2-node-unavailable",
-                           f"The node of app '{app.id}' is not running", node=app.node_fqn)
+                           f"The node of app '{app.id}' is not running", node=_node(app))
     if served is False:
         raise not_found(f"App '{app.id}' has no parameters (its node serves none)",
                         entity_id=entity.id, param_name=name)
@@ -215,7 +223,7 @@ async def get_configuration(request: web.Request) -> web.Response:
     """One parameter's value."""
     state, store, entity, app, name = await _target(request)
     try:
-        p = await store.get(app.node_fqn, name)  # type: ignore[arg-type]
+        p = await store.get(_node(app), name)  # type: ignore[arg-type]
     except ParameterError as exc:
         raise parameter_error(exc, entity_id=entity.id, param_name=name,
                               id=request.match_info["param_name"]) from None
@@ -225,9 +233,10 @@ async def get_configuration(request: web.Request) -> web.Response:
 async def set_configuration(request: web.Request) -> web.Response:
     """Set a parameter: `data` (or `value`) converted to the parameter's type."""
     state, store, entity, app, name = await _target(request)
+    guard_members(request, entity, "configurations", [app.id])  # a locked member refuses
     value = configuration_value(await read_object(request))
     try:
-        p = await store.set(app.node_fqn, name, value)  # type: ignore[arg-type]
+        p = await store.set(_node(app), name, value)  # type: ignore[arg-type]
     except ValueNotConvertible as exc:
         raise ApiError(400, "invalid-request", f"Invalid value for parameter '{name}': {exc}",
                        parameters={"field": "value", "param_name": name, "reason": str(exc),
@@ -245,8 +254,9 @@ async def set_configuration(request: web.Request) -> web.Response:
 async def reset_configuration(request: web.Request) -> web.Response:
     """Reset one parameter to the value first seen for it."""
     _, store, entity, app, name = await _target(request)
+    guard_members(request, entity, "configurations", [app.id])  # a locked member refuses
     try:
-        await store.reset(app.node_fqn, name)  # type: ignore[arg-type]
+        await store.reset(_node(app), name)  # type: ignore[arg-type]
     except ParameterError as exc:
         raise parameter_error(exc, entity_id=entity.id, param_name=name) from None
     return web.Response(status=204)
@@ -257,11 +267,13 @@ async def reset_all_configurations(request: web.Request) -> web.Response:
     state = state_of(request)
     entity = resolve_entity(request)
     store = _store(state)
-    outcomes = await _per_member(state, entity, lambda app: store.reset_all(app.node_fqn))
+    guard_members(request, entity, "configurations",  # any locked member refuses the reset
+                  [app.id for app in local_member_apps(state, entity)])
+    outcomes = await _per_member(state, entity, lambda app: store.reset_all(_node(app)))
     _raise_worst(outcomes, entity.id)
     results = []
     for app, result in outcomes:
-        entry: dict[str, Any] = {"id": app.id, "node": app.node_fqn, "gateway": "local"}
+        entry: dict[str, Any] = {"id": app.id, "node": _node(app), "gateway": "local"}
         if isinstance(result, BaseException):
             err = parameter_error(result) if isinstance(result, ParameterError) else None
             entry["status"] = err.status if err else 500
@@ -306,8 +318,8 @@ def _raise_local_failure(entity: Entity, outcomes: list[tuple[Entity, Any]],
     else:
         app, rejected = failed[0]
         err = ApiError(400, "invalid-request",
-                       f"Node {app.node_fqn} refused to reset some parameters",
-                       parameters={"node": app.node_fqn, "rejected": rejected})
+                       f"Node {_node(app)} refused to reset some parameters",
+                       parameters={"node": _node(app), "rejected": rejected})
     not_reset = [r["id"] for r in results if r["status"] != 204]
     err.message = (f"{err.message}; not reset: {', '.join(not_reset)} (the other members of "
                    f"'{entity.id}' were reset)")

@@ -8,13 +8,14 @@ from typing import Any
 from aiohttp import web
 
 from ..auth.roles import Role
+from ..control.lockguard import guard_fault_sources
 from ..faults.model import CLEARED, iso, parse_status_filter
 from ..faults.scope import in_scope
 from ..faults.service import FaultService
 from ..http import hot
 from ..http.errors import SERVICE_UNAVAILABLE, ApiError, not_found
 from ..http.jsonutil import JSON_TYPE, dumps, json_response
-from ..http.routes import Registry
+from ..http.routes import ENTITY_PARAM, Registry
 from ..model.entities import Entity
 from ..state import GatewayState, state_of
 from .common import federation, resolve_entity
@@ -37,7 +38,11 @@ def _statuses(request: web.Request) -> frozenset[str]:
     value = request.query.get("status")
     statuses = parse_status_filter(value)
     if statuses is None:
-        raise state_of(request).wire.faults.bad_status_filter(value)
+        err = state_of(request).wire.faults.bad_status_filter(value)
+        # on an entity route the reference names the entity too (`app_id`, `area_id`, ...)
+        err.parameters = {**(err.parameters or {}), **{
+            k: v for k, v in request.match_info.items() if k in ENTITY_PARAM.values()}}
+        raise err
     return statuses
 
 
@@ -185,6 +190,7 @@ async def get_fault(request: web.Request) -> web.Response:
 async def clear_fault(request: web.Request) -> web.Response:
     """Clear one fault of the entity (its correlated symptoms only within the entity)."""
     state, entity, svc, fault = _scoped(request)
+    guard_fault_sources(request, entity, fault.sources)  # a locked member refuses
     own = owners(state, entity)
     scope = {f.code for f in svc.faults.values() if in_scope(f.sources, own)}
     svc.clear([fault.code], scope=scope)
@@ -199,7 +205,10 @@ async def clear_entity(request: web.Request) -> web.Response:
     svc = service(state)
     own = owners(state, entity)
     scope = {f.code for f in svc.faults.values() if in_scope(f.sources, own)}
-    svc.clear(sorted(c for c in scope if svc.faults[c].status != CLEARED), scope=scope)
+    codes = sorted(c for c in scope if svc.faults[c].status != CLEARED)
+    guard_fault_sources(request, entity,  # any locked member refuses the clear
+                        [s for c in codes for s in svc.faults[c].sources])
+    svc.clear(codes, scope=scope)
     await svc.settled()
     return web.Response(status=204)
 

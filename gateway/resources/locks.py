@@ -8,7 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from ..auth.roles import Role
-from ..control.lockguard import CLIENT_HEADER, MANAGER, LockService
+from ..control.lockguard import CLIENT_HEADER, MANAGER, LockService, owner_subject, subject_of
 from ..control.locking import LockError, check_client_id
 from ..http.errors import invalid_parameter
 from ..http.jsonutil import json_response
@@ -62,15 +62,18 @@ async def acquire(request: web.Request) -> web.Response:
         raise invalid_parameter("break_lock must be true or false", entity_id=entity.id)
     try:
         lock, replaced = svc.manager.acquire(entity.kind, entity.id, client, scopes,
-                                             body["lock_expiration"], break_lock, time.time())
+                                             body["lock_expiration"], break_lock, time.time(),
+                                             subject_of(request))
     except LockError as err:
         err.entity_id = err.entity_id or entity.id
         raise state_of(request).wire.locks.error(err) from None
     if replaced is not None:
         svc.publish(replaced, "broken")
+    svc.arm(lock)
     svc.publish(lock, "acquired")
     location = f"{request.path.rstrip('/')}/{lock.id}"
-    return json_response(state_of(request).wire.locks.lock(lock, client), status=201,
+    return json_response(state_of(request).wire.locks.lock(lock, client, subject_of(request)),
+                         status=201,
                          headers={"Location": location})
 
 
@@ -80,7 +83,7 @@ async def list_locks(request: web.Request) -> web.Response:
     svc = service(state)
     entity = resolve_entity(request)
     client = request.headers.get(CLIENT_HEADER)
-    items = [state.wire.locks.lock(lk, client)
+    items = [state.wire.locks.lock(lk, client, owner_subject(request))
              for lk in svc.manager.entity_locks(entity.kind, entity.id)]
     return json_response(envelope(state, items, entity.id))
 
@@ -98,7 +101,8 @@ async def get_lock(request: web.Request) -> web.Response:
     except LockError as err:
         raise state_of(request).wire.locks.error(err, _lock_id(request)) from None
     client = request.headers.get(CLIENT_HEADER)
-    return json_response(state_of(request).wire.locks.lock(lock, client))
+    return json_response(state_of(request).wire.locks.lock(lock, client,
+                                                           owner_subject(request)))
 
 
 async def extend(request: web.Request) -> web.Response:
@@ -111,9 +115,10 @@ async def extend(request: web.Request) -> web.Response:
         raise invalid_parameter("lock_expiration (seconds) is required", entity_id=entity.id)
     try:
         lock = svc.manager.extend(entity.kind, entity.id, _lock_id(request), client,
-                                  body["lock_expiration"], time.time())
+                                  body["lock_expiration"], time.time(), subject_of(request))
     except LockError as err:
         raise state_of(request).wire.locks.error(err, _lock_id(request)) from None
+    svc.arm(lock)
     svc.publish(lock, "extended")
     return web.Response(status=204)
 
@@ -125,9 +130,10 @@ async def release(request: web.Request) -> web.Response:
     client = _client(request)
     try:
         lock = svc.manager.release(entity.kind, entity.id, _lock_id(request), client,
-                                   time.time())
+                                   time.time(), subject_of(request))
     except LockError as err:
         raise state_of(request).wire.locks.error(err, _lock_id(request)) from None
+    svc.disarm(lock)
     svc.publish(lock, "released")
     return web.Response(status=204)
 

@@ -31,10 +31,11 @@ def iso_s(epoch_s: float) -> str:
 class SpecLocks(WireBase):
     """The spec's lock body; refusals carry the reference's codes and parameters (coexist)."""
 
-    def lock(self, lock: Lock, client_id: str | None) -> dict[str, Any]:
-        """A lock; scopes omitted when the lock covers every collection."""
-        body: dict[str, Any] = {"id": lock.id, "owned": bool(client_id) and
-                                lock.client_id == client_id}
+    def lock(self, lock: Lock, client_id: str | None, subject: str | None = None
+             ) -> dict[str, Any]:
+        """A lock; scopes omitted when the lock covers every collection. `owned`: the client
+        id matches, and the token subject too when the request carried a token."""
+        body: dict[str, Any] = {"id": lock.id, "owned": lock.held_by(client_id, subject)}
         if lock.scopes:
             body["scopes"] = list(lock.scopes)
         body["lock_expiration"] = iso_s(lock.expires_at)

@@ -19,6 +19,7 @@ from gateway.control.locking import (
     check_client_id,
     resolve_config,
 )
+from gateway.model import runids
 
 T0 = 1_000_000.0
 
@@ -41,11 +42,12 @@ def app_target(collection: str = "data") -> Target:
 def test_acquire_then_second_client_refused_then_break() -> None:
     m = manager()
     lock, replaced = m.acquire("apps", "a1", "A", None, 30, False, T0)
-    assert (lock.id, lock.scopes, lock.expires_at, replaced) == ("lock_1", (), T0 + 30, None)
+    assert (lock.scopes, lock.expires_at, replaced) == ((), T0 + 30, None)
+    assert lock.id == f"lock_{runids.BOOT_TAG}_{lock.id.rsplit('_', 1)[1]}"  # never reused
     err = refused(EXISTS, m.acquire, "apps", "a1", "B", None, 30, False, T0 + 1)
     assert err.lock is lock
     new, old = m.acquire("apps", "a1", "B", ["data"], 30, True, T0 + 2)
-    assert old is lock and new.client_id == "B" and new.id == "lock_2"
+    assert old is lock and new.client_id == "B" and new.id != lock.id
     assert m.active("apps", "a1", T0 + 2) is new
 
 
@@ -111,6 +113,37 @@ def test_conflict_from_the_entity_and_its_component() -> None:
     m.acquire("apps", "a2", "A", None, 10, False, T0)
     m.check(Target("components", "c2", "data", []), "B", T0)
     m.check(app_target("faults"), "B", T0)
+
+
+def test_with_a_token_the_owner_is_the_subject_and_the_client_id() -> None:
+    m = manager()
+    lock, _ = m.acquire("apps", "a1", "A", None, 10, False, T0, subject="alice")
+    refused(NOT_OWNER, m.release, "apps", "a1", lock.id, "A", T0, "mallory")  # same client id
+    refused(NOT_OWNER, m.extend, "apps", "a1", lock.id, "A", 10, T0, "mallory")
+    refused(CONFLICT, m.check, app_target("data"), "A", T0, "mallory")
+    m.check(app_target("data"), "A", T0, "alice")
+    refused(CONFLICT, m.check, app_target("data"), "B", T0, "alice")  # same subject, other id
+    assert lock.held_by("A", "alice") and not lock.held_by("A", "")
+    assert lock.held_by("A", None)  # a read without a token: the client id alone
+    assert m.release("apps", "a1", lock.id, "A", T0, "alice") is lock
+
+
+def test_required_scopes_of_the_entities_between_a_parent_and_its_member() -> None:
+    m = manager(c1=LockConfig(required_scopes=("configurations",)))
+    through_area = Target("apps", "a1", "configurations", [("components", "c1")],
+                          [("apps", "a1"), ("components", "c1")])
+    err = refused(REQUIRED, m.check, through_area, "A", T0)
+    assert err.entity_id == "c1" and "component 'c1'" in err.message
+    m.check(app_target("configurations"), "A", T0)  # the app itself: its own rules only
+    m.acquire("components", "c1", "A", ["configurations"], 10, False, T0)
+    m.check(through_area, "A", T0)
+    err = refused(REQUIRED, m.check, through_area, "B", T0)
+    assert err.lock is not None and err.lock.client_id == "A"
+
+
+def test_lock_ids_are_never_reused() -> None:
+    ids = {manager().acquire("apps", "a1", "A", None, 10, False, T0)[0].id for _ in range(50)}
+    assert len(ids) == 50 and all(runids.BOOT_TAG in i for i in ids)
 
 
 def test_required_scope_needs_own_covering_lock_on_the_entity() -> None:
