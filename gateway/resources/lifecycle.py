@@ -1,4 +1,5 @@
-"""Lifecycle control of apps and components: start, restart, shutdown, force-shutdown (202)."""
+"""Lifecycle control of apps and components: start, restart, force-restart, shutdown,
+force-shutdown (202)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ from typing import Any
 
 from aiohttp import web
 
+from federation.lifecycle import PeerTransitions, peer_transitions
+
 from ..auth.roles import Role
-from ..control.lifecycle import FORCE_SHUTDOWN, RESTART, SHUTDOWN, START
+from ..control.lifecycle import FORCE_RESTART, FORCE_SHUTDOWN, RESTART, SHUTDOWN, START
 from ..control.lifecycle_provider import (
     Busy,
     LifecycleProvider,
@@ -16,18 +19,24 @@ from ..control.lifecycle_provider import (
     Unavailable,
     is_managed,
 )
+from ..control.lockguard import guard_members
 from ..http.errors import ApiError, vendor_error
 from ..http.jsonutil import json_response
-from ..http.routes import Registry
+from ..http.routes import SINGULAR, Registry
 from ..model.entities import Entity
 from ..state import GatewayState, state_of
-from .common import href, resolve_entity
+from .common import federation, href, local_member_apps, resolve_entity
 
 PROVIDER = "lifecycle"
 PRECONDITION = "precondition-not-fulfilled"
 # transition -> role (spec: start/restart operator; shutdown and force-shutdown configurator)
-ROLES = {START: Role.OPERATOR, RESTART: Role.OPERATOR, SHUTDOWN: Role.CONFIGURATOR,
-         FORCE_SHUTDOWN: Role.CONFIGURATOR}
+ROLES = {START: Role.OPERATOR, RESTART: Role.OPERATOR, FORCE_RESTART: Role.OPERATOR,
+         SHUTDOWN: Role.CONFIGURATOR, FORCE_SHUTDOWN: Role.CONFIGURATOR}
+
+
+def node_of(app: Entity) -> str | None:
+    """The app's node (a linked app that inherits no runtime resources still has one)."""
+    return app.node_fqn or app.bound_fqn
 
 
 def provider(state: GatewayState) -> LifecycleProvider:
@@ -54,11 +63,12 @@ def _managed_apps(state: GatewayState, entity: Entity) -> tuple[list[Entity], li
     """(online managed member apps, reasons the others were left out)."""
     graph = state.cache.graph
     managed, skipped = [], []
-    for app in state.cache.entities.member_apps(entity):
-        node = graph.node(app.node_fqn) if app.node_fqn else None
+    for app in local_member_apps(state, entity):  # a fleet peer's apps: its gateway's part
+        fqn = node_of(app)
+        node = graph.node(fqn) if fqn else None
         if node is None:
             skipped.append(f"{app.id}: offline")
-        elif not is_managed(node, app.node_fqn or ""):
+        elif not is_managed(node, fqn or ""):
             skipped.append(f"{app.id}: plain node")
         else:
             managed.append(app)
@@ -66,7 +76,7 @@ def _managed_apps(state: GatewayState, entity: Entity) -> tuple[list[Entity], li
 
 
 def _plain_node(state: GatewayState, entity: Entity, reasons: list[str]) -> ApiError:
-    what = f"'{entity.node_fqn}'" if entity.kind == "apps" else f"component '{entity.id}'"
+    what = f"'{node_of(entity)}'" if entity.kind == "apps" else f"component '{entity.id}'"
     detail = ("it offers no lifecycle_msgs GetState/ChangeState services (a plain node), and "
               "this gateway does not control node processes") if entity.kind == "apps" else \
         "none of its apps is an online managed (lifecycle) node"
@@ -77,14 +87,15 @@ def _plain_node(state: GatewayState, entity: Entity, reasons: list[str]) -> ApiE
 
 async def _request(state: GatewayState, app: Entity, transition: str) -> TransitionRecord:
     prov = provider(state)
+    fqn = node_of(app) or ""
     try:
-        return await prov.request(app.id, app.node_fqn or "", transition)
+        return await prov.request(app.id, fqn, transition)
     except (Busy, PlanError) as exc:
-        raise ApiError(409, PRECONDITION, f"Cannot {transition} '{app.node_fqn}': {exc}",
+        raise ApiError(409, PRECONDITION, f"Cannot {transition} '{fqn}': {exc}",
                        parameters={"entity_id": app.id, "transition": transition}) from None
     except Unavailable as exc:
         raise vendor_error(503, "x-vendor-ros2-node-unavailable",
-                           f"'{app.node_fqn}' did not report its lifecycle state: {exc}",
+                           f"'{fqn}' did not report its lifecycle state: {exc}",
                            entity_id=app.id) from None
 
 
@@ -95,10 +106,19 @@ def handler(transition: str) -> Any:
         state = state_of(request)
         entity = resolve_entity(request)
         apps, skipped = _managed_apps(state, entity)
+        guard_members(request, entity, "modes", [a.id for a in apps])  # a locked app refuses
+        fed = federation(state)
+        peers = await peer_transitions(fed, request, entity, transition) \
+            if fed is not None and entity.kind == "components" else PeerTransitions()
+        skipped += peers.skipped
         if entity.kind == "apps" and not apps and skipped and skipped[0].endswith("offline"):
+            fqn = node_of(entity)
+            why = f"its node '{fqn}' is not on the ROS graph" if fqn else \
+                "no ROS node is linked to it (the app is offline)"
             raise vendor_error(503, "x-vendor-ros2-node-unavailable",
-                               f"'{entity.node_fqn}' is not on the ROS graph", entity_id=entity.id)
-        if not apps:
+                               f"Cannot {transition} app '{entity.id}': {why}",
+                               entity_id=entity.id)
+        if not apps and not peers.records:
             raise _plain_node(state, entity, skipped)
         records: list[TransitionRecord] = []
         refused: list[tuple[Entity, ApiError]] = []
@@ -109,12 +129,13 @@ def handler(transition: str) -> Any:
                 if entity.kind == "apps":
                     raise
                 refused.append((app, err))
-        if not records:
+        if not records and not peers.records:
             raise refused[0][1]
-        status = "failed" if any(r.status == "failed" for r in records) else \
-            "inProgress" if any(r.status == "inProgress" for r in records) else "completed"
+        statuses = [r.status for r in records] + peers.statuses
+        status = "failed" if "failed" in statuses else \
+            "inProgress" if "inProgress" in statuses else "completed"
         body: dict[str, Any] = {"id": entity.id, "transition": transition, "status": status,
-                                "apps": [r.body() for r in records]}
+                                "apps": [r.body() for r in records] + peers.records}
         skipped += [f"{app.id}: {err.message}" for app, err in refused]
         if skipped:
             body[state.xv] = {"skipped": skipped}
@@ -140,7 +161,10 @@ def install(app: web.Application, state: GatewayState) -> None:
 def register(reg: Registry) -> None:
     """Declare the lifecycle control routes (components and apps)."""
     for transition, role in ROLES.items():
-        reg.entity_routes("PUT", f"/status/{transition}", handler(transition), role=role,
-                          types=("components", "apps"), status=202,
-                          response="LifecycleTransition", feature="lifecycle",
-                          summary=f"Lifecycle control: {transition}")
+        for kind in ("components", "apps"):
+            # spec: lifecycle status operation ids use the singular form (put_app_status_start)
+            op_id = f"put_{SINGULAR[kind]}_status_{transition.replace('-', '_')}"
+            reg.entity_routes("PUT", f"/status/{transition}", handler(transition), role=role,
+                              types=(kind,), status=202, response="LifecycleTransition",
+                              feature="lifecycle", summary=f"Lifecycle control: {transition}",
+                              extra={"operation_id": op_id})

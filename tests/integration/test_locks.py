@@ -227,6 +227,23 @@ def test_lifecycle_control_is_lock_guarded(gw: Gateway) -> None:
     release(gw, "/apps/lifecycle_standby", lock["id"], A)
 
 
+def test_component_transition_refused_while_a_managed_app_is_locked(gw: Gateway,
+                                                                    host: str) -> None:
+    lock = acquire(gw, "/apps/lifecycle_standby", A, scopes=["modes"]).json()
+    try:
+        resp = gw.request("PUT", f"{host_path(host)}/status/restart", headers=B)
+        body = assert_error(resp, 409, "lock-broken")
+        assert body["parameters"]["collection"] == "modes"
+        assert [m["app_id"] for m in body["parameters"]["locked_members"]] == [
+            "lifecycle_standby"]
+    finally:
+        release(gw, "/apps/lifecycle_standby", lock["id"], A)
+
+
+def host_path(host: str) -> str:
+    return f"/components/{host}"
+
+
 def test_global_fault_clear_skips_locked_entities(gw: Gateway, ros: Any) -> None:
     from tests.integration.test_faults_support import faults_by_code, wait_until
 
