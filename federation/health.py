@@ -2,9 +2,12 @@
 
 mDNS reports a crashed peer only after ~19 minutes, so liveness comes from these probes:
 online, a probe every interval; a failed probe is retried after RETRY_S and the peer goes
-offline after OFFLINE_AFTER consecutive failures (at once for a refused connection, an
-error status, or an answer that is not a gateway's health document); offline, probes back
-off along BACKOFF_S and one success brings it back.
+offline after OFFLINE_AFTER consecutive failures, at once for a probe unanswered within
+PROBE_BUDGET_S (a hung or stopped peer: offline within interval + PROBE_BUDGET_S), a refused
+connection, an error status, or an answer that is not a gateway's health document. Offline,
+a probe that timed out is followed by the next at once (it already waited its budget, and a
+probe always in flight sees a resumed peer as soon as it answers); other failures back off
+along BACKOFF_S. One success brings the peer back.
 """
 
 from __future__ import annotations
@@ -23,8 +26,11 @@ REASONS = (TIMEOUT, UNREACHABLE, CANCELED, ERROR_STATUS, TOO_LARGE, INVALID_RESP
 RETRY_S = 0.2
 OFFLINE_AFTER = 2
 BACKOFF_S = (0.25, 0.5, 1.0, 2.0)
+# A health probe's budget (at most; aggregation.timeout_ms may be lower). A gateway answers
+# /health in milliseconds; one that has not within this is hung or stopped.
+PROBE_BUDGET_S = 0.8
 # Failures that prove the peer down at once (no second probe needed).
-HARD = frozenset({UNREACHABLE, ERROR_STATUS, INVALID_RESPONSE})
+HARD = frozenset({UNREACHABLE, ERROR_STATUS, INVALID_RESPONSE, TIMEOUT})
 
 
 def is_health_document(body: object) -> bool:
@@ -74,4 +80,6 @@ class PeerHealth:
             return interval_s if self.failures == 0 else min(RETRY_S, interval_s)
         if self.failures == 0:
             return min(BACKOFF_S[0], interval_s)
+        if self.last_reason == TIMEOUT:
+            return 0.0  # the probe took its whole budget: keep one in flight
         return BACKOFF_S[min(self.failures, len(BACKOFF_S)) - 1]

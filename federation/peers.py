@@ -17,7 +17,13 @@ from gateway.model.entities import EntitySet
 
 from .client import PeerClient, PeerError, base_url
 from .fleet import PeerSet
-from .health import ERROR_STATUS, INVALID_RESPONSE, PeerHealth, is_health_document
+from .health import (
+    ERROR_STATUS,
+    INVALID_RESPONSE,
+    PROBE_BUDGET_S,
+    PeerHealth,
+    is_health_document,
+)
 from .peer_auth import PeerAuth
 from .settings import FederationSettings
 from .wire import WireError, load
@@ -152,7 +158,7 @@ class PeerTable:
         peer.probes += 1
         try:
             status, body = await peer.client.get_body(
-                "/health", budget_s=self.settings.budgets.health_s,
+                "/health", budget_s=min(self.settings.budgets.health_s, PROBE_BUDGET_S),
                 headers=peer.own_headers(self.auth), max_bytes=HEALTH_BODY_CAP)
         except PeerError as exc:
             return False, exc.reason

@@ -1,8 +1,8 @@
-"""Peer liveness: offline within two probes, back at the first success, backoff (pure)."""
+"""Peer liveness: offline at a timeout or two soft failures, back at the first success (pure)."""
 
 from __future__ import annotations
 
-from federation.health import BACKOFF_S, RETRY_S, PeerHealth
+from federation.health import BACKOFF_S, PROBE_BUDGET_S, RETRY_S, PeerHealth
 
 
 def test_a_new_peer_is_offline_until_its_first_probe_passes() -> None:
@@ -12,13 +12,35 @@ def test_a_new_peer_is_offline_until_its_first_probe_passes() -> None:
     assert h.status == "online" and h.since == 1.0 and h.last_ok == 1.0
 
 
-def test_one_timeout_is_retried_two_mark_the_peer_offline() -> None:
+def test_one_soft_failure_is_retried_two_mark_the_peer_offline() -> None:
     h = PeerHealth()
     h.record(True, 0.0)
-    assert h.record(False, 1.0, "timeout") is False
+    assert h.record(False, 1.0, "canceled") is False
     assert h.online and h.delay(0.5) == RETRY_S
-    assert h.record(False, 2.2, "timeout") is True
-    assert not h.online and h.since == 2.2 and h.last_reason == "timeout"
+    assert h.record(False, 1.2, "too-large") is True
+    assert not h.online and h.since == 1.2 and h.last_reason == "too-large"
+
+
+def test_a_probe_unanswered_within_its_budget_is_offline_at_once() -> None:
+    # a stopped peer: offline after the interval and one probe budget, not two
+    h = PeerHealth()
+    h.record(True, 0.0)
+    assert h.record(False, 0.5 + PROBE_BUDGET_S, "timeout") is True
+    assert not h.online and h.last_reason == "timeout"
+    assert PROBE_BUDGET_S + 0.5 < 1.5  # the default interval: offline within 1.5 s
+
+
+def test_a_hung_peer_always_has_a_probe_in_flight() -> None:
+    # each probe of a hung peer waits its budget; the next goes at once, so a resumed peer
+    # answers the one in flight (a refused connection backs off instead)
+    h = PeerHealth()
+    h.record(True, 0.0)
+    for k in range(5):
+        h.record(False, 1.0 + k, "timeout")
+        assert h.delay(0.5) == 0.0
+    h.record(False, 9.0, "unreachable")
+    assert h.delay(0.5) == BACKOFF_S[-1]
+    assert h.record(True, 10.0) is True and h.online
 
 
 def test_a_refused_connection_or_error_status_is_offline_at_once() -> None:
