@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -42,11 +42,13 @@ class Gateway:
     """A real `diag-gateway run` process on loopback."""
 
     def __init__(self, port: int, domain: int, settings: Sequence[str] = (),
-                 log_path: Path | None = None) -> None:
+                 log_path: Path | None = None,
+                 env: Mapping[str, str | None] | None = None) -> None:
         self.port = port
         self.domain = domain
         self.settings = list(settings)
         self.log_path = log_path
+        self.env = dict(env or {})  # the starting shell's variables (None: unset)
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -60,6 +62,11 @@ class Gateway:
 
         env = ros_env(self.domain)
         env["PYTHONUNBUFFERED"] = "1"
+        for key, value in self.env.items():
+            if value is None:
+                env.pop(key, None)
+            else:
+                env[key] = value
         cmd = [sys.executable, "-m", "gateway", "run", "--port", str(self.port),
                "--domain", str(self.domain)]
         for s in self.settings:

@@ -1,0 +1,144 @@
+"""A Jazzy robot beside the Kilted gateway: Jazzy node processes from the `.jazzy` prefix.
+
+`make install` puts ROS 2 Jazzy's wheels (rclpy 7.1, Fast DDS 2.14) into `.jazzy`, a venv laid
+out like `/opt/ros/jazzy`. Jazzy processes run with `.jazzy/bin/python` and an environment
+without the gateway's loader variables (the Jazzy wheels' bootstrap sets its own).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import free_port
+from tests.harness import ROOT, Gateway
+
+JAZZY = ROOT / ".jazzy"
+JAZZY_PYTHON = JAZZY / "bin" / "python"
+JAZZY_SITE = JAZZY / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / \
+    "site-packages"
+HERE = Path(__file__).resolve().parent
+ROBOT_SCRIPT = HERE / "jazzy_robot.py"
+READY_TIMEOUT_S = 60.0
+# The gateway's own loader environment: a Jazzy process must not inherit it.
+_LOADER_VARS = ("LD_LIBRARY_PATH", "PYTHONPATH", "AMENT_PREFIX_PATH", "ROS_DISTRO",
+                "_ROS_WHEELS_BOOTSTRAP_COMPLETE", "DIAG_GATEWAY_USER_ENV")
+
+
+def require_jazzy() -> None:
+    """Skip (saying how to fix it) when the Jazzy prefix is not installed."""
+    if not JAZZY_PYTHON.exists():
+        pytest.skip(f"no Jazzy prefix at {JAZZY}: `make install` installs it")
+
+
+def jazzy_env(domain: int, pythonpath: Sequence[str | Path] = ()) -> dict[str, str]:
+    """The environment of a Jazzy process in `domain` (loopback only, short DDS lease)."""
+    env = {k: v for k, v in os.environ.items() if k not in _LOADER_VARS}
+    env.update(ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
+               RMW_IMPLEMENTATION="rmw_fastrtps_cpp", PYTHONUNBUFFERED="1",
+               FASTDDS_DEFAULT_PROFILES_FILE=str(ROOT / "deploy" / "fastdds_short_lease.xml"))
+    if pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join(str(p) for p in pythonpath)
+    return env
+
+
+def sourced_jazzy_shell() -> dict[str, str]:
+    """The variables `source .jazzy/setup.bash` would give a shell (as /opt/ros/jazzy's does),
+    and the bootstrap guard a parent Jazzy Python process hands down."""
+    libs = [str(JAZZY / "lib"), *sorted(str(p) for p in JAZZY_SITE.glob("ros_*.libs"))]
+    return {"ROS_DISTRO": "jazzy", "ROS_VERSION": "2", "ROS_PYTHON_VERSION": "3",
+            "AMENT_PREFIX_PATH": str(JAZZY), "LD_LIBRARY_PATH": os.pathsep.join(libs),
+            "PYTHONPATH": str(JAZZY_SITE), "_ROS_WHEELS_BOOTSTRAP_COMPLETE": "1"}
+
+
+class JazzyProcess:
+    """A Jazzy Python process (a node script) that prints READY when its nodes exist."""
+
+    def __init__(self, argv: Sequence[str | Path], env: Mapping[str, str], log_path: Path) -> None:
+        self.argv = [str(JAZZY_PYTHON), *map(str, argv)]
+        self.env = dict(env)
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = READY_TIMEOUT_S) -> JazzyProcess:
+        """Start and wait for READY in its output."""
+        with open(self.log_path, "wb") as out:
+            self.proc = subprocess.Popen(self.argv, cwd=ROOT, env=self.env, stdout=out,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if b"READY" in self.log_path.read_bytes():
+                return self
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"Jazzy process exited with {self.proc.returncode}: "
+                                   f"{self.log().strip()[-2000:]}")
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"Jazzy process not ready in {timeout} s: {self.log()[-2000:]}")
+
+    def log(self) -> str:
+        """Its output so far."""
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> int | None:
+        """SIGINT, then SIGKILL if it lingers; its exit status."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        return self.proc.returncode
+
+    def __enter__(self) -> JazzyProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@pytest.fixture(scope="session")
+def reporter_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """robot_reporter installed by the Jazzy prefix's pip, as on a robot (offline: it needs
+    nothing), into a directory of its own on the Jazzy processes' PYTHONPATH."""
+    require_jazzy()
+    target = tmp_path_factory.mktemp("reporter-site")
+    build = tmp_path_factory.mktemp("reporter-src")
+    # A copy of the source: an in-tree build would leave build/ and egg-info in robot_reporter.
+    subprocess.run(["cp", "-r", str(ROOT / "robot_reporter"), str(build)], check=True)
+    done = subprocess.run(
+        [str(JAZZY_PYTHON), "-m", "pip", "install", "-q", "--no-index", "--no-build-isolation",
+         "--disable-pip-version-check", "--target", str(target),
+         str(build / "robot_reporter")],
+        env=jazzy_env(0), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return target
+
+
+@pytest.fixture(scope="module")
+def jazzy_robot(domain: int, reporter_site: Path,
+                tmp_path_factory: pytest.TempPathFactory) -> Iterator[JazzyProcess]:
+    """The Jazzy robot (tests/jazzy/jazzy_robot.py, with a FaultReporter) in the module's domain."""
+    log = tmp_path_factory.mktemp("jazzy") / "robot.log"
+    proc = JazzyProcess([ROBOT_SCRIPT, "--reporter"], jazzy_env(domain, [reporter_site]), log)
+    with proc:
+        yield proc
+
+
+@pytest.fixture(scope="module")
+def kilted_gateway(domain: int, jazzy_robot: JazzyProcess,
+                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    """A Kilted gateway (the suite's own venv) in front of the Jazzy robot."""
+    log = tmp_path_factory.mktemp("gateway") / "gateway.log"
+    with Gateway(free_port(), domain, log_path=log) as gw:
+        yield gw
