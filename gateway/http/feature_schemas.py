@@ -16,6 +16,13 @@ _CONDITION = {**_obj(("condition_type",),
                                               "LeaveRange"]},
                      target_value={}, lower_bound=NUM, upper_bound=NUM)}
 _UPDATE_STATUS = {"enum": ["pending", "inProgress", "completed", "failed"]}
+_UPDATE_PACKAGE = {
+    **_obj(("sha256",), sha256={"type": "string", "pattern": "^[0-9a-fA-F]{64}$"},
+           path={**TEXT, "description": "a file under plugins.update_provider.package_dirs"},
+           bulk_data={**TEXT, "description": "an upload: <category>/<id> or its URI"},
+           install_as={**TEXT, "description": "install name (default: the id)"},
+           post_install={**TEXT, "description": "script path inside the package"}),
+    "description": "the file the update_provider plugin installs: path or bulk_data"}
 
 
 def components(vendor: str) -> dict[str, Any]:
@@ -41,9 +48,16 @@ def components(vendor: str) -> dict[str, Any]:
     return {
         "UpdateList": _obj(("items",), items=STRS),
         "UpdateRegistration": {**_obj(("id",), id={"type": "string",
-                                                   "pattern": "^[A-Za-z0-9_-]+$"}),
-                               "description": "package metadata; other fields go to the "
-                                              "update provider"},
+                                                   "pattern": "^[A-Za-z0-9_-]+$"},
+                                      update_name=STR, automated=BOOL,
+                                      origins={**STRS, "description": "e.g. remote, proximity"},
+                                      duration={**NUM, "description": "seconds"},
+                                      size={**NUM, "description": "bytes"},
+                                      updated_components=STRS, affected_components=STRS,
+                                      package=_UPDATE_PACKAGE),
+                               "description": "package metadata, stored as given (other "
+                                              "fields too); without `package` the shipped "
+                                              "provider installs nothing"},
         "UpdateCreated": _obj(("id",), id=STR),
         "UpdatePackage": {"type": "object", "description": "metadata the provider holds"},
         "UpdateStatus": _obj(("status",), status=_UPDATE_STATUS,
@@ -142,7 +156,7 @@ ROUTE_DOCS: dict[tuple[str, str], OperationDoc] = {
         {202: "LifecycleTransition"},
         errors={409: "The node's state refuses this transition",
                 503: "The node or its lifecycle services are unavailable"})
-       for transition in ("start", "restart", "shutdown", "force-shutdown")},
+       for transition in ("start", "restart", "force-restart", "shutdown", "force-shutdown")},
     **{("GET", f"/{kind}/docs"): OperationDoc({200: "OpenApiDocument"})
        for kind in ("areas", "components", "apps", "functions")},
 }

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import threading
 import time
@@ -13,13 +12,12 @@ from typing import Any
 
 from ..plugins.api import UPDATES, AlreadyExists, InvalidInput, NotFound, Plugin, PluginError
 from ..plugins.context import PluginContext
-from . import package
-from .package import PackageError
+from . import package, rules
+from .package import Limits, PackageError
+from .rules import BULK_URI, RuleError
 
-SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
-NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-BULK_URI = re.compile(r"^(?:/api/v1/[^?]*/)?bulk-data/([A-Za-z0-9_-]+)/([^/?]+)$")
-KEEP_RELEASES = 2
+KEEP_RELEASES = 2  # the live release and the one a failed post-install rolls back to
+METADATA_ONLY = "metadata only"  # sub-progress step of a registration without `package`
 
 
 def _state_dir(ctx: PluginContext | None) -> Path:
@@ -43,12 +41,21 @@ class UpdateProviderPlugin(Plugin):
 
     # plugin ---------------------------------------------------------------------------------
     def configure(self, config: dict[str, Any]) -> None:
-        """Settings: install_root, staging_dir, post_install_timeout_sec, package_dirs."""
+        """Settings: install_root, staging_dir, post_install_timeout_sec, package_dirs,
+        max_unpacked_bytes, max_expansion_ratio."""
         self.config = dict(config)
-        timeout = float(self.config.get("post_install_timeout_sec", 300))
-        if not timeout > 0:
-            raise ValueError("plugins.update_provider.post_install_timeout_sec must be > 0")
-        self.post_install_timeout_s = timeout
+        self.post_install_timeout_s = _number(self.config, "post_install_timeout_sec", 300.0,
+                                              0.001, 86400.0)
+        dirs = self.config.get("package_dirs") or []
+        if isinstance(dirs, str):
+            dirs = [dirs]
+        if not isinstance(dirs, (list, tuple)) or not all(isinstance(d, str) for d in dirs):
+            raise ValueError("setting 'plugins.update_provider.package_dirs' must be a list of "
+                             "directories")
+        self.package_dirs = [d for d in dirs if d.strip()]
+        self.limits = Limits(
+            int(_number(self.config, "max_unpacked_bytes", float(1 << 30), 1.0, float(1 << 50))),
+            _number(self.config, "max_expansion_ratio", 100.0, 1.0, 1e6))
 
     def set_context(self, ctx: PluginContext) -> None:
         """Resolve the directories (default below the gateway's state directory)."""
@@ -62,6 +69,9 @@ class UpdateProviderPlugin(Plugin):
         index = self.root / "registry.json"
         if index.is_file():
             self._meta = json.loads(index.read_text())
+        # A restart forgets every prepared status: trees staged before it are stale.
+        for stale in self.staging.iterdir():
+            _remove(stale)
 
     def providers(self) -> dict[str, Any]:
         """This plugin is an update provider."""
@@ -95,20 +105,13 @@ class UpdateProviderPlugin(Plugin):
         return meta
 
     def register_update(self, metadata: dict[str, Any]) -> None:
-        """Store the metadata; the `package` object names the file and its SHA-256."""
+        """Store the metadata (the spec's fields); an optional `package` object names the file,
+        its SHA-256, the install name and the post-install script."""
         uid = metadata["id"]
-        pkg = metadata.get("package")
-        if not isinstance(pkg, dict):
-            raise InvalidInput("field 'package' must be an object with 'sha256' and 'path' or "
-                               "'bulk_data'")
-        if not isinstance(pkg.get("sha256"), str) or not SHA256.match(pkg["sha256"]):
-            raise InvalidInput("field 'package.sha256' must be 64 hex digits")
-        if not (isinstance(pkg.get("path"), str) or isinstance(pkg.get("bulk_data"), str)):
-            raise InvalidInput("field 'package' needs 'path' (a file on the robot) or "
-                               "'bulk_data' (an uploaded file: '<category>/<id>' or its URI)")
-        name = str(pkg.get("install_as") or uid)
-        if not NAME.match(name) or name.startswith("."):
-            raise InvalidInput("field 'package.install_as' must be a plain file name")
+        try:
+            rules.check_registration(metadata, self.package_dirs)
+        except RuleError as exc:
+            raise InvalidInput(str(exc)) from None
         with self._lock:
             if uid in self._meta:
                 raise AlreadyExists(f"update {uid} is already registered")
@@ -128,20 +131,28 @@ class UpdateProviderPlugin(Plugin):
         return bool(self.get_update(update_id).get("automated", True))
 
     def prepare(self, update_id: str, reporter: Any) -> None:
-        """Verify the SHA-256 and unpack into the staging directory."""
-        pkg = self.get_update(update_id)["package"]
+        """Verify the SHA-256 and unpack into the staging directory (within the limits)."""
+        pkg = self.get_update(update_id).get("package")
+        if pkg is None:  # a registration of the spec's fields alone: nothing to install
+            reporter.set_sub_progress([{"name": METADATA_ONLY, "progress": 100}])
+            reporter.set_progress(100)
+            return
         path = self._package_file(pkg)
         reporter.set_sub_progress([{"name": "verify", "progress": 0},
                                    {"name": "unpack", "progress": 0}])
+        staged = self.staging / update_id
         try:
             package.verify(path, pkg["sha256"],
                            lambda f: reporter.set_progress(int(f * 60)))
             reporter.set_sub_progress([{"name": "verify", "progress": 100},
                                        {"name": "unpack", "progress": 0}])
-            package.unpack(path, self.staging / update_id)
+            package.unpack(path, staged, self.limits)
         except PackageError as exc:
-            shutil.rmtree(self.staging / update_id, ignore_errors=True)
+            _remove(staged)
             raise PluginError(str(exc), 400) from None
+        except BaseException:
+            _remove(staged)
+            raise
         reporter.set_sub_progress([{"name": "verify", "progress": 100},
                                    {"name": "unpack", "progress": 100}])
         reporter.set_progress(100)
@@ -149,46 +160,58 @@ class UpdateProviderPlugin(Plugin):
     def execute(self, update_id: str, reporter: Any) -> None:
         """Move the staged tree into a release directory and swap the install link to it."""
         meta = self.get_update(update_id)
-        pkg = meta["package"]
+        pkg = meta.get("package")
+        if pkg is None:  # metadata only: nothing to swap in
+            reporter.set_sub_progress([{"name": METADATA_ONLY, "progress": 100}])
+            reporter.set_progress(100)
+            return
         staged = self.staging / update_id
         if not staged.is_dir():
             raise PluginError(f"update {update_id} has no staged tree; prepare it again", 409)
         name = str(pkg.get("install_as") or update_id)
-        release = self.install_root / ".releases" / f"{name}-{update_id}-{time.time_ns()}"
-        shutil.move(str(staged), release)
+        releases = self.install_root / ".releases" / name
+        releases.mkdir(parents=True, exist_ok=True)
+        release = releases / f"{update_id}-{time.time_ns()}"
+        try:
+            shutil.move(str(staged), release)
+        except BaseException:
+            _remove(staged)
+            _remove(release)
+            raise
+        release.chmod(0o755)  # installed software, not gateway state
         reporter.set_progress(40)
         link = self.install_root / name
         try:
             previous = package.swap_link(link, release)
         except PackageError as exc:
+            _remove(release)
             raise PluginError(str(exc), 409) from None
         reporter.set_progress(70)
         script = pkg.get("post_install")
         if script:
             env = {"UPDATE_ID": update_id, "INSTALL_DIR": str(link), "RELEASE_DIR": str(release)}
             try:
-                package.run_script(release / str(script), release, env,
+                package.run_script(release, rules.hook_path(script), env,
                                    self.post_install_timeout_s)
-            except PackageError as exc:
+            except (PackageError, RuleError) as exc:
                 if previous is not None:  # roll back to the tree that worked
                     package.swap_link(link, previous)
                 else:
                     link.unlink()
-                raise PluginError(f"{exc}; the previous installation is back in place",
-                                  500) from None
-        self._prune(name, release)
+                _remove(release)
+                back = ("the previous installation is back in place" if previous is not None
+                        else "nothing is installed")
+                raise PluginError(f"{exc}; {back}", 500) from None
+        self._prune(releases, release)
         reporter.set_progress(100)
 
     # helpers --------------------------------------------------------------------------------
     def _package_file(self, pkg: dict[str, Any]) -> Path:
         if isinstance(pkg.get("path"), str):
-            path = Path(pkg["path"]).expanduser()
-            allowed = [Path(d).expanduser().resolve() for d in self.config.get("package_dirs")
-                       or []]
-            if allowed and not any(d in path.resolve().parents for d in allowed):
-                raise PluginError(f"package path {path} is outside the allowed package_dirs",
-                                  400)
-            return path
+            try:  # checked again: package_dirs may have changed since the registration
+                return rules.allowed_path(pkg["path"], self.package_dirs)
+            except RuleError as exc:
+                raise PluginError(str(exc), 400) from None
         ref = str(pkg["bulk_data"])
         m = BULK_URI.match(ref if "bulk-data/" in ref else f"bulk-data/{ref}")
         found = self.ctx.bulk_data_file(m.group(1), m.group(2)) if m and self.ctx else None
@@ -196,8 +219,31 @@ class UpdateProviderPlugin(Plugin):
             raise PluginError(f"bulk-data file {ref!r} not found (upload it first)", 404)
         return found
 
-    def _prune(self, name: str, keep: Path) -> None:
-        releases = sorted((p for p in (self.install_root / ".releases").glob(f"{name}-*")
-                           if p != keep), key=lambda p: p.stat().st_mtime, reverse=True)
-        for old in releases[KEEP_RELEASES - 1:]:
-            shutil.rmtree(old, ignore_errors=True)
+    def _prune(self, releases: Path, keep: Path) -> None:
+        """Remove old releases of one install name (its own directory: exact identity)."""
+        older = sorted((p for p in releases.iterdir() if p != keep),
+                       key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in older[KEEP_RELEASES - 1:]:
+            _remove(old)
+
+
+def _number(config: dict[str, Any], key: str, default: float, low: float,
+            high: float) -> float:
+    """A numeric plugin setting within [low, high]; ValueError naming the setting."""
+    value = config.get(key, default)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if isinstance(value, bool) or not low <= number <= high:
+        raise ValueError(f"setting 'plugins.update_provider.{key}' must be a number from "
+                         f"{low:g} to {high:g}; got {value!r}")
+    return number
+
+
+def _remove(path: Path) -> None:
+    """Remove a file, link or tree if present."""
+    if path.is_symlink() or path.is_file():
+        path.unlink(missing_ok=True)
+    elif path.exists():
+        shutil.rmtree(path, ignore_errors=True)

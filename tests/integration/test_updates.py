@@ -31,6 +31,9 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def gw(domain: int, root: Path) -> Iterator[Gateway]:
     settings = ["plugins=[update_provider]", f"state_dir={root / 'state'}",
                 f"plugins.update_provider.install_root={root / 'installed'}",
+                f"plugins.update_provider.package_dirs=[{root}]",
+                "plugins.update_provider.max_expansion_ratio=50",
+                f"plugins.update_provider.max_unpacked_bytes={4 << 20}",
                 "bulk_data.categories=[packages]"]
     with Gateway(free_port(), domain, settings, root / "gateway.log") as g:
         yield g
@@ -74,7 +77,8 @@ def test_registration_and_errors(gw: Gateway, root: Path) -> None:
     assert_error(gw.request("POST", "/updates", reg), 400, "vendor-error",
                  "x-vendor-update-already-exists")
     assert_error(gw.request("POST", "/updates", {"id": "a:b"}), 400, "invalid-request")
-    assert_error(gw.request("POST", "/updates", {"id": "nopkg"}), 400, "invalid-request")
+    assert_error(gw.request("POST", "/updates", {"id": "badpkg", "package": "x"}), 400,
+                 "invalid-request")
     assert_error(gw.get("/updates/ghost"), 404, "vendor-error", "x-vendor-update-not-found")
     assert_error(gw.get("/updates/ghost/status"), 404)
     assert_error(gw.request("PUT", "/updates/ghost/prepare"), 404)
@@ -166,3 +170,115 @@ def test_failing_post_install_rolls_back(gw: Gateway, root: Path) -> None:
     while time.monotonic() < deadline and not link.exists():
         time.sleep(0.05)
     assert (link / "app" / "version.txt").read_text() == "2.0"  # the previous tree is back
+    releases = root / "installed" / ".releases"
+    assert not [p for p in releases.rglob("*") if "app_v3" in p.name]  # failed release removed
+
+
+def tar_bytes(members: list[tuple[tarfile.TarInfo, bytes]]) -> bytes:
+    """A tar.gz of (header, data) pairs."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for info, data in members:
+            info.size = len(data) if info.isfile() else 0
+            tar.addfile(info, io.BytesIO(data) if info.isfile() else None)
+    return buf.getvalue()
+
+
+def file_member(name: str, data: bytes) -> tuple[tarfile.TarInfo, bytes]:
+    return tarfile.TarInfo(name), data
+
+
+def link_member(name: str, target: str) -> tuple[tarfile.TarInfo, bytes]:
+    info = tarfile.TarInfo(name)
+    info.type = tarfile.SYMTYPE
+    info.linkname = target
+    return info, b""
+
+
+def register_file(gw: Gateway, root: Path, uid: str, data: bytes, **pkg: Any) -> None:
+    path = root / f"{uid}.pkg"
+    path.write_bytes(data)
+    reg = {"id": uid, "package": {"path": str(path), "sha256": sha(data), **pkg}}
+    resp = gw.request("POST", "/updates", reg)
+    assert resp.status == 201, resp
+
+
+def run(gw: Gateway, uid: str, op: str = "automated") -> dict[str, Any]:
+    assert gw.request("PUT", f"/updates/{uid}/{op}").status == 202
+    final = ("executed", "failed") if op != "prepare" else ("prepared", "failed")
+    return status(gw, uid, lambda b: b["x-vendor"]["phase"] in final and b["status"] in (
+        "completed", "failed"))
+
+
+def test_spec_registration_body_is_accepted_and_declared(gw: Gateway) -> None:
+    reg = {"id": "spec_body", "update_name": "Navigation 2.1", "automated": True,
+           "origins": ["remote", "proximity"], "duration": 120, "size": 1048576,
+           "updated_components": ["nav"], "affected_components": ["nav", "base"]}
+    resp = gw.request("POST", "/updates", reg)
+    assert resp.status == 201 and resp.json() == {"id": "spec_body"}, resp
+    assert gw.get("/updates/spec_body").json() == reg
+    body = run(gw, "spec_body")
+    assert body["status"] == "completed" and body["x-vendor"]["phase"] == "executed", body
+    err = assert_error(gw.request("POST", "/updates", {"id": "typed", "automated": "yes"}),
+                       400, "invalid-request")
+    assert "'automated'" in err["message"]
+    schema = gw.get("/docs").json()["components"]["schemas"]["UpdateRegistration"]
+    for field in ("id", "update_name", "automated", "origins", "duration", "size",
+                  "updated_components", "affected_components", "package"):
+        assert field in schema["properties"], field
+    assert schema["required"] == ["id"]
+
+
+def test_pruning_keeps_every_other_install_name(gw: Gateway, root: Path) -> None:
+    register_file(gw, root, "navx_1", package("x1", script=False), install_as="nav-x")
+    assert run(gw, "navx_1")["x-vendor"]["phase"] == "executed"
+    for n in (1, 2, 3):
+        register_file(gw, root, f"nav_{n}", package(str(n), script=False), install_as="nav")
+        assert run(gw, f"nav_{n}")["x-vendor"]["phase"] == "executed"
+    installed = root / "installed"
+    assert (installed / "nav" / "app" / "version.txt").read_text() == "3"
+    assert (installed / "nav-x" / "app" / "version.txt").read_text() == "x1"  # live, untouched
+    assert len(list((installed / ".releases" / "nav").iterdir())) == 2  # live + one previous
+
+
+def test_expansion_caps_refuse_archive_bombs(gw: Gateway, root: Path) -> None:
+    staging = root / "state" / "updates" / "staging"
+    bomb = tar_bytes([file_member("zeros.bin", bytes(3 << 20))])  # 3 MiB of zeros, ~3 KiB
+    register_file(gw, root, "bomb", bomb)
+    body = run(gw, "bomb", "prepare")
+    assert body["status"] == "failed", body
+    assert "max_expansion_ratio" in body["error"]["message"], body
+    assert not (staging / "bomb").exists()
+    big = tar_bytes([file_member("noise.bin", os.urandom(5 << 20))])  # incompressible 5 MiB
+    register_file(gw, root, "too_big", big)
+    body = run(gw, "too_big", "prepare")
+    assert body["status"] == "failed" and "max_unpacked_bytes" in body["error"]["message"], body
+    assert not (staging / "too_big").exists()
+
+
+@pytest.mark.parametrize("target", ["/etc/passwd", "../../../etc/passwd"])
+def test_linked_archives_are_refused_by_name(gw: Gateway, root: Path, target: str) -> None:
+    uid = "linked_abs" if target.startswith("/") else "linked_rel"
+    data = tar_bytes([file_member("app/version.txt", b"1"), link_member("app/passwd", target)])
+    register_file(gw, root, uid, data)
+    body = run(gw, uid, "prepare")
+    assert body["status"] == "failed", body
+    message = body["error"]["message"]
+    assert "app/passwd" in message and target in message and "outside the package" in message
+    assert "Plugin threw exception" not in message and "Traceback" not in message
+    assert not (root / "state" / "updates" / "staging" / uid).exists()
+
+
+def test_registration_refusals_name_the_reason(gw: Gateway, root: Path) -> None:
+    data = package("1.0")
+    (root / "ok.tar.gz").write_bytes(data)
+    good = {"path": str(root / "ok.tar.gz"), "sha256": sha(data)}
+    for hook in ("/bin/sh", "../../outside.sh", "bin/../../x.sh"):
+        err = assert_error(gw.request("POST", "/updates", {
+            "id": "hooked", "package": {**good, "post_install": hook}}), 400, "invalid-request")
+        assert "post_install" in err["message"] and "inside the package" in err["message"]
+    err = assert_error(gw.request("POST", "/updates", {
+        "id": "elsewhere", "package": {"path": "/etc/hostname", "sha256": "0" * 64}}), 400,
+        "invalid-request")
+    assert "package_dirs" in err["message"]
+    assert_error(gw.get("/updates/hooked"), 404)
