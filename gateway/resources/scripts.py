@@ -382,7 +382,8 @@ def install(app: web.Application, state: GatewayState) -> None:
     runner = svc.runner
     state.extras.setdefault("health", {})["x-vendor-scripts"] = lambda: {
         "running": runner.running(), "max_concurrent_executions": runner.max_concurrent,
-        "executions_kept": len(runner.executions), "uploaded": len(svc.uploaded)}
+        "executions_kept": len(runner.executions), "uploaded": len(svc.uploaded),
+        "containment": runner.containment.kind}
 
     async def lifecycle(app: web.Application) -> Any:
         yield
