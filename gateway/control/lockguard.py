@@ -177,6 +177,8 @@ class LockService:
         self._targets: dict[Route, WriteTarget | None] = {}
         self._task: asyncio.Task[None] | None = None
         self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        # lock id -> the peers' locks taken with it (federation/locks.py: mixed entities)
+        self.peer_locks: dict[str, list[Any]] = {}
 
     # guard ----------------------------------------------------------------------------------
     def target(self, request: web.Request, route: Route) -> Target | None:
@@ -292,6 +294,7 @@ class LockService:
         for lock in gone:
             log.info("lock %s on %s '%s' expired", lock.id, lock.kind, lock.entity_id)
             self.disarm(lock)
+            self.peer_locks.pop(lock.id, None)  # the peers' copies expire there alike
             self.publish(lock, "expired")
         return gone
 

@@ -141,8 +141,8 @@ class LockManager:
 
     def acquire(self, kind: str, entity_id: str, client_id: str, scopes: Iterable[str] | None,
                 expiration: object, break_lock: bool, now: float,
-                subject: str = "") -> tuple[Lock, Lock | None]:
-        """A new lock and the lock it replaced (break_lock), if any."""
+                subject: str = "", dry_run: bool = False) -> tuple[Lock, Lock | None]:
+        """A new lock and the lock it replaced (break_lock), if any; `dry_run` checks only."""
         if kind not in LOCKABLE:
             raise LockError(INVALID, f"{kind} cannot be locked (only components and apps)")
         chosen = check_scopes(scopes)
@@ -157,6 +157,8 @@ class LockManager:
                 raise LockError(NOT_BREAKABLE, "Existing lock is not breakable", held, entity_id)
         else:
             held = None  # an expired lock is replaced silently
+        if dry_run:
+            return Lock("", kind, entity_id, client_id, chosen, now + ttl, now, subject), held
         lock = Lock(new_id("lock"), kind, entity_id, client_id, chosen, now + ttl, now, subject)
         self.locks[(kind, entity_id)] = lock
         return lock, held

@@ -7,6 +7,8 @@ from typing import Any
 
 from aiohttp import web
 
+from federation import locks as peer_locks
+
 from ..auth.roles import Role
 from ..control.lockguard import CLIENT_HEADER, MANAGER, LockService, owner_subject, subject_of
 from ..control.locking import LockError, check_client_id
@@ -14,7 +16,7 @@ from ..http.errors import invalid_parameter
 from ..http.jsonutil import json_response
 from ..http.routes import Registry
 from ..state import GatewayState, state_of
-from .common import envelope, resolve_entity
+from .common import envelope, federation, resolve_entity
 
 CA = ("components", "apps")
 
@@ -60,19 +62,42 @@ async def acquire(request: web.Request) -> web.Response:
     break_lock = body.get("break_lock", False)
     if not isinstance(break_lock, bool):
         raise invalid_parameter("break_lock must be true or false", entity_id=entity.id)
+    def take(dry_run: bool) -> Any:
+        try:
+            return svc.manager.acquire(entity.kind, entity.id, client, scopes,
+                                       body["lock_expiration"], break_lock, time.time(),
+                                       subject_of(request), dry_run)
+        except LockError as err:
+            err.entity_id = err.entity_id or entity.id
+            raise state_of(request).wire.locks.error(err) from None
+
+    fed = federation(state_of(request))
+    held: list[peer_locks.PeerLock] = []
+    unlocked: list[str] = []
+    if fed is not None and fed.contributors(request, entity):
+        take(True)  # refused here first: no peer is asked
+        held, unlocked = await peer_locks.acquire(fed, request, entity, {
+            "lock_expiration": body["lock_expiration"], "break_lock": break_lock,
+            **({"scopes": scopes} if scopes is not None else {})})
     try:
-        lock, replaced = svc.manager.acquire(entity.kind, entity.id, client, scopes,
-                                             body["lock_expiration"], break_lock, time.time(),
-                                             subject_of(request))
-    except LockError as err:
-        err.entity_id = err.entity_id or entity.id
-        raise state_of(request).wire.locks.error(err) from None
+        lock, replaced = take(False)
+    except BaseException:
+        if held:
+            await peer_locks.release(fed, request, held)
+        raise
     if replaced is not None:
+        svc.peer_locks.pop(replaced.id, None)
         svc.publish(replaced, "broken")
+    if held:
+        svc.peer_locks[lock.id] = held
     svc.arm(lock)
     svc.publish(lock, "acquired")
     location = f"{request.path.rstrip('/')}/{lock.id}"
-    return json_response(state_of(request).wire.locks.lock(lock, client, subject_of(request)),
+    answer = state_of(request).wire.locks.lock(lock, client, subject_of(request))
+    if held or unlocked:  # a lock on an entity other gateways contribute to
+        answer[state_of(request).xv] = {"gateways": ["local", *(p.gateway for p in held)],
+                                        **({"unlocked_on": unlocked} if unlocked else {})}
+    return json_response(answer,
                          status=201,
                          headers={"Location": location})
 
@@ -120,6 +145,10 @@ async def extend(request: web.Request) -> web.Response:
         raise state_of(request).wire.locks.error(err, _lock_id(request)) from None
     svc.arm(lock)
     svc.publish(lock, "extended")
+    fed = federation(state_of(request))
+    if fed is not None and svc.peer_locks.get(lock.id):
+        await peer_locks.extend(fed, request, svc.peer_locks[lock.id],
+                                {"lock_expiration": body["lock_expiration"]})
     return web.Response(status=204)
 
 
@@ -135,6 +164,10 @@ async def release(request: web.Request) -> web.Response:
         raise state_of(request).wire.locks.error(err, _lock_id(request)) from None
     svc.disarm(lock)
     svc.publish(lock, "released")
+    held = svc.peer_locks.pop(lock.id, None)
+    fed = federation(state_of(request))
+    if fed is not None and held:
+        await peer_locks.release(fed, request, held)
     return web.Response(status=204)
 
 
