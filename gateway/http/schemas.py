@@ -76,7 +76,14 @@ def components(vendor: str) -> dict[str, Any]:
                              auth={"type": "object"}, tls={"type": "object"}),
         "VersionInfo": _obj(("items",), items={"type": "array", "items": _obj(
             ("version", "base_uri", "vendor_info"), version=STR, base_uri=STR,
-            vendor_info=_obj(("version", "name"), version=STR, name=STR))}),
+            vendor_info=_obj(("version", "name"), version=STR, name=STR),
+            **{xv: _obj(("ros2",), ros2=ref("Ros2Versions"))})}),
+        "Ros2Versions": _obj(
+            ("ros_distro", "rclpy_version", "rmw_implementation", "rmw_version",
+             "dds_implementation", "dds_version"),
+            **{k: {"type": ["string", "null"]} for k in (
+                "ros_distro", "rclpy_version", "rmw_implementation", "rmw_version",
+                "dds_implementation", "dds_version")}),
         "HealthWarning": _obj(("code", "message", "entity_ids", "ros_node_fqns", "peer_names"),
                               code=STR, message=STR, entity_ids=STRS, ros_node_fqns=STRS,
                               peer_names=STRS),
@@ -91,7 +98,8 @@ def components(vendor: str) -> dict[str, Any]:
                        discovery=_obj(("mode", "strategy", "pipeline"), mode=STR, strategy=STR,
                                       pipeline={"type": "object"}),
                        peers={"type": "array", "items": _obj(("name", "url", "status"),
-                                                             name=STR, url=STR, status=STR)}),
+                                                             name=STR, url=STR, status=STR)},
+                       **{f"{xv}-ros2": ref("Ros2Versions")}),
         "OpenApiDocument": _obj(("openapi", "info", "paths"), openapi=STR,
                                 info={"type": "object"}, paths={"type": "object"},
                                 components={"type": "object"}),

@@ -13,6 +13,7 @@ from ..http.errors import not_found
 from ..http.jsonutil import json_response
 from ..http.openapi import build, project
 from ..http.routes import API_PREFIX, ENTITY_TYPES, Registry
+from ..ros.embedded import ros_versions
 from ..ros.samples import implementation as sample_implementation
 from ..state import GatewayState, state_of
 from .common import entities, federation
@@ -47,7 +48,7 @@ async def root(request: web.Request) -> web.Response:
     endpoints = [f"{r.method} {API_PREFIX}{r.path}" for r in state.registry
                  if not r.extra.get("stub")]
     body: dict[str, Any] = {
-        "name": "diag-gateway",
+        "name": state.wire.errors.product_name("product"),
         "version": __version__,
         "api_base": API_PREFIX,
         "endpoints": endpoints,
@@ -67,7 +68,9 @@ async def version_info(request: web.Request) -> web.Response:
     items = [{
         "version": API_VERSION,
         "base_uri": API_PREFIX,
-        "vendor_info": {"version": __version__, "name": "diag-gateway"},
+        "vendor_info": {"version": __version__,
+                        "name": state_of(request).wire.errors.product_name("vendor")},
+        state_of(request).xv: {"ros2": ros_versions()},  # the ROS 2 the gateway embeds
     }]
     fed = federation(state_of(request))
     if fed is None or fed.no_fan_out(request):
@@ -128,6 +131,7 @@ async def health(request: web.Request) -> web.Response:
         f"{xv}-subscription-executor": executor,
         f"{xv}-data-provider": state.pool.stats(state.poller.events),
         f"{xv}-entity-cache": state.cache.stats(),
+        f"{xv}-ros2": ros_versions(),
         f"{xv}-msgconv": {"implementation": sample_implementation(),
                           "compiled_twin_loaded": MSGCONV_IMPL == "compiled"},
     }

@@ -43,10 +43,19 @@ def distro(paths: tuple[str, ...] | None = None) -> str | None:
     return _RCLPY_MAJOR_DISTRO.get(int(found_rclpy.version.split(".")[0]))
 
 
+def _loaded_rmw() -> str | None:
+    """The RMW rclpy loaded (None before rclpy is imported: it is never imported from here)."""
+    rclpy = sys.modules.get("rclpy")
+    try:
+        return str(rclpy.get_rmw_implementation_identifier()) if rclpy is not None else None
+    except Exception:  # rclpy present but its native part not loadable: the metadata answers
+        return None
+
+
 @functools.cache
 def ros_versions() -> dict[str, str | None]:
     """Distribution, rclpy, RMW and DDS of this interpreter (names and versions from metadata)."""
-    rmw = os.environ.get("RMW_IMPLEMENTATION") or next(
+    rmw = _loaded_rmw() or os.environ.get("RMW_IMPLEMENTATION") or next(
         (n.removeprefix("ros-").replace("-", "_") for n in _names()
          if n.startswith("ros-rmw-") and n not in _NOT_RMW), None)
     rmw_version = _version("ros-" + rmw.replace("_", "-")) if rmw else None

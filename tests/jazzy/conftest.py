@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import free_port
+from tests.domains import next_domain
 from tests.harness import ROOT, Gateway
 
 JAZZY = ROOT / ".jazzy"
@@ -125,20 +126,56 @@ def reporter_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-@pytest.fixture(scope="module")
-def jazzy_robot(domain: int, reporter_site: Path,
+@pytest.fixture(scope="session")
+def jazzy_domain() -> int:
+    """The ROS domain of the suite's one Jazzy robot (its own, for every module here)."""
+    return next_domain()
+
+
+@pytest.fixture(scope="session")
+def jazzy_robot(jazzy_domain: int, reporter_site: Path,
                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[JazzyProcess]:
-    """The Jazzy robot (tests/jazzy/jazzy_robot.py, with a FaultReporter) in the module's domain."""
+    """The Jazzy robot (tests/jazzy/jazzy_robot.py, with a FaultReporter) in `jazzy_domain`."""
     log = tmp_path_factory.mktemp("jazzy") / "robot.log"
-    proc = JazzyProcess([ROBOT_SCRIPT, "--reporter"], jazzy_env(domain, [reporter_site]), log)
+    proc = JazzyProcess([ROBOT_SCRIPT, "--reporter"], jazzy_env(jazzy_domain, [reporter_site]),
+                        log)
     with proc:
         yield proc
 
 
 @pytest.fixture(scope="module")
-def kilted_gateway(domain: int, jazzy_robot: JazzyProcess,
+def kilted_gateway(jazzy_domain: int, jazzy_robot: JazzyProcess,
                    tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     """A Kilted gateway (the suite's own venv) in front of the Jazzy robot."""
     log = tmp_path_factory.mktemp("gateway") / "gateway.log"
-    with Gateway(free_port(), domain, log_path=log) as gw:
+    with Gateway(free_port(), jazzy_domain, log_path=log) as gw:
         yield gw
+
+
+# A script (run by the gateway) that starts a node on the robot's own ROS, the Jazzy prefix.
+JAZZY_SCRIPT = (
+    f"exec {JAZZY_PYTHON} -c '"
+    "import rclpy; rclpy.init(); n = rclpy.create_node(\"jz_script\"); "
+    "from importlib.metadata import version; "
+    "print(\"rclpy\", version(\"ros-rclpy\"), rclpy.__file__); "
+    "n.destroy_node(); rclpy.shutdown()'\n")
+
+
+def script_settings(tmp: Path) -> list[str]:
+    """Gateway settings with a scripts directory holding `jazzy_node.sh` (JAZZY_SCRIPT)."""
+    scripts = tmp / "scripts"
+    scripts.mkdir(exist_ok=True)
+    (scripts / "jazzy_node.sh").write_text(JAZZY_SCRIPT)
+    return [f"state_dir={tmp}", f"scripts.scripts_dir={scripts}", "scripts.allow_anonymous=true"]
+
+
+def run_script(gw: Gateway, app: str = "jz_sensor") -> str:
+    """Run `jazzy_node.sh` on an app and wait for it: its stdout (asserts it completed)."""
+    resp = gw.request("POST", f"/apps/{app}/scripts/jazzy_node/executions",
+                      {"execution_type": "now"})
+    assert resp.status == 202, resp
+    path = resp.headers["location"][len("/api/v1"):]
+    done = gw.wait_for(path, lambda b: b["status"] not in ("prepared", "running"), timeout=60)
+    out = str(done["parameters"].get("stdout", "")) + str(done["parameters"].get("stderr", ""))
+    assert done["status"] == "completed" and done["parameters"]["exit_code"] == 0, out
+    return out

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import free_port
 from tests.harness import Gateway, enc
-from tests.jazzy.conftest import JazzyProcess
+from tests.jazzy.conftest import JazzyProcess, run_script, script_settings
 
 pytestmark = pytest.mark.integration
 
@@ -19,10 +19,11 @@ FIB = "/apps/jz_calib/operations/fibonacci/executions"
 
 
 @pytest.fixture(scope="module")
-def gw(domain: int, jazzy_robot: JazzyProcess,
+def gw(jazzy_domain: int, jazzy_robot: JazzyProcess,
        tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    log = tmp_path_factory.mktemp("gateway") / "gateway.log"
-    with Gateway(free_port(), domain, ["faults.diagnostics_bridge.enabled=true"], log) as g:
+    tmp = tmp_path_factory.mktemp("gateway")
+    settings = ["faults.diagnostics_bridge.enabled=true", *script_settings(tmp)]
+    with Gateway(free_port(), jazzy_domain, settings, tmp / "gateway.log") as g:
         g.wait_for("/apps", lambda b: APPS <= {i["id"] for i in b["items"]}, timeout=60)
         g.wait_for("/apps/jz_calib/operations",
                    lambda b: {"calibrate", "set_enabled", "fibonacci"} <= ids(b), timeout=60)
@@ -110,8 +111,10 @@ def test_parameters_of_eight_types(gw: Gateway) -> None:
 
 def test_rosout_logs(gw: Gateway) -> None:
     body = gw.wait_for("/apps/jz_sensor/logs", lambda b: any(
-        e["message"].startswith("jazzy sensor alive") for e in b["items"]), timeout=30)
-    assert {"info", "error"} <= {e["severity"] for e in body["items"]}
+        e["message"] == "jz bus timeout" for e in b["items"]), timeout=30)
+    info = [e for e in body["items"] if e["message"].startswith("jazzy sensor alive")]
+    assert info and info[0]["severity"] == "info"
+    assert info[0]["context"]["node"] == "/jz_sensor"
 
 
 def test_bridges_raise_faults(gw: Gateway) -> None:
@@ -151,3 +154,17 @@ def test_a_jazzy_nodes_fault_reporter_is_acknowledged(gw: Gateway) -> None:
     while pending() != "0":  # the gateway's acknowledgement reached the Jazzy node
         assert time.monotonic() < deadline, "the report was never acknowledged"
         time.sleep(0.2)
+
+
+def test_version_info_and_health_name_the_embedded_ros(gw: Gateway) -> None:
+    ros2 = gw.get("/health").json()["x-vendor-ros2"]
+    assert ros2["ros_distro"] == "kilted" and ros2["rclpy_version"].startswith("9.")
+    assert ros2["rmw_implementation"] == "rmw_fastrtps_cpp"
+    assert ros2["dds_implementation"] == "Fast DDS" and ros2["dds_version"].startswith("3.")
+    assert gw.get("/version-info").json()["items"][0]["x-vendor"]["ros2"] == ros2
+
+
+def test_a_script_runs_the_robots_own_ros(gw: Gateway) -> None:
+    """Started from a clean shell, the script's Jazzy Python bootstraps its own libraries."""
+    out = run_script(gw)
+    assert "rclpy 7." in out and "/.jazzy/" in out, out
