@@ -88,7 +88,7 @@ class _LineDict(dict[str, Any]):
     line = 0
 
 
-class _Loader(yaml.SafeLoader):
+class _Loader(BoundedSafeLoader):
     """Safe loader (nesting and alias expansion capped) whose mappings carry their line."""
 
 

@@ -47,7 +47,12 @@ class FaultTriggerEngine:
     # lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
         """Load stored rules, listen to samples, start the poll."""
-        for rule in self._load():
+        stored = self._load()
+        cap = int(self.state.settings.get("fault_triggers.max_rules", 1000))
+        if len(stored) > cap:
+            log.warning("setting 'fault_triggers.max_rules': %d stored rules, %d kept",
+                        len(stored), cap)
+        for rule in stored[:cap]:
             self._add(rule)
         self._off = self.state.events.subscribe([DATA], self._on_sample)
         self._task = asyncio.ensure_future(self._poll())

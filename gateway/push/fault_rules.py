@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..http.errors import ApiError, invalid_parameter
+from ..http.errors import SERVICE_UNAVAILABLE, ApiError, invalid_parameter
 from .conditions import ConditionError, missing, parse_pointer, resolve_pointer
 
 OPERATORS = (">", "<", ">=", "<=", "==")
@@ -96,6 +96,15 @@ def parse_rule(body: Any, rule_id: str, app_id: str) -> Rule:
             raise invalid_parameter(str(exc)) from None
     return Rule(rule_id, app_id, data_name, operator, float(threshold), code, severity,
                 active, path)
+
+
+def check_capacity(count: int, max_rules: int) -> None:
+    """ApiError 503 (the spec's capacity answer) when count rules already fill the cap."""
+    if count >= max_rules:
+        raise ApiError(503, SERVICE_UNAVAILABLE,
+                       f"At most {max_rules} fault-trigger rules may exist (setting "
+                       f"fault_triggers.max_rules); delete a rule first",
+                       parameters={"max_rules": max_rules})
 
 
 def numeric(value: Any) -> float | None:

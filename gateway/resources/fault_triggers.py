@@ -11,7 +11,7 @@ from ..http.errors import SERVICE_UNAVAILABLE, ApiError, not_found
 from ..http.jsonutil import json_response, read_json_body
 from ..http.routes import Registry
 from ..push.fault_engine import FaultTriggerEngine
-from ..push.fault_rules import Rule
+from ..push.fault_rules import Rule, check_capacity
 from ..state import state_of
 from .common import href, resolve_entity
 
@@ -31,7 +31,9 @@ async def create(request: web.Request) -> web.Response:
     """Create a rule (201 with Location)."""
     engine = _engine(request)
     app = resolve_entity(request)
-    rule = engine.create(app, await read_json_body(request))
+    body = await read_json_body(request)
+    check_capacity(len(engine.rules), int(state_of(request).settings["fault_triggers.max_rules"]))
+    rule = engine.create(app, body)
     return json_response(rule.body(), status=201,
                          headers={"Location": href(f"{app.path}/fault-triggers/{rule.id}")})
 
