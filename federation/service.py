@@ -19,6 +19,7 @@ from urllib.parse import quote
 from aiohttp import web
 
 from gateway import client_tls
+from gateway.auth.enforce import claims_of
 from gateway.http import hot
 from gateway.http.jsonutil import JSON_TYPE, dumps
 from gateway.model.entities import Entity, EntitySet
@@ -169,6 +170,13 @@ class FederationService:
         auth = self.auth.authorization(caller=caller, discovered=peer.discovered)
         if auth:
             headers["Authorization"] = auth
+        client = headers.get("X-Client-Id")
+        claims = claims_of(request) if request is not None and client else None
+        if claims is not None and auth != caller:
+            # The peer sees this gateway's credential, not the caller's token: the caller's
+            # subject goes into the client id, so the peer's locks tell two authenticated
+            # callers sending the same X-Client-Id apart (lock owner: subject and client id).
+            headers["X-Client-Id"] = f"{claims.subject}/{client}"
         return headers
 
     def contributors(self, request: web.Request, entity: Entity) -> list[Origin]:

@@ -11,6 +11,7 @@ import pytest
 
 from tests.fleet.conftest import FleetPair, primary_with_robot
 from tests.harness import Gateway, assert_error
+from tests.integration.test_security_helpers import SECRET, auth_settings, bearer, mint
 
 pytestmark = pytest.mark.integration
 
@@ -108,3 +109,40 @@ def test_a_peer_refusal_undoes_the_whole_lock(pair: FleetPair) -> None:
     finally:
         assert robot.request("DELETE", f"{comp}/locks/{theirs['id']}",
                              headers=B).status == 204
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetPair]:
+    """A primary and a robot with tokens on writes; the primary calls the robot with its own
+    token (aggregation.peer_auth_header), not the callers'."""
+    logs = tmp_path_factory.mktemp("fleetlocksauth")
+    peer_token = mint(SECRET, "admin", exp_in_s=3600)
+    with primary_with_robot(
+            logs, ("temp_sensor",), ("actuator",),
+            auth_settings(logs / "rs", "write", "discovery.refresh_debounce_ms=100"),
+            auth_settings(logs / "ps", "write", "discovery.refresh_debounce_ms=100",
+                          f"aggregation.peer_auth_header=Bearer {peer_token}")) as pair:
+        pair.primary.wait_for("/apps", lambda b: {"temp_sensor", "actuator"} <= {
+            a["id"] for a in b["items"] if a["x-vendor"]["is_online"]}, timeout=60)
+        yield pair
+
+
+def token(gw: Gateway, client: str) -> dict[str, str]:
+    resp = gw.request("POST", "/auth/authorize", {
+        "grant_type": "client_credentials", "client_id": client,
+        "client_secret": client.replace("-client", "-secret")})
+    assert resp.status == 200, resp
+    return bearer(resp.json()["access_token"])
+
+
+def test_through_a_primary_the_owner_is_still_the_callers_subject(secured: FleetPair) -> None:
+    primary = secured.primary
+    owner = {**A, **token(primary, "configurator-client")}
+    other = {**A, **token(primary, "admin-client")}  # another subject, the same client id
+    lock = acquire(primary, "/apps/temp_sensor", owner, scopes=["configurations"])
+    path = f"/apps/temp_sensor/locks/{lock['id']}"
+    assert_error(primary.request("DELETE", path, headers=other), 403, "forbidden")
+    assert_error(primary.request("PUT", RATE, {"data": 6.0}, headers=other), 409)
+    resp = primary.request("PUT", RATE, {"data": 6.0}, headers=owner)
+    assert resp.status == 200, resp
+    assert primary.request("DELETE", path, headers=owner).status == 204
