@@ -100,3 +100,16 @@ def scrub_process(secrets: Iterable[str]) -> int:
         log.warning("cannot blank secrets in this process's command line and environment "
                     "(%s): give them with the *_file settings instead", exc)
     return count
+
+
+def forbid_inspection() -> bool:
+    """PR_SET_DUMPABLE 0: processes of the gateway's own (non-root) user can no longer read its
+    /proc files (environ, mem, fd) or attach to it; root still can. False if not applied."""
+    import ctypes
+
+    pr_set_dumpable = 4
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(pr_set_dumpable, 0, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False

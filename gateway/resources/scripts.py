@@ -12,6 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from ..auth.roles import Role
+from ..auth.secretfiles import forbid_inspection
 from ..config import ConfigError
 from ..control.childenv import child_environment
 from ..control.containment import Containment
@@ -375,6 +376,7 @@ def install(app: web.Application, state: GatewayState) -> None:
                     "exists", svc.scripts_dir)
     svc.load()
     svc.runner.containment.end_leftovers()  # runs of a gateway process that was killed
+    forbid_inspection()  # scripts of the gateway's own user cannot read its memory or /proc
     log.info("script runs are contained by %s", svc.runner.containment.kind)
     if anonymous_callers(state.settings) and state.settings["scripts.allow_anonymous"]:
         log.warning("scripts.allow_anonymous is on with auth off (or auth.require_auth_for="

@@ -69,3 +69,37 @@ def test_a_secret_on_the_command_line_leaves_proc(tmp_path: Path) -> None:
     assert blanked >= 2  # one in the arguments, one in the environment
     assert SECRET.encode() not in cmdline and SECRET.encode() not in environ
     assert b"*" * len(SECRET) in cmdline and b"HARMLESS_LOOKING=" + b"*" * len(SECRET) in environ
+
+
+INSPECTED = """
+import sys
+from gateway.auth.secretfiles import forbid_inspection
+print(forbid_inspection() if sys.argv[1] == "on" else "off", flush=True)
+sys.stdin.readline()
+"""
+
+
+@pytest.mark.parametrize("mode", ["on", "off"])
+def test_the_same_user_cannot_read_a_protected_process(mode: str) -> None:
+    import pwd
+    import shutil
+
+    if os.geteuid() != 0 or shutil.which("useradd") is None or shutil.which("setpriv") is None:
+        pytest.skip("needs root, useradd and setpriv")
+    try:
+        pwd.getpwnam("diagscript")
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--no-create-home", "diagscript"], check=True)
+    user = pwd.getpwnam("diagscript")
+    as_user = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups"]
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([*as_user, sys.executable, "-c", INSPECTED, mode], cwd=root,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == (b"True" if mode == "on" else b"off")
+        peek = subprocess.run([*as_user, "cat", f"/proc/{proc.pid}/environ"],
+                              capture_output=True)
+    finally:
+        proc.communicate(b"\n", timeout=30)
+    assert (peek.returncode != 0) == (mode == "on"), peek
