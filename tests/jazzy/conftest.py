@@ -8,6 +8,7 @@ without the gateway's loader variables (the Jazzy wheels' bootstrap sets its own
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -108,20 +109,29 @@ class JazzyProcess:
         self.stop()
 
 
-@pytest.fixture(scope="session")
-def reporter_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """robot_reporter installed by the Jazzy prefix's pip, as on a robot (offline: it needs
-    nothing), into a directory of its own on the Jazzy processes' PYTHONPATH."""
-    require_jazzy()
-    target = tmp_path_factory.mktemp("reporter-site")
-    build = tmp_path_factory.mktemp("reporter-src")
-    # A copy of the source: an in-tree build would leave build/ and egg-info in robot_reporter.
-    subprocess.run(["cp", "-r", str(ROOT / "robot_reporter"), str(build)], check=True)
-    done = subprocess.run(
-        [str(JAZZY_PYTHON), "-m", "pip", "install", "-q", "--no-index", "--no-build-isolation",
-         "--disable-pip-version-check", "--target", str(target),
-         str(build / "robot_reporter")],
+def jazzy_pip(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """The Jazzy prefix's pip, offline (`--no-index`): what it installs must need nothing."""
+    return subprocess.run(
+        [str(JAZZY_PYTHON), "-m", "pip", "--disable-pip-version-check", *map(str, args)],
         env=jazzy_env(0), capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="session")
+def reporter_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of robot_reporter/ (an in-tree build would leave build/ and egg-info there)."""
+    require_jazzy()
+    copy = tmp_path_factory.mktemp("reporter-src") / "robot_reporter"
+    shutil.copytree(ROOT / "robot_reporter", copy)
+    return copy
+
+
+@pytest.fixture(scope="session")
+def reporter_site(reporter_source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """robot_reporter installed by the Jazzy prefix's pip, as on a robot, into a directory of
+    its own on the Jazzy processes' PYTHONPATH."""
+    target = tmp_path_factory.mktemp("reporter-site")
+    done = jazzy_pip("install", "-q", "--no-index", "--no-build-isolation", "--target", target,
+                     reporter_source)
     assert done.returncode == 0, done.stderr
     return target
 
