@@ -99,6 +99,11 @@ def scrub_process(secrets: Iterable[str]) -> int:
     except (OSError, ValueError, IndexError) as exc:
         log.warning("cannot blank secrets in this process's command line and environment "
                     "(%s): give them with the *_file settings instead", exc)
+        return count
+    if count:
+        log.warning("secret settings were given on the command line or in the environment: "
+                    "blanked in /proc/%d (%d places); the *_file settings keep them off both",
+                    os.getpid(), count)
     return count
 
 
