@@ -3,12 +3,17 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.install-stamp
+# ROS 2 Jazzy in its own prefix (a venv laid out like /opt/ros/jazzy): the suite's Jazzy robot.
+JAZZY       := .jazzy
+JAZZY_STAMP := $(JAZZY)/.install-stamp
+JAZZY_REQS  := tests/jazzy/jazzy-requirements.txt
+JAZZY_LOG   ?= /tmp/jazzy.log
 # Network rule: every ROS process this project starts stays on loopback.
 export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 # make test requires the compiled Cython twins (a failed build is an error, not a fallback).
 export DIAG_GATEWAY_REQUIRE_EXT ?= 1
 
-.PHONY: install demo test unit lint bench clean fleet-demo browser
+.PHONY: install jazzy demo test unit lint bench clean fleet-demo browser
 
 install: $(STAMP)
 
@@ -19,6 +24,15 @@ $(STAMP): pyproject.toml tests/plugin_pkg/pyproject.toml $(wildcard setup.py) $(
 	$(BIN)/python -m pip install -q -e tests/plugin_pkg  # plugins the tests load
 	@touch $@
 	@echo "installed into $(VENV)"
+
+jazzy: $(JAZZY_STAMP)
+
+$(JAZZY_STAMP): $(JAZZY_REQS)
+	@test -x $(JAZZY)/bin/python || $(PYTHON) -m venv $(JAZZY)
+	@echo "installing ROS 2 Jazzy into $(JAZZY) (log: $(JAZZY_LOG))"
+	@$(JAZZY)/bin/python -m pip install -r $(JAZZY_REQS) >$(JAZZY_LOG) 2>&1 || \
+		{ tail -20 $(JAZZY_LOG); echo "Jazzy install failed: see $(JAZZY_LOG)"; exit 1; }
+	@touch $@
 
 demo: install
 	$(BIN)/diag-gateway demo $(ARGS)
@@ -36,15 +50,16 @@ browser:
 	else echo "make browser: chromium/chromedriver missing and not root; the dashboard tests will skip" \
 		"(apt-get install chromium chromium-driver)"; fi
 
-test: install lint browser
+test: install jazzy lint browser
 	$(BIN)/python -m pytest -q -rs $(PYTEST_ARGS)
 
 unit: install
 	$(BIN)/python -m pytest -q tests/unit $(PYTEST_ARGS)
 
 lint: install
-	$(BIN)/ruff check gateway federation recorder tests bench $(wildcard setup.py)
+	$(BIN)/ruff check gateway federation recorder robot_reporter tests bench $(wildcard setup.py)
 	$(BIN)/mypy gateway/config.py gateway/settings_table.py gateway/http gateway/model gateway/wire gateway/discovery/runtime.py \
+		gateway/ros/isolation.py gateway/ros/embedded.py robot_reporter/diag_fault_reporter \
 		gateway/discovery/manifest.py gateway/discovery/validate.py gateway/discovery/inventory.py \
 		gateway/discovery/linker.py gateway/discovery/merge.py federation recorder
 
@@ -55,4 +70,4 @@ bench: install
 	@for b in bench/[!_]*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf build *.egg-info $(VENV) gateway/_fast/*.so gateway/_fast/*.c recorder/*.so recorder/*.c
+	rm -rf build *.egg-info $(VENV) $(JAZZY) gateway/_fast/*.so gateway/_fast/*.c recorder/*.so recorder/*.c
