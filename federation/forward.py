@@ -359,13 +359,17 @@ def _to_peer_ids(body: bytes, target: Target) -> bytes:
 
 
 def _rename_body(body: bytes, kind: str, remote_id: str, fleet_id: str) -> bytes:
-    """Entity hrefs and the entity_id of a peer's JSON body in fleet ids."""
+    """Entity hrefs and ids of a peer's JSON body in fleet ids (`entity_id`; for an app also
+    `app_id` and `id`, as status and lifecycle answers name it)."""
     old = f"{API_PREFIX}/{kind}/{remote_id}".encode()
     new = f"{API_PREFIX}/{kind}/{fleet_id}".encode()
     for end in (b"/", b'"', b"?"):
         body = body.replace(old + end, new + end)
-    return body.replace(b'"entity_id":"' + remote_id.encode() + b'"',
-                        b'"entity_id":"' + fleet_id.encode() + b'"')
+    keys = (b"entity_id", b"app_id", b"id") if kind == "apps" else (b"entity_id",)
+    for key in keys:
+        body = body.replace(b'"' + key + b'":"' + remote_id.encode() + b'"',
+                            b'"' + key + b'":"' + fleet_id.encode() + b'"')
+    return body
 
 
 def _resolve_param(requested: str, names: list[str], ids: list[str]) -> int:

@@ -37,6 +37,7 @@ class RecorderConfig:
     choice: TopicChoice = TopicChoice()
     root: Path = Path("rosbags")
     write_queue: int = 4
+    id_prefix: str = "rec"  # recording ids start `<prefix>_`: `fault_` in the medkit profile
 
     @classmethod
     def from_settings(cls, s: Any, extra_excluded: frozenset[str] = frozenset()
@@ -71,4 +72,5 @@ class RecorderConfig:
                 exclude=frozenset(get("exclude_topics") or ()) | extra_excluded),
             root=path,
             write_queue=int(get("write_queue")),
+            id_prefix="fault" if s["api.profile"] == "medkit" else "rec",
         )

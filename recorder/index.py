@@ -32,7 +32,7 @@ INDEX_NAME = "index.json"
 SIDECAR_NAME = "recording.json"
 LOCK_NAME = "recorder.lock"
 PARTIAL_SUFFIX = ".partial"
-ID_PATTERN = re.compile(r"^rec_[0-9]{8}T[0-9]{9}Z_[0-9a-f]+$")
+ID_PATTERN = re.compile(r"^(rec|fault)_[0-9]{8}T[0-9]{9}Z_[0-9a-f]+$")
 
 
 @dataclass

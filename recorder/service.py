@@ -10,6 +10,7 @@ it is complete on disk.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -22,7 +23,7 @@ from .flusher import BagWriterThread, WriteJob
 from .index import RecorderLock, Recording, RecordingIndex, per_fault_excess, quota_evictions
 from .selection import NodeTopics
 from .taps import Taps
-from .windows import Window, Windows
+from .windows import Window, Windows, new_recording_id
 from .writer import MIMETYPE, BagMessage
 
 log = logging.getLogger(__name__)
@@ -46,7 +47,8 @@ class Recorder:
         self.bridge = bridge
         self.now = now
         self.index = RecordingIndex(cfg.root)
-        self.windows = Windows(cfg.duration_ns, cfg.after_ns)
+        self.windows = Windows(cfg.duration_ns, cfg.after_ns, functools.partial(
+            new_recording_id, prefix=cfg.id_prefix))
         self.taps = Taps(RingBuffer(cfg.duration_ns, cfg.max_buffer_bytes))
         self.writer = BagWriterThread(cfg.root, cfg.write_queue, self._written_threadsafe)
         self.pending: dict[str, Recording] = {}  # closed windows being written

@@ -16,11 +16,11 @@ from typing import Any
 MAX_ATTACHED = 32  # spec Limits: faults attached per open rosbag window beyond the first
 
 
-def new_recording_id(now_ns: int, token: str | None = None) -> str:
-    """`rec_<UTC yyyymmddTHHMMSSmmm>Z_<6 hex>`: sortable by time, unique, path-safe."""
+def new_recording_id(now_ns: int, token: str | None = None, prefix: str = "rec") -> str:
+    """`<prefix>_<UTC yyyymmddTHHMMSSmmm>Z_<6 hex>`: sortable by time, unique, path-safe."""
     t = _dt.datetime.fromtimestamp(now_ns / 1e9, tz=_dt.timezone.utc)
     stamp = t.strftime("%Y%m%dT%H%M%S") + f"{t.microsecond // 1000:03d}Z"
-    return f"rec_{stamp}_{token or secrets.token_hex(3)}"
+    return f"{prefix}_{stamp}_{token or secrets.token_hex(3)}"
 
 
 @dataclass

@@ -2,7 +2,9 @@
 
 start = configure and activate as needed; restart = back to unconfigured, then configure and
 activate; shutdown = deactivate, clean up, then shut down (finalized); force-shutdown = the
-direct shutdown transition from the current state (no deactivate or cleanup callbacks).
+direct shutdown transition from the current state (no deactivate or cleanup callbacks);
+force-restart = restart's steps, taken even while another transition of the node runs (that
+one is abandoned).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ STEP_LABELS = {1: "configure", 2: "cleanup", 3: "activate", 4: "deactivate",
                5: "unconfigured_shutdown", 6: "inactive_shutdown", 7: "active_shutdown"}
 
 START, RESTART, SHUTDOWN, FORCE_SHUTDOWN = "start", "restart", "shutdown", "force-shutdown"
-TRANSITIONS = (START, RESTART, SHUTDOWN, FORCE_SHUTDOWN)
+FORCE_RESTART = "force-restart"
+TRANSITIONS = (START, RESTART, FORCE_RESTART, SHUTDOWN, FORCE_SHUTDOWN)
 
 
 class PlanError(Exception):
@@ -57,7 +60,7 @@ def plan(transition: str, state: int) -> list[Step]:
     if transition == START:
         return {UNCONFIGURED: _steps(CONFIGURE, ACTIVATE), INACTIVE: _steps(ACTIVATE),
                 ACTIVE: []}[state]
-    if transition == RESTART:
+    if transition in (RESTART, FORCE_RESTART):
         return {UNCONFIGURED: _steps(CONFIGURE, ACTIVATE),
                 INACTIVE: _steps(CLEANUP, CONFIGURE, ACTIVATE),
                 ACTIVE: _steps(DEACTIVATE, CLEANUP, CONFIGURE, ACTIVATE)}[state]

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .lifecycle import LABELS, PlanError, Step, plan
+from .lifecycle import FORCE_RESTART, LABELS, PlanError, Step, plan
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +74,7 @@ class LifecycleProvider:
         self.timeout_s = timeout_s
         self.records: dict[str, TransitionRecord] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._running: dict[str, asyncio.Task[None]] = {}  # app id -> its transition's task
 
     async def get_state(self, fqn: str) -> int:
         """The node's primary state id; Unavailable when it does not answer."""
@@ -92,7 +93,9 @@ class LifecycleProvider:
         """Plan from the node's current state and run the steps in the background."""
         current = self.records.get(app_id)
         if current is not None and current.status == IN_PROGRESS:
-            raise Busy(f"transition '{current.transition}' of {fqn} is still running")
+            if transition != FORCE_RESTART:
+                raise Busy(f"transition '{current.transition}' of {fqn} is still running")
+            await self._abandon(app_id, current)
         state = await self.get_state(fqn)
         steps = plan(transition, state)  # PlanError: precondition not fulfilled
         record = TransitionRecord(app_id, fqn, transition, LABELS.get(state, str(state)), steps)
@@ -102,8 +105,18 @@ class LifecycleProvider:
             return record
         task = asyncio.get_running_loop().create_task(self._run(record))
         self._tasks.add(task)
+        self._running[app_id] = task
         task.add_done_callback(self._tasks.discard)
         return record
+
+    async def _abandon(self, app_id: str, record: TransitionRecord) -> None:
+        """Stop a running transition (force-restart); its record says it was abandoned."""
+        task = self._running.pop(app_id, None)
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        if record.status == IN_PROGRESS:
+            self._finish(record, "abandoned for a force-restart")
 
     async def _run(self, record: TransitionRecord) -> None:
         from lifecycle_msgs.msg import Transition

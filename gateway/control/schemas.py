@@ -108,8 +108,8 @@ SCHEMAS: dict[str, Any] = {
         "type": "object",
         "required": ["id", "transition", "status"],
         "properties": {
-            "id": _STR, "transition": {"enum": ["start", "restart", "shutdown",
-                                                "force-shutdown"]},
+            "id": _STR, "transition": {"enum": ["start", "restart", "force-restart",
+                                                "shutdown", "force-shutdown"]},
             "status": {"enum": ["inProgress", "completed", "failed"]},
             "apps": {"type": "array", "items": {"type": "object"}},
         },

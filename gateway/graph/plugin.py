@@ -79,8 +79,8 @@ class GraphPlugin(Plugin):
         es = self.ctx.entities()
         graph = self.ctx.ros_graph()
         for fid, func in es.functions.items():
-            self._remember(fid, [self._view(graph, a, now_ns) for a in es.member_apps(func)
-                                 if a.node_fqn], now_ns)
+            self._remember(fid, self._views(graph, self._scoped(es.member_apps(func)), now_ns),
+                           now_ns)
         for fid in [f for f in self.seen if f not in es.functions]:
             self._remember(fid, [], now_ns)
         if DIAGNOSTICS in graph.topics:
@@ -93,6 +93,25 @@ class GraphPlugin(Plugin):
                 old = self.baseline.get(topic)
                 self.baseline[topic] = m.frequency_hz if old is None else \
                     old + BASELINE_ALPHA * (m.frequency_hz - old)
+
+    def _scoped(self, members: list[Any]) -> list[Any]:
+        """A function's apps that are ROS nodes: external apps and node-less online apps (a
+        plugin's, such as the watchdog) are left out; never-started manifest apps stay."""
+        assert self.ctx is not None
+        return [a for a in members if not a.external and (
+            a.node_fqn or a.bound_fqn or not a.is_online or not self.ctx.is_local_app(a.id))]
+
+    def _views(self, graph: Any, members: list[Any], now_ns: int) -> list[AppView]:
+        """The scoped apps as seen now: a local app by its node on this robot's graph, an
+        app of a fleet peer (its node is on the peer's graph) as the peer reports it."""
+        assert self.ctx is not None
+        out = []
+        for app in members:
+            if not self.ctx.is_local_app(app.id):
+                out.append(AppView(app.id, app.bound_fqn or "", app.is_online, now_ns))
+            elif app.node_fqn:
+                out.append(self._view(graph, app, now_ns))
+        return out
 
     @staticmethod
     def _view(graph: Any, app: Any, now_ns: int) -> AppView:
@@ -156,9 +175,13 @@ class GraphPlugin(Plugin):
             raise not_found(f"Function not found: '{fid}'", entity_id=fid, function_id=fid)
         now = time.time_ns()
         graph = self.ctx.ros_graph()
-        current = [self._view(graph, a, now) for a in self.ctx.member_apps(func) if a.node_fqn]
-        self._remember(fid, current, now)
+        members = self._scoped(self.ctx.member_apps(func))
+        self._remember(fid, self._views(graph, members, now), now)
         apps = list(self.seen.get(fid, {}).values())
+        seen = {a.id for a in apps}
+        # members never seen running are scoped too: unreachable, without last_seen
+        apps += [AppView(a.id, a.node_fqn or a.bound_fqn or "", False, 0) for a in members
+                 if a.id not in seen]
         counts: dict[str, int] = {}
         metrics: dict[str, TopicMetrics] = {}
         for topic in {t for a in apps for t in a.publishes if model.is_graph_topic(t)}:

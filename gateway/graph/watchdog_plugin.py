@@ -8,7 +8,7 @@ from typing import Any
 
 from ..faults.model import Report
 from ..http.errors import ApiError
-from ..plugins.api import Plugin, PluginRoute
+from ..plugins.api import INTROSPECTION, Plugin, PluginRoute
 from ..plugins.context import PluginContext
 from . import watchdog as wd
 from .ticker import Ticker
@@ -17,7 +17,7 @@ from .watchdog import Arming, Endpoint, Finding, Grace
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = "1.0.0"
-SOURCE = "graph_watchdog"
+APP_ID = "graph_watchdog"  # the app the watchdog shows as (its faults are this app's)
 DETECTORS = {  # id -> (codes, default grace)
     "qos_mismatch": ((wd.QOS_MISMATCH,), 3),
     "orphan": ((wd.ORPHAN,), 10),
@@ -133,6 +133,15 @@ class WatchdogPlugin(Plugin):
         """Keep the gateway context."""
         self.ctx = ctx
 
+    def providers(self) -> dict[str, Any]:
+        """Introspection: the watchdog itself is an app, so its faults can be read and cleared."""
+        return {INTROSPECTION: self}
+
+    def introspect(self) -> dict[str, list[dict[str, Any]]]:
+        """One external app, online, on the first component (as the reference lists it)."""
+        return {"apps": [{"id": APP_ID, "name": "Graph watchdog", "is_online": True,
+                          "description": "Graph watchdog: GRAPH_* faults of the ROS graph"}]}
+
     def routes(self) -> list[PluginRoute]:
         """The watchdog status route."""
         body = {"type": "object", "description": "x-<vendor>-watchdog: the status",
@@ -210,7 +219,8 @@ class WatchdogPlugin(Plugin):
                 continue  # nothing raised before: no PASSED noise
             else:
                 self.raised.discard(code)
-            reports.append(Report(code, event, severity, text, SOURCE))
+            reports.append(Report(code, event, severity, text,
+                                  self.ctx.fault_source(APP_ID)))
         if reports:
             self.ctx.report_faults(reports)
 

@@ -148,13 +148,9 @@ def make_middleware(state: Any) -> Any:
             match_info = request.match_info
             if isinstance(match_info, MatchInfoError):
                 status = match_info.http_exception.status
-                if status == 405:
-                    allowed = allow_header(match_info.http_exception)
-                    err = http_layer_error(
-                        405, f"Method {request.method} is not allowed on {request.path}; "
-                             f"allowed: {allowed}")
-                    err.headers = {"Allow": allowed}
-                    raise err
+                if status == 405:  # the medkit profile answers 404 as the reference does
+                    raise state.wire.errors.method_not_served(
+                        request.method, request.path, allow_header(match_info.http_exception))
                 unsupported = _collection_of(request.path, collections)
                 if unsupported is not None:  # served for other entity types only
                     refused = state.wire.errors.unsupported_collection(*unsupported)
@@ -179,7 +175,9 @@ def make_middleware(state: Any) -> Any:
                 for param in id_params.get(id(route), ()):
                     reason = invalid_id_reason(match_info[param])
                     if reason is not None:
-                        raise state.wire.errors.invalid_entity_id(match_info[param], reason)
+                        raise state.wire.errors.invalid_entity_id(
+                            match_info[param], reason,
+                            param if route.extra.get("nested_discovery") else None)
                 # Aggregation: requests for peer-owned entities and items go to the peer.
                 forward = state.extras.get("forwarder")
                 if forward is not None:

@@ -194,13 +194,20 @@ def build(registry: Registry, *, vendor: str, version: str, with_roles: bool) ->
             route, vendor, with_roles)
     doc: dict[str, Any] = {
         "openapi": "3.1.0",
+        # x-sovd-version at the top (the spec) and in `info` (where the reference puts it)
         "info": {"title": "diag-gateway", "version": version,
-                 "description": "SOVD-style diagnostic gateway for ROS 2"},
+                 "description": "SOVD-style diagnostic gateway for ROS 2",
+                 "x-sovd-version": SOVD_VERSION},
         "x-sovd-version": SOVD_VERSION,
         "servers": [{"url": API_PREFIX}],
         "paths": paths,
         "components": {"schemas": {**_SCHEMAS, **components(vendor),
-                                   **feature_schemas.components(vendor)}},
+                                   **feature_schemas.components(vendor)},
+                       # the reference's shared error response, versioned like its document
+                       "responses": {"GenericError": {
+                           "description": "Error (the spec's GenericError body)",
+                           "x-sovd-version": SOVD_VERSION,
+                           "content": {"application/json": {"schema": _ERROR}}}}},
     }
     if with_roles:
         doc["components"]["securitySchemes"] = {

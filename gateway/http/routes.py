@@ -52,7 +52,10 @@ class Route:
 
     @property
     def operation_id(self) -> str:
-        """A stable operation id derived from method and path."""
+        """A stable operation id: the declared one, else derived from method and path."""
+        declared = self.extra.get("operation_id")
+        if declared:
+            return str(declared)
         words = []
         for part in self.path.strip("/").split("/"):
             m = _PARAM.fullmatch(part)
@@ -67,8 +70,10 @@ class Route:
     def aiohttp_path(self) -> str:
         """The aiohttp path pattern; multi-segment parameters match across '/'."""
         path = self.path
-        for name in self.multi_segment:
-            path = path.replace("{" + name + "}", "{" + name + ":.+}")
+        for name in self.params:
+            # aiohttp's default `[^{}/]+` would route an id holding `{` or `}` elsewhere
+            pattern = ".+" if name in self.multi_segment else "[^/]+"
+            path = path.replace("{" + name + "}", "{" + name + ":" + pattern + "}")
         return API_PREFIX + (path if path != "/" else "")
 
 

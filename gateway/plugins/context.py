@@ -52,6 +52,10 @@ class PluginContext:
         """The apps backing an entity."""
         return self.entities().member_apps(entity)
 
+    def is_local_app(self, app_id: str) -> bool:
+        """Whether an app runs on this gateway's robot (not on a fleet peer's)."""
+        return app_id in self._state.cache.local.apps
+
     def ros_graph(self) -> Any:
         """The newest ROS graph snapshot (ros.graph.GraphSnapshot)."""
         return self._state.cache.graph

@@ -13,7 +13,7 @@ from .api import LIFECYCLE
 from .served import Served
 
 # The transitions the route table serves (a provider advertising others gets no link).
-TRANSITIONS = ("start", "restart", "shutdown", "force-shutdown")
+TRANSITIONS = ("start", "restart", "force-restart", "shutdown", "force-shutdown")
 STATUSES = ("ready", "notReady")
 
 

@@ -162,9 +162,11 @@ def trigger_create(body: Any, entity_type: str, entity_id: str) -> TriggerSpec:
                                 "'condition_type' (OnChange, OnChangeTo, EnterRange, "
                                 "LeaveRange)", parameter="trigger_condition")
     ref = _resource(body, entity_type, entity_id)
-    if ref.collection not in TRIGGER_COLLECTIONS and not ref.collection.startswith("x-"):
+    # No event source feeds an x- collection (no plugin registers trigger conditions), so a
+    # trigger on one would never fire: refused like any collection triggers cannot observe.
+    if ref.collection not in TRIGGER_COLLECTIONS:
         raise invalid_parameter(f"'{ref.collection}' cannot be observed by a trigger; use "
-                                f"{', '.join(TRIGGER_COLLECTIONS)} or an x- collection",
+                                f"{', '.join(TRIGGER_COLLECTIONS)}",
                                 parameter="resource", collection=ref.collection)
     if ref.collection == "data" and not ref.path:
         raise uri_error("a data trigger needs a topic path: "

@@ -200,7 +200,8 @@ def rosbag_snapshots(state: GatewayState, entity: Entity, fault: Any) -> list[di
         return []
     return [{"type": "rosbag", "name": f"{rec.id}.{rec.format}",
              "bulk_data_uri": f"{entity.path}/bulk-data/{ROSBAGS}/{rec.id}",
-             "size_bytes": rec.size, "duration_sec": rec.duration_sec, "format": rec.format}
+             "size_bytes": rec.size, "duration_sec": rec.duration_sec, "format": rec.format,
+             state.xv: {"captured_at": iso(rec.created_ns)}}
             for rec in rec_svc.index.for_code(fault.code)]
 
 

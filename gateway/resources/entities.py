@@ -22,6 +22,8 @@ from .common import (
     resolve_entity,
 )
 
+NESTED = {"nested_discovery": True}  # invalid and unknown ids worded per type (medkit)
+
 
 def capabilities(state: GatewayState, entity: Entity) -> list[dict[str, str]]:
     """Collections and sub-resources this entity type actually serves, from the registry."""
@@ -89,8 +91,10 @@ def _list_handler(kind: str) -> Any:
 
 
 def state_json(state: GatewayState, kind: str) -> bytes:
-    """Serialized entity list of one kind."""
-    items = [entity_ref(state, e) for e in state.cache.entities.of(kind).values()]
+    """Serialized top-level entity list of one kind (subareas and subcomponents are nested)."""
+    of_kind = state.cache.entities.of(kind)
+    items = [entity_ref(state, e) for e in of_kind.values()
+             if not (e.parent and e.parent in of_kind)]
     return dumps(envelope(state, items))
 
 
@@ -160,6 +164,18 @@ def _rel(request: web.Request, app: Entity, found: list[Entity | relations.Missi
     body = envelope(state, items, app.id)
     body["_links"] = {"self": href(request.path[len("/api/v1"):]),
                       "app": href(app.path)}
+    return json_response(body)
+
+
+async def app_depends_on(request: web.Request) -> web.Response:
+    """Apps this app depends on (manifest `depends_on`); unresolved ones marked missing."""
+    state = state_of(request)
+    app = _app(request)
+    apps = entities(request).apps
+    items = [entity_ref(state, apps[d]) if d in apps else _missing(state, "app", d)
+             for d in app.depends_on]
+    body = envelope(state, items, app.id)
+    body["_links"] = {"self": href(f"{app.path}/depends-on"), "app": href(app.path)}
     return json_response(body)
 
 
@@ -240,20 +256,23 @@ def register(reg: Registry) -> None:
             response="EntityList")
     reg.add("GET", "/apps/{app_id}/belongs-to", app_belongs_to, tag="apps",
             response="EntityList")
-    reg.add("GET", "/components/{component_id}/hosts", component_hosts, tag="components",
+    reg.add("GET", "/apps/{app_id}/depends-on", app_depends_on, tag="apps",
             response="EntityList")
+    reg.add("GET", "/components/{component_id}/hosts", component_hosts, tag="components",
+            response="EntityList", extra=NESTED)
     reg.add("GET", "/components/{component_id}/depends-on", component_depends_on,
-            tag="components", response="EntityList")
+            tag="components", response="EntityList", extra=NESTED)
     reg.add("GET", "/components/{component_id}/subcomponents", subcomponents,
-            tag="components", response="EntityList")
+            tag="components", response="EntityList", extra=NESTED)
     reg.add("GET", "/components/{component_id}/subcomponents/{sub_id}", subcomponent,
             tag="components", response="EntityDetail")
     reg.add("GET", "/areas/{area_id}/contains", area_components, tag="areas",
-            response="EntityList")
+            response="EntityList", extra=NESTED)
     reg.add("GET", "/areas/{area_id}/components", area_components, tag="areas",
-            response="EntityList")
-    reg.add("GET", "/areas/{area_id}/subareas", subareas, tag="areas", response="EntityList")
+            response="EntityList", extra=NESTED)
+    reg.add("GET", "/areas/{area_id}/subareas", subareas, tag="areas", response="EntityList",
+            extra=NESTED)
     reg.add("GET", "/areas/{area_id}/subareas/{sub_id}", subarea, tag="areas",
             response="EntityDetail")
     reg.add("GET", "/functions/{function_id}/hosts", function_hosts, tag="functions",
-            response="EntityList")
+            response="EntityList", extra=NESTED)

@@ -34,6 +34,10 @@ def validate_config(body: Any, current: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise bad_request("Request body must be a JSON object with 'severity_filter' and/or "
                           "'max_entries'")
+    if body and not any(k in DEFAULT_CONFIG for k in body):  # a typo must not pass as a no-op
+        unknown = ", ".join(sorted(str(k) for k in body)[:5])
+        raise bad_request(f"The body names no known field ({unknown}); give 'severity_filter' "
+                          "and/or 'max_entries'", fields=sorted(str(k) for k in body)[:20])
     out = dict(current)
     bad: list[tuple[str, str]] = []
     if "severity_filter" in body:
@@ -92,7 +96,7 @@ async def list_logs(request: web.Request) -> web.Response:
                    if context in r.logger or context in nodes.get(r.logger, "")]
     members, prefix = members_of(state, entity)
     picked = select(records, nodes, members, prefix, floor, config["max_entries"])
-    items = [entry(r, nodes[r.logger]) for r in picked]
+    items = [state.wire.logs.entry(entry(r, nodes[r.logger])) for r in picked]
     fed = federation(state)
     peers = fed.contributors(request, entity) if fed is not None else []
     if peers:  # the newest max_entries of every gateway's entries, oldest first

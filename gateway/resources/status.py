@@ -6,6 +6,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ..control.lifecycle import TRANSITIONS
 from ..http.jsonutil import json_response
 from ..http.routes import Registry
 from ..model.entities import Entity
@@ -32,6 +33,8 @@ def _node(app: Entity) -> str | None:
 
 
 def _online(state: GatewayState, app: Entity) -> bool:
+    if app.id not in state.cache.local.apps:  # a fleet peer's app: as its gateway reports it
+        return app.is_online
     fqn = _node(app)
     return bool(app.is_online and fqn and state.cache.graph.node(fqn))
 
@@ -72,7 +75,7 @@ async def app_status(request: web.Request) -> web.Response:
         xv.setdefault("lifecycle", {})["transition"] = transition
     body: dict[str, Any] = {"id": entity.id, "status": readiness(online, state_id)}
     if lifecycle is not None:  # a managed node: the transitions the built-in provider offers
-        for name in ("start", "restart", "shutdown", "force-shutdown"):
+        for name in TRANSITIONS:
             body[name] = f"/api/v1{entity.path}/status/{name}"
     body[state.xv] = xv
     return json_response(body)
@@ -95,6 +98,7 @@ async def component_status(request: web.Request) -> web.Response:
 def register(reg: Registry) -> None:
     """Declare the status routes (lifecycle control stays 501 until a provider exists)."""
     reg.entity_routes("GET", "/status", app_status, types=("apps",),
-                      summary="Readiness of an app")
+                      summary="Readiness of an app", extra={"operation_id": "get_app_status"})
     reg.entity_routes("GET", "/status", component_status, types=("components",),
-                      summary="Readiness of a component")
+                      summary="Readiness of a component",
+                      extra={"operation_id": "get_component_status"})

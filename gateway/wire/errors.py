@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..http.errors import NOT_IMPLEMENTED, ApiError, invalid_parameter, not_found
+from ..http.errors import (
+    NOT_IMPLEMENTED,
+    ApiError,
+    http_layer_error,
+    invalid_parameter,
+    not_found,
+)
 from ..http.routes import ENTITY_PARAM, SINGULAR
 from ._base import WireBase
 
@@ -28,8 +34,10 @@ FEATURE_ABSENT = {
 class SpecErrors(WireBase):
     """The spec's answers: 404 resource-not-found for unknown entities and wrong types."""
 
-    def invalid_entity_id(self, entity_id: str, details: str) -> ApiError:
-        """400 invalid-parameter for an id outside the spec's charset (both profiles)."""
+    def invalid_entity_id(self, entity_id: str, details: str,
+                          nested_param: str | None = None) -> ApiError:
+        """400 invalid-parameter for an id outside the spec's charset (both profiles);
+        `nested_param` names the id's path parameter on a nested discovery route."""
         return invalid_parameter(f"Invalid entity ID '{entity_id}': {details}",
                                  details=details, entity_id=entity_id)
 
@@ -64,6 +72,13 @@ class SpecErrors(WireBase):
         """A collection only other entity types serve: None (the router's 404)."""
         return None
 
+    def method_not_served(self, method: str, path: str, allowed: str) -> ApiError:
+        """405 with Allow for a method the path does not serve."""
+        err = http_layer_error(405, f"Method {method} is not allowed on {path}; "
+                                    f"allowed: {allowed}")
+        err.headers = {"Allow": allowed}
+        return err
+
     def feature_absent(self, feature: str, details: str, **parameters: Any) -> ApiError:
         """501 not-implemented in the reference's words; `details` says how to turn it on."""
         message = FEATURE_ABSENT[feature]
@@ -77,8 +92,14 @@ class MedkitErrors(SpecErrors):
 
     profile = "medkit"
 
-    def invalid_entity_id(self, entity_id: str, details: str) -> ApiError:
-        """400 invalid-parameter "Invalid entity ID" with details and the id."""
+    def invalid_entity_id(self, entity_id: str, details: str,
+                          nested_param: str | None = None) -> ApiError:
+        """400 invalid-parameter "Invalid entity ID" with details and the id ("Invalid area
+        ID" with `area_id` on nested discovery routes, as the reference words it)."""
+        if nested_param:
+            label = nested_param.removesuffix("_id")
+            return invalid_parameter(f"Invalid {label} ID", details=details,
+                                     **{nested_param: entity_id, "entity_id": entity_id})
         return invalid_parameter("Invalid entity ID", details=details, entity_id=entity_id)
 
     def unknown_entity(self, kind: str, entity_id: str, relation: bool = False,
@@ -108,6 +129,11 @@ class MedkitErrors(SpecErrors):
         return super().execution_not_found(entity_id, operation_id, execution_id,
                                            "Execution not found")
 
+
+    def method_not_served(self, method: str, path: str, allowed: str) -> ApiError:
+        """404, as the reference's router answers a method no handler serves on a path."""
+        return http_layer_error(404, f"No resource at {path} for method {method} "
+                                     f"(served methods: {allowed})")
 
     def unsupported_collection(self, kind: str, entity_id: str,
                                collection: str) -> ApiError | None:

@@ -12,9 +12,6 @@ from ._base import WireBase
 Execution = Any
 CallError = Exception
 
-SOURCE = "diag-gateway"
-
-
 class SpecOperations(WireBase):
     """The spec's flat `ros2_*` keys with the reference's nested `ros2{}` beside them."""
 
@@ -33,7 +30,8 @@ class SpecOperations(WireBase):
         xv: dict[str, Any] = {"ros2_kind": op.kind, f"ros2_{op.kind}": op.path,
                               "ros2_type": op.type, "member_ids": op.member_ids,
                               "ros2": {"kind": op.kind, op.kind: op.path, "type": op.type},
-                              "entity_id": entity_id, "source": SOURCE}
+                              "entity_id": entity_id,
+                              "source": self.product_name("source")}
         item: dict[str, Any] = {
             "id": op.id, "name": op.name, "proximity_proof_required": False,
             "asynchronous_execution": op.kind == "action", "type": op.kind,

@@ -11,6 +11,7 @@ from .entities import ENTITIES, EntityWire
 from .errors import ERRORS, ErrorWire
 from .faults import FAULTS, FaultWire
 from .locks import LOCKS, LockWire
+from .logs import LOGS, LogWire
 from .operations import OPERATIONS, OperationWire
 from .scripts import SCRIPTS, ScriptWire
 
@@ -32,6 +33,7 @@ class Wire:
     auth: AuthWire
     locks: LockWire
     scripts: ScriptWire
+    logs: LogWire
 
     @property
     def xv(self) -> str:
@@ -49,5 +51,5 @@ def make_wire(profile: str, vendor: str) -> Wire:
         errors=ERRORS[profile](xv), entities=ENTITIES[profile](xv), faults=FAULTS[profile](xv),
         operations=OPERATIONS[profile](xv), configurations=CONFIGURATIONS[profile](xv),
         data=DATA[profile](xv), auth=AUTH[profile](xv), locks=LOCKS[profile](xv),
-        scripts=SCRIPTS[profile](xv),
+        scripts=SCRIPTS[profile](xv), logs=LOGS[profile](xv),
     )

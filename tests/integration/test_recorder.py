@@ -88,7 +88,8 @@ def test_mcap_recording_of_a_confirmed_fault(robot: Robot, domain: int,
         bags = [s for s in detail["environment_data"]["snapshots"] if s["type"] == "rosbag"]
         assert bags == [{"type": "rosbag", "name": f"{rec_id}.mcap",
                          "bulk_data_uri": f"/apps/lidar_sensor/bulk-data/rosbags/{rec_id}",
-                         "size_bytes": desc["size"], "duration_sec": 3.0, "format": "mcap"}]
+                         "size_bytes": desc["size"], "duration_sec": 3.0, "format": "mcap",
+                         "x-vendor": {"captured_at": desc["creation_date"]}}]
         by_id = gw.get(f"/apps/lidar_sensor/bulk-data/rosbags/{rec_id}")
         by_code = gw.get(f"/apps/lidar_sensor/bulk-data/rosbags/{CODE}")
         assert by_id.status == by_code.status == 200 and by_id.body == by_code.body

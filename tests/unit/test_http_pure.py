@@ -66,7 +66,7 @@ def test_registry_paths_and_operation_ids() -> None:
     assert "/apps/{app_id}/data/{data_id}" in paths
     assert "/functions/{function_id}/x-acme-graph" in paths
     route = reg.routes[2]
-    assert route.aiohttp_path() == "/api/v1/apps/{app_id}/data/{data_id:.+}"
+    assert route.aiohttp_path() == "/api/v1/apps/{app_id:[^/]+}/data/{data_id:.+}"
     assert route.operation_id == "get_apps_by_app_id_data_by_data_id"
     assert len({r.operation_id for r in reg}) == len(reg.routes)
 
