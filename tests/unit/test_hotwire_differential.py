@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import pytest
-from aiohttp import web
+from aiohttp import web, web_protocol
+from aiohttp.http_parser import HttpRequestParserPy
 
 from gateway.http import hotwire
 from gateway.http.server import GatewayRunner
@@ -162,9 +163,12 @@ async def outcome(port: int, chunk: bytes) -> Outcome:
         writer.close()
 
 
+@pytest.mark.parametrize("parser", ["llhttp", "python"])
 def test_every_request_of_the_corpus_is_answered_alike_with_and_without_the_wire_path(
-) -> None:
+        parser: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert hotwire.available()
+    if parser == "python":  # aiohttp's pure-Python parser (AIOHTTP_NO_EXTENSIONS)
+        monkeypatch.setattr(web_protocol, "HttpRequestParser", HttpRequestParserPy)
     on, off = Served(), Served()
 
     async def scenario() -> dict[str, tuple[Outcome, Outcome]]:
