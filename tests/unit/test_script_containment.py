@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,7 @@ def child_pid(ex: Execution) -> int:
     return int(m.group(1))
 
 
-def run(coro: Callable[[], Awaitable[Any]]) -> Any:
+def run(coro: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
     return asyncio.run(coro())
 
 
@@ -160,3 +160,26 @@ def test_close_ends_every_run(tmp_path: Path) -> None:
     for child in run(scenario):
         assert not alive(child)
     assert list((tmp_path / "runs").iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_new_gateway_ends_the_runs_a_killed_one_left(kind: str, tmp_path: Path) -> None:
+    import subprocess
+
+    old = containment(kind, tmp_path)
+    box = old.box("exec_previous_1")
+    env = dict(os.environ, DIAG_EXECUTION_ID="exec_previous_1")
+    leader = subprocess.Popen(box.wrap(["sh", "-c", STUBBORN]), env=env, start_new_session=True,
+                              stdout=subprocess.PIPE)
+    box.started(leader.pid)
+    assert leader.stdout is not None
+    child = int(leader.stdout.readline().decode().split("=")[1])
+    # the gateway dies here: nobody ends the run; a new one reads the record
+    assert alive(child) and len(list((tmp_path / "runs").glob("*.json"))) == 1
+    ended = containment(kind, tmp_path).end_leftovers()
+    assert ended == ["exec_previous_1"]
+    leader.wait(10)
+    leader.stdout.close()
+    run(lambda: until(lambda: not alive(child), budget=5.0))
+    assert list((tmp_path / "runs").iterdir()) == []
+    assert box.cgroup is None or not box.cgroup.exists()
