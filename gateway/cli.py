@@ -107,7 +107,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 async def serve(settings: Settings, ready_message: str | None = None,
                 on_force_exit: Callable[[], object] | None = None) -> None:
     """Serve until SIGINT or SIGTERM; stop within the grace period, at once on a second one."""
-    from . import client_tls
+    from . import client_tls, statefiles
 
     client_tls.import_aiohttp()  # the CA store of its client contexts waits for a client
     from aiohttp import web
@@ -119,6 +119,7 @@ async def serve(settings: Settings, ready_message: str | None = None,
     from .state import STATE
 
     ssl_context = server_context(settings)  # ConfigError names a bad server.tls.* setting
+    statefiles.private_by_default(settings["state_dir"])  # 0600 files, 0700 directories
     # DDS discovery runs while the app is built (a manifest is checked first: ROS starts
     # after). Not before the imports above: native DDS threads running while the interpreter
     # imports aiohttp saw a gateway die with SIGSEGV in an import (twice in some thousands of

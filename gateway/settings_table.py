@@ -219,6 +219,9 @@ SETTINGS: tuple[Setting, ...] = (
     _s("auth.jwt_public_key", str, "", "RS256 public key file (default: from the private key)"),
     _s("auth.token_expiry_seconds", int, 3600, "access token lifetime", minimum=10,
        maximum=604800),
+    _s("auth.max_token_lifetime_seconds", int, 86400,
+       "longest access token accepted (exp - iat; longer: 401) and issued (caps "
+       "auth.token_expiry_seconds)", minimum=10, maximum=604800),
     _s("auth.refresh_token_expiry_seconds", int, 86400, "refresh token lifetime", minimum=60,
        maximum=31536000),
     _s("auth.require_auth_for", str, "write", "which requests need a token",

@@ -118,7 +118,8 @@ def build_runtime(settings: Settings) -> AuthRuntime:
     enabled = bool(settings["auth.enabled"])
     keys = load_keys(settings["auth.jwt_algorithm"], settings["auth.jwt_secret"],
                      settings["auth.jwt_public_key"], required=enabled)
-    tokens = AccessTokens(keys, settings["auth.issuer"], settings["auth.token_expiry_seconds"]) \
+    tokens = AccessTokens(keys, settings["auth.issuer"], settings["auth.token_expiry_seconds"],
+                          settings["auth.max_token_lifetime_seconds"]) \
         if keys is not None else None
     clients = ClientList(parse_clients(settings["auth.clients"]))
     store = RefreshStore(store_path(settings["state_dir"]))

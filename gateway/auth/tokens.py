@@ -24,6 +24,9 @@ MIN_RSA_BITS = 2048
 ACCESS_TOKEN_TYPE = "at+jwt"  # RFC 9068 header typ of access tokens
 VERIFY_CACHE_SIZE = 4096
 VERIFY_CACHE_TTL_S = 30.0
+IAT_LEEWAY_S = 30  # clock skew allowed between the issuer and this gateway
+INVALID_TOKEN = ("Invalid access token: it is malformed, not signed by this gateway's key or "
+                 "from another issuer; request a new one (POST /auth/authorize)")
 ROLE_NAMES = {r.label: r for r in Role}
 
 
@@ -179,10 +182,12 @@ def load_keys(algorithm: str, jwt_secret: str, jwt_public_key: str,
 class AccessTokens:
     """Issues and verifies access tokens; verified tokens are cached by their raw string."""
 
-    def __init__(self, keys: Keys, issuer: str, ttl_s: int) -> None:
+    def __init__(self, keys: Keys, issuer: str, ttl_s: int,
+                 max_lifetime_s: int | None = None) -> None:
         self.keys = keys
         self.issuer = issuer
-        self.ttl_s = ttl_s
+        self.max_lifetime_s = max_lifetime_s if max_lifetime_s is not None else ttl_s
+        self.ttl_s = min(ttl_s, self.max_lifetime_s)  # issuance capped by the maximum
         self._cache: dict[str, tuple[Claims, float]] = {}
 
     @property
@@ -224,15 +229,22 @@ class AccessTokens:
                 issuer=self.issuer,
                 options={"verify_exp": False, "verify_iat": False, "verify_nbf": False,
                          "require": ["iss", "sub", "role", "fam", "jti", "iat", "exp"]})
-        except jwt.PyJWTError as exc:
-            raise TokenError("invalid", f"Invalid access token: {exc}") from None
+        except jwt.PyJWTError:  # its text names library internals: a fixed message instead
+            raise TokenError("invalid", INVALID_TOKEN) from None
         header, payload = decoded["header"], decoded["payload"]
         if header.get("typ") != ACCESS_TOKEN_TYPE:
             raise TokenError("invalid", "Invalid access token: not an access token")
         role = ROLE_NAMES.get(payload["role"]) if isinstance(payload["role"], str) else None
-        exp = payload["exp"]
-        if role is None or not isinstance(exp, (int, float)) or isinstance(exp, bool):
-            raise TokenError("invalid", "Invalid access token: bad role or exp claim")
+        exp, iat = payload["exp"], payload["iat"]
+        if role is None or not _is_time(exp) or not _is_time(iat):
+            raise TokenError("invalid", "Invalid access token: bad role, iat or exp claim")
+        if iat > now + IAT_LEEWAY_S:
+            raise TokenError("invalid", "Invalid access token: issued in the future (iat); "
+                                        "check the clocks of the issuer and this gateway")
+        if exp - iat > self.max_lifetime_s:
+            raise TokenError("invalid", f"Invalid access token: it lives longer than this "
+                                        f"gateway accepts ({self.max_lifetime_s} s, setting "
+                                        "auth.max_token_lifetime_seconds)")
         if now >= exp:
             raise TokenError("expired", "The access token has expired")
         return Claims(str(payload["sub"]), role, str(payload["fam"]), float(exp),
@@ -251,6 +263,10 @@ class AccessTokens:
             return self._decode(token, now)
         except TokenError:
             return None
+
+
+def _is_time(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class OAuthError(Exception):

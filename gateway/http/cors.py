@@ -27,6 +27,7 @@ _PREFLIGHT_VARY = "Origin, Access-Control-Request-Method, Access-Control-Request
 
 
 def _origin(text: str) -> str:
+    """A configured origin as browsers serialize one (lower case, no trailing slash)."""
     return text.strip().rstrip("/").lower()
 
 
@@ -59,8 +60,10 @@ class CorsPolicy:
                    credentials, int(settings["cors.max_age_seconds"]))
 
     def allows(self, origin: str) -> bool:
-        """Whether requests from this origin may be read cross-origin."""
-        return self.any_origin or _origin(origin) in self.origins
+        """Whether requests from this origin may be read cross-origin: byte for byte one of
+        the configured origins (a browser sends the serialized origin; anything else is not
+        one)."""
+        return self.any_origin or origin in self.origins
 
     def _allow_origin(self, origin: str) -> dict[str, str]:
         if self.any_origin and not self.credentials:

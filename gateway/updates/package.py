@@ -152,6 +152,7 @@ def run_script(release: Path, rel: PurePosixPath, env: dict[str, str], timeout_s
     """Run the post-install script rel of release, inside it, with the scrubbed environment;
     PackageError (its output redacted of secrets) on a non-zero exit or timeout."""
     from ..control.childenv import child_environment, registered_secrets
+    from ..statefiles import child_umask
 
     try:
         script = rules.hook_inside(release, rel)
@@ -165,7 +166,8 @@ def run_script(release: Path, rel: PurePosixPath, env: dict[str, str], timeout_s
     # Own session: a timeout ends the script's whole process group, not only the script.
     with subprocess.Popen(cmd, cwd=release, env={**child_environment(), **env},
                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, start_new_session=True) as proc:
+                          stderr=subprocess.STDOUT, start_new_session=True,
+                          umask=child_umask()) as proc:
         try:
             out, _ = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:

@@ -22,9 +22,9 @@ def test_off_by_default() -> None:
 def test_preflight_allowed() -> None:
     p = policy("cors.allowed_origins=[https://ui.example/]", "cors.max_age_seconds=60",
                "api.vendor=medkit")
-    out = p.preflight("https://UI.example", "put", ["Authorization", "x-medkit-no-fan-out"])
+    out = p.preflight("https://ui.example", "put", ["Authorization", "x-medkit-no-fan-out"])
     assert isinstance(out, dict)
-    assert out["Access-Control-Allow-Origin"] == "https://UI.example"
+    assert out["Access-Control-Allow-Origin"] == "https://ui.example"
     assert out["Access-Control-Allow-Methods"] == "GET, PUT, POST, DELETE"
     assert "X-Medkit-No-Fan-Out" in out["Access-Control-Allow-Headers"]
     assert out["Access-Control-Max-Age"] == "60"
@@ -34,6 +34,9 @@ def test_preflight_allowed() -> None:
 @pytest.mark.parametrize(("origin", "method", "headers", "reason"), [
     ("https://evil.example", "GET", [], "origin"),
     ("https://ui.example:8443", "GET", [], "origin"),  # the port is part of the origin
+    ("https://UI.example", "GET", [], "origin"),  # matched exactly, as browsers serialize
+    ("https://ui.example/", "GET", [], "origin"),
+    ("https://ui.example.evil", "GET", [], "origin"),
     ("https://ui.example", "PATCH", [], "method"),
     ("https://ui.example", "GET", ["X-Other"], "header"),
 ])
