@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import free_port
 from tests.harness import Gateway, enc
-from tests.jazzy.conftest import JazzyProcess, run_script, script_settings
+from tests.integration.test_docs_examples import _reporting_example
+from tests.jazzy.conftest import (
+    JAZZY_PYTHON,
+    JazzyProcess,
+    jazzy_env,
+    run_script,
+    script_settings,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -168,3 +178,22 @@ def test_a_script_runs_the_robots_own_ros(gw: Gateway) -> None:
     """Started from a clean shell, the script's Jazzy Python bootstraps its own libraries."""
     out = run_script(gw)
     assert "rclpy 7." in out and "/.jazzy/" in out, out
+
+
+def test_the_docs_reporting_example_runs_on_jazzy(gw: Gateway, jazzy_domain: int,
+                                                  reporter_site: Path, tmp_path: Path) -> None:
+    """docs/faults.md's battery node, run as printed by Jazzy's Python with the reporter."""
+    script = tmp_path / "battery.py"
+    script.write_text(_reporting_example() + "\n", encoding="utf-8")
+    proc = subprocess.Popen([str(JAZZY_PYTHON), str(script), "--ros-args", "-p", "voltage:=9.8"],
+                            env=jazzy_env(jazzy_domain, [reporter_site]),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        body = gw.wait_for("/faults", lambda b: any(
+            f["fault_code"] == "BATTERY_LOW" for f in b["items"]), timeout=60)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    fault = next(f for f in body["items"] if f["fault_code"] == "BATTERY_LOW")
+    assert fault["source"] == "/power/battery", fault
+    assert proc.returncode == 0, err.decode(errors="replace")[-2000:]
