@@ -322,7 +322,8 @@ def test_auth_off_refuses_scripts_unless_allowed(robot: Robot, domain: int, scri
 
 def test_a_restarted_gateway_ends_the_runs_of_a_killed_one(secure: Gateway, domain: int
                                                            ) -> None:
-    children = [child_of(secure, run(secure, "escaper")) for _ in range(2)]
+    paths = [run(secure, "escaper") for _ in range(2)]
+    children = [child_of(secure, p) for p in paths]
     assert secure.proc is not None
     os.kill(secure.proc.pid, signal.SIGKILL)
     secure.proc.wait(10)
@@ -331,3 +332,9 @@ def test_a_restarted_gateway_ends_the_runs_of_a_killed_one(secure: Gateway, doma
     secure.start()
     until(lambda: not any(alive(c) for c in children), 10)
     secure.token = token(secure)  # type: ignore[attr-defined]
+    # ids are never reused: the new process's runs have ids the old ones never had
+    assert call(secure, "GET", paths[0]).status == 404
+    fresh = run(secure, "holder")
+    assert fresh.rsplit("/", 1)[1] not in {p.rsplit("/", 1)[1] for p in paths}
+    assert fresh.rsplit("_", 1)[0] != paths[0].rsplit("_", 1)[0]  # another process tag
+    secure.wait_for(fresh, lambda b: b["status"] == "completed", timeout=20)
