@@ -45,7 +45,7 @@ SCRIPTS = {
                   "while true; do sleep 0.1; done\n",
     # the gateway's /proc files as the script sees them
     "peek.sh": 'echo "ppid=$PPID"\nfor f in environ cmdline; do\n'
-               '  for p in $PPID $GW_PID; do\n'
+               '  for p in $PPID $PARAM_GW_PID; do\n'
                '    echo "== $p $f $(base64 -w0 < /proc/$p/$f 2>/dev/null || echo DENIED)"\n'
                "  done\ndone\n",
     "whoami.sh": 'id -u\nif cat /proc/$PPID/environ >/dev/null 2>&1; then echo READ; '
@@ -256,9 +256,11 @@ def test_stop_and_kill_end_setsid_children(secure: Gateway) -> None:
 def test_a_script_cannot_read_the_gateways_secrets(secure: Gateway) -> None:
     assert secure.proc is not None
     pid = secure.proc.pid
-    body = secure.wait_for(run(secure, "peek"), lambda b: b["status"] != "running", timeout=20)
+    body = secure.wait_for(run(secure, "peek", gw_pid=str(pid)),
+                           lambda b: b["status"] != "running", timeout=20)
     out = body["parameters"]["stdout"]
     assert f"ppid={pid}" in out  # the script's parent is the gateway itself
+    assert out.count(f"== {pid} ") == 4  # environ and cmdline, via $PPID and by pid
     seen = b""
     for line in out.splitlines():
         if line.startswith("== "):
