@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -20,6 +21,11 @@ with warnings.catch_warnings():  # rclpy's type support loads lark, which import
 
 SERVICE = "/replies_test/trigger"
 TYPE = "std_srvs/srv/Trigger"
+# The DDS topics of the service (rmw_fastrtps names): clients write requests to the first and
+# read replies from the second.
+REQUEST_TOPIC = f"rq{SERVICE}Request"
+REPLY_TOPIC = f"rr{SERVICE}Reply"
+REPLY_READERS_BUDGET_S = 20.0
 
 
 class Server:
@@ -43,7 +49,20 @@ class Server:
         self.thread = threading.Thread(target=self.executor.spin, daemon=True)
         self.thread.start()
 
+    def _reply_readers_known(self) -> bool:
+        """Every client whose request writer this node knows has its reply reader known too."""
+        writers = self.node.get_publishers_info_by_topic(REQUEST_TOPIC, no_mangle=True)
+        readers = self.node.get_subscriptions_info_by_topic(REPLY_TOPIC, no_mangle=True)
+        return len(readers) >= len(writers)
+
     def _answer(self, request: Any, response: Any) -> Any:
+        # A request can arrive before DDS told this server of the client's reply reader (a
+        # new client on a loaded machine: a client's two endpoints are discovered apart).
+        # rmw_fastrtps then waits 100 ms for the match and drops the reply ("failed to send
+        # response (timeout)"). So the answer waits until the reader is known.
+        deadline = time.monotonic() + REPLY_READERS_BUDGET_S
+        while not self._reply_readers_known() and time.monotonic() < deadline:
+            time.sleep(0.01)
         if self.held.is_set():
             self.gate.wait(10.0)
         self.count += 1
