@@ -171,6 +171,8 @@ class Runner:
             return record
         record.pid, record.status, record.started_ns = proc.pid, RUNNING, time.time_ns()
         box.started(proc.pid)
+        if record.requested is not None:  # stopped while it was being spawned
+            box.kill()
         record.task = loop.create_task(self._watch(record, proc, box))
         self.evict()
         return record
