@@ -159,6 +159,7 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     from .resources import bulk_data
     from .ros.actions import ActionManager
     from .ros.bridge import start_ros
+    from .ros.discovery_info import ros_types_health
     from .ros.parameters import ParameterStore
     from .ros.rosout import RosoutLog
     from .ros.services import ServiceCaller
@@ -179,6 +180,7 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
                                s["discovery.refresh_debounce_ms"] / 1000.0)
     state.poller.start()
     state.extras.setdefault("health", {})["x-vendor-readiness"] = state.poller.health
+    state.extras["health"]["x-vendor-ros-types"] = ros_types_health(bridge)
     try:
         await asyncio.wait_for(state.poller.first.wait(), 10.0)
     except asyncio.TimeoutError:

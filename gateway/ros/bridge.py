@@ -17,6 +17,8 @@ from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 
 from ..http.errors import not_responding
+from .discovery_info import DiscoveryInfo
+from .discovery_info import attach as attach_discovery_info
 from .replies import ReplyHub
 
 log = logging.getLogger(__name__)
@@ -68,6 +70,9 @@ class RosBridge:
             node_name, context=self.context, start_parameter_services=False,
             parameter_overrides=no_type_service,
         )
+        # Our own reading of ros_discovery_info: graph polls through this node name the nodes
+        # the rmw cannot (Humble participants, participants back from a lost lease).
+        self.discovery_info: DiscoveryInfo | None = attach_discovery_info(self.node)
         # One thread: every callback only hands data to asyncio, and a thread pool costs a
         # task hand-off per callback (measured slower for service calls and data reads).
         self.executor = SingleThreadedExecutor(context=self.context)
@@ -243,6 +248,8 @@ class RosBridge:
                 log.debug("executor shutdown", exc_info=True)
             if thread.is_alive():
                 thread.join(timeout=3.0)
+        if self.discovery_info is not None:
+            self.discovery_info.close()
         for node in {self.call_node, self.node}:
             try:
                 node.destroy_node()

@@ -13,6 +13,7 @@ from typing import Any
 DISCOVERY_TOPIC = "ros_discovery_info"  # the rmw's own topic: a DDS name, not a ROS one
 UNKNOWN_NODE = "_NODE_NAME_UNKNOWN_"
 PREFIX_BYTES = 12
+GUID_BYTES = 16
 
 
 @dataclass(frozen=True)
@@ -29,15 +30,24 @@ class Census:
         return self.unnamed_endpoints == 0 and self.participants <= self.with_nodes
 
 
-def count(discovery_writers: list[Any], rosout_writers: list[Any]) -> Census:
-    """The census from the endpoint infos of both topics (rclpy TopicEndpointInfo-like)."""
+def count(discovery_writers: list[Any], rosout_writers: list[Any],
+          named_elsewhere: frozenset[bytes] = frozenset()) -> Census:
+    """The census from the endpoint infos of both topics (rclpy TopicEndpointInfo-like);
+    `named_elsewhere`: writer GUIDs whose node the gateway knows from its own reading of
+    ros_discovery_info (ros/discovery_info.py) though the rmw leaves them unnamed."""
     participants = frozenset(bytes(w.endpoint_gid[:PREFIX_BYTES]) for w in discovery_writers)
-    named = [w for w in rosout_writers if w.node_name != UNKNOWN_NODE]
+    named = [w for w in rosout_writers if w.node_name != UNKNOWN_NODE
+             or bytes(w.endpoint_gid[:GUID_BYTES]) in named_elsewhere]
     return Census(participants, frozenset(bytes(w.endpoint_gid[:PREFIX_BYTES]) for w in named),
                   len(rosout_writers) - len(named))
 
 
 def take_census(node: Any) -> Census:
     """Query the graph through `node` (blocking; call from a worker thread)."""
-    return count(node.get_publishers_info_by_topic(DISCOVERY_TOPIC, no_mangle=True),
-                 node.get_publishers_info_by_topic("/rosout"))
+    from .discovery_info import tracker_of
+
+    discovery = node.get_publishers_info_by_topic(DISCOVERY_TOPIC, no_mangle=True)
+    tracker = tracker_of(node)
+    named = frozenset() if tracker is None else tracker.writer_guids(
+        {bytes(w.endpoint_gid[:PREFIX_BYTES]) for w in discovery})
+    return count(discovery, node.get_publishers_info_by_topic("/rosout"), named)

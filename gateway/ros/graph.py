@@ -103,6 +103,7 @@ def take_snapshot(node: Any, own_topics: frozenset[str] = frozenset()) -> GraphS
             ))
         except Exception:  # node left between the two queries
             log.debug("node %s%s vanished during the graph poll", ns, name)
+    nodes.extend(_orphans(node, seen))
     topics = {}
     for tname, types in node.get_topic_names_and_types():
         pubs = node.count_publishers(tname)
@@ -110,3 +111,24 @@ def take_snapshot(node: Any, own_topics: frozenset[str] = frozenset()) -> GraphS
         topics[tname] = TopicInfo(tname, types[0] if types else "", pubs, max(subs, 0))
     nodes.sort(key=lambda n: (n.namespace, n.name))
     return GraphSnapshot(tuple(nodes), topics)
+
+
+def _orphans(node: Any, listed: set[tuple[str, str]]) -> list[NodeInfo]:
+    """Nodes the rmw cannot name (Humble participants, participants back from a lost lease),
+    from the gateway's own reading of ros_discovery_info (ros/discovery_info.py)."""
+    from .discovery_info import DISCOVERY_TOPIC, PREFIX_BYTES, tracker_of
+    from .orphans import orphan_nodes
+
+    tracker = tracker_of(node)
+    if tracker is None:
+        return []
+    writers = node.get_publishers_info_by_topic(DISCOVERY_TOPIC, no_mangle=True)
+    alive = {bytes(w.endpoint_gid[:PREFIX_BYTES]) for w in writers}
+    tracker.refresh(alive)
+    missing = [n for p in tracker.participants(alive) for n in p.nodes
+               if (n.name, n.namespace) not in listed and not n.name.startswith("_")]
+    if not missing:
+        return []
+    found = orphan_nodes(node, missing)
+    log.debug("%d node(s) named from ros_discovery_info samples", len(found))
+    return found

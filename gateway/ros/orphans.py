@@ -1,0 +1,80 @@
+"""Rebuild what a node offers from the endpoints on the graph, by the GUIDs its participant
+announced (for nodes the rmw cannot name; see ros/discovery_info.py).
+
+DDS topic names carry the ROS kind: `rt/<topic>` for topics, `rq/<service>Request` (the
+server's reader) and `rr/<service>Reply` (its writer) for services; an action server is the
+server of `<action>/_action/send_goal`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .discovery_layout import GUID_BYTES, NodeEntities
+from .graph import NodeInfo
+
+_SEND_GOAL = "/_action/send_goal"
+
+
+def ros_type(dds_type: str) -> str:
+    """`pkg/kind/Name` of a DDS type name (`pkg::kind::dds_::Name_`), service parts folded
+    into their service (`Trigger_Request_` -> `Trigger`); ROS names pass through."""
+    if "::" not in dds_type:
+        return dds_type
+    parts = [p for p in dds_type.split("::") if p != "dds_"]
+    if len(parts) != 3:
+        return dds_type
+    pkg, kind, name = parts
+    name = name[:-1] if name.endswith("_") else name
+    if kind in ("srv", "action"):
+        for suffix in ("_Request", "_Response"):
+            if name.endswith(suffix):
+                name = name[: -len(suffix)]
+    return f"{pkg}/{kind}/{name}"
+
+
+def _action_type(service_type: str) -> str:
+    """`pkg/action/Name` of an action's send_goal service type (`pkg/action/Name_SendGoal`)."""
+    return service_type[: -len("_SendGoal")] if service_type.endswith("_SendGoal") \
+        else service_type
+
+
+def orphan_nodes(node: Any, wanted: Iterable[NodeEntities]) -> list[NodeInfo]:
+    """NodeInfo of each wanted node, from the graph queried through `node` (blocking)."""
+    owners: dict[bytes, int] = {}
+    entries = list(wanted)
+    for i, entry in enumerate(entries):
+        for guid in entry.readers | entry.writers:
+            owners[guid] = i
+    pubs: list[set[tuple[str, str]]] = [set() for _ in entries]
+    subs: list[set[tuple[str, str]]] = [set() for _ in entries]
+    srvs: list[set[tuple[str, str]]] = [set() for _ in entries]
+
+    def owned(infos: list[Any]) -> list[tuple[int, str]]:
+        out = []
+        for info in infos:
+            i = owners.get(bytes(info.endpoint_gid[:GUID_BYTES]))
+            if i is not None:
+                out.append((i, ros_type(info.topic_type)))
+        return out
+
+    for dds_name, _types in node.get_topic_names_and_types(no_demangle=True):
+        if dds_name.startswith("rt/"):
+            name = dds_name[2:]
+            for i, t in owned(node.get_publishers_info_by_topic(dds_name, no_mangle=True)):
+                pubs[i].add((name, t))
+            for i, t in owned(node.get_subscriptions_info_by_topic(dds_name, no_mangle=True)):
+                subs[i].add((name, t))
+        elif dds_name.startswith("rq/") and dds_name.endswith("Request"):
+            name = dds_name[2:-len("Request")]
+            for i, t in owned(node.get_subscriptions_info_by_topic(dds_name, no_mangle=True)):
+                srvs[i].add((name, t))
+    out = []
+    for i, entry in enumerate(entries):
+        actions = tuple(sorted((n[: -len(_SEND_GOAL)], _action_type(t))
+                               for n, t in srvs[i] if n.endswith(_SEND_GOAL)))
+        out.append(NodeInfo(name=entry.name, namespace=entry.namespace,
+                            publishers=tuple(sorted(pubs[i])), subscribers=tuple(sorted(subs[i])),
+                            services=tuple(sorted(srvs[i])), actions=actions))
+    return out

@@ -1,0 +1,194 @@
+"""Nodes the rmw cannot name: a node frozen past its DDS lease comes back; a Humble
+participant's nodes are listed.
+
+- A real node (own process, the demo's 3 s lease) is stopped with SIGSTOP until the gateway
+  drops it, then resumed: it sends no new `ros_discovery_info`, so the rmw names none of its
+  endpoints again; the gateway must list it again.
+- No Humble wheels exist: the test process announces a node in the Humble layout of
+  `ros_discovery_info` (24-byte gids), encoded from the message definition, for endpoints it
+  really has. The gateway's rmw reads that sample as "no nodes" (as it would a Humble
+  robot's); the gateway must list the node with its topics anyway.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+with warnings.catch_warnings():
+    # rosidl_generator_py imports lark, which imports the deprecated sre_parse module.
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import rosidl_generator_py  # noqa: F401
+
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.signals import SignalHandlerOptions
+from rmw_dds_common.msg import ParticipantEntitiesInfo
+from std_msgs.msg import String
+
+from gateway.demo.robot import ros_env
+from gateway.ros.discovery_layout import NodeEntities, ParticipantEntities, encode
+from tests.conftest import free_port
+from tests.harness import Gateway, enc
+from tests.integration.raw_writer import RawTopicWriter
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+TALKER = r"""
+import rclpy
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+rclpy.init()
+node = rclpy.create_node("frozen_talker")
+pub = node.create_publisher(String, "/frozen/chatter", 10)
+node.create_timer(0.2, lambda: pub.publish(String(data="tick")))
+node.create_service(Trigger, "/frozen/reset", lambda req, resp: resp)
+print("READY", flush=True)
+rclpy.spin(node)
+"""
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+    """Poll predicate until it is true; its value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def apps(gw: Gateway) -> set[str]:
+    """App ids the gateway lists."""
+    resp = gw.get("/apps")
+    return {i["id"] for i in resp.json()["items"]} if resp.status == 200 else set()
+
+
+@pytest.fixture(scope="module")
+def gw(domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    tmp = tmp_path_factory.mktemp("discovery_info")
+    with Gateway(free_port(), domain, ["api.vendor=vendor", "discovery.refresh_debounce_ms=200"],
+                 log_path=tmp / "gateway.log") as g:
+        yield g
+
+
+@pytest.fixture
+def talker(domain: int) -> Iterator[subprocess.Popen[str]]:
+    env = ros_env(domain)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    proc = subprocess.Popen([sys.executable, "-c", TALKER], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "READY"
+    yield proc
+    os.kill(proc.pid, signal.SIGCONT)
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+    proc.stdout.close()
+
+
+def test_a_node_frozen_past_its_lease_comes_back(gw: Gateway,
+                                                 talker: subprocess.Popen[str]) -> None:
+    wait_until(lambda: "frozen_talker" in apps(gw), 60, "the talker to be listed")
+    os.kill(talker.pid, signal.SIGSTOP)
+    wait_until(lambda: "frozen_talker" not in apps(gw), 30,
+               "the gateway to drop the stopped node (lease expiry)")
+    os.kill(talker.pid, signal.SIGCONT)
+    resumed = time.monotonic()
+    wait_until(lambda: "frozen_talker" in apps(gw), 15, "the resumed node to be listed again")
+    back_after = time.monotonic() - resumed
+    data = {i["id"] for i in gw.get("/apps/frozen_talker/data").json()["items"]}
+    ops = {i["id"] for i in gw.get("/apps/frozen_talker/operations").json()["items"]}
+    assert "/frozen/chatter" in data
+    assert any("reset" in op for op in ops), ops
+    body = gw.wait_for(f"/apps/frozen_talker/data/{enc('/frozen/chatter')}",
+                       lambda b: b["x-vendor"]["status"] == "data", timeout=20)
+    assert body["data"] == {"data": "tick"}
+    print(f"listed again {back_after:.2f} s after SIGCONT")
+    figures = gw.get("/health").json()["x-vendor-ros-types"]["discovery_info"]
+    assert figures["participants_returned"] >= 1
+
+
+class HumbleSide:
+    """A participant in the test process whose node list goes out in the Humble layout."""
+
+    def __init__(self, domain: int) -> None:
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=domain,
+                   signal_handler_options=SignalHandlerOptions.NO)
+        self.node = rclpy.create_node("host_helper", context=self.context)
+        self.pub = self.node.create_publisher(String, "/humble/chatter", 10)
+        self.sub = self.node.create_subscription(String, "/humble/command", lambda m: None, 10)
+        self.timer = self.node.create_timer(0.2, lambda: self.pub.publish(String(data="hi")))
+        self.writer = RawTopicWriter(self.node, ParticipantEntitiesInfo, "ros_discovery_info")
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+        pub_gid = bytes(self.node.get_publishers_info_by_topic("/humble/chatter")[0]
+                        .endpoint_gid[:16])
+        sub_gid = bytes(self.node.get_subscriptions_info_by_topic("/humble/command")[0]
+                        .endpoint_gid[:16])
+        participant = pub_gid[:12] + b"\x00\x00\x01\xc1"  # ENTITYID_RTPSParticipant
+        info = ParticipantEntities(participant, (NodeEntities(
+            "/", "humble_talker", frozenset({sub_gid}), frozenset({pub_gid})),), 24)
+        self.sample = encode(info, 24)
+
+    def announce(self) -> None:
+        """Send the Humble-layout node list (again)."""
+        self.writer.publish(self.sample)
+
+    def _spin(self) -> None:
+        while self.context.ok():
+            try:
+                self.executor.spin_once(timeout_sec=0.1)
+            except Exception:  # shutdown while spinning
+                return
+
+    def close(self) -> None:
+        """Destroy the writer, shut the context down."""
+        self.writer.close()
+        rclpy.shutdown(context=self.context)
+        self.thread.join(5)
+
+
+def test_a_humble_participants_nodes_are_listed(gw: Gateway, domain: int) -> None:
+    side = HumbleSide(domain)
+    try:
+        assert len(side.sample) > 24 + 4 and side.sample[4:28].endswith(b"\x00" * 8)
+
+        def listed() -> bool:
+            side.announce()
+            return "humble_talker" in apps(gw)
+
+        wait_until(listed, 30, "the Humble-layout node to be listed")
+        items = {i["id"]: i for i in gw.get("/apps/humble_talker/data").json()["items"]}
+        assert items["/humble/chatter"]["x-vendor"]["ros2"]["type"] == "std_msgs/msg/String"
+        assert items["/humble/chatter"]["x-vendor"]["ros2"]["direction"] == "publish"
+        assert items["/humble/command"]["x-vendor"]["ros2"]["direction"] == "subscribe"
+        body = gw.wait_for(f"/apps/humble_talker/data/{enc('/humble/chatter')}",
+                           lambda b: b["x-vendor"]["status"] == "data", timeout=20)
+        assert body["data"] == {"data": "hi"}
+        # the rmw itself names nothing of that participant (what a Humble robot looks like)
+        assert "host_helper" not in apps(gw)
+        figures = gw.get("/health").json()["x-vendor-ros-types"]["discovery_info"]
+        assert figures["humble_participants"] == 1
+    finally:
+        side.close()
