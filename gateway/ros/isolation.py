@@ -59,6 +59,7 @@ class Plan:
     set_aside: dict[str, list[str]] = field(default_factory=dict)
     reexec: bool = False
     changed: bool = False
+    inplace: bool = False  # only the order of the gateway's own directories differs
 
 
 def _split(value: str | None) -> list[str]:
@@ -143,6 +144,13 @@ def plan(environ: Mapping[str, str], own: OwnRos, looks_like_ros: Callable[[str]
     changed = any(env.get(k) != environ.get(k) for k in ISOLATED_VARS)
     if not changed:
         return Plan(dict(environ), user, aside, reexec=False)
+    if not aside and set(ld) == set(own.lib_dirs) and all(
+            env.get(k) == environ.get(k) for k in ISOLATED_VARS if k != "LD_LIBRARY_PATH"):
+        # Only the bootstrap's random order of the gateway's own directories: they share no
+        # library name with different content, so the loader finds the same files in any
+        # order. The variable is put in order in place (children inherit it); no re-exec.
+        return Plan({**environ, "LD_LIBRARY_PATH": env["LD_LIBRARY_PATH"]}, user, aside,
+                    changed=True, inplace=True)
     already = _carrier_pid(environ) == pid  # this process was re-exec'd already: never loop
     env[USER_ENV_VAR] = json.dumps({"pid": pid, "env": user, "set_aside": aside})
     return Plan(env, user, aside, reexec=not already, changed=True)
@@ -225,6 +233,8 @@ def user_environment() -> dict[str, str]:
 def isolate(argv: list[str] | None = None) -> None:
     """Re-exec this process with the gateway's own ROS environment if the shell's differs."""
     global _USER_ENV
+    if _USER_ENV is not None:  # once per process (`python -m gateway` reaches main() too)
+        return
     own = own_ros(with_distro="ROS_DISTRO" in os.environ)
     result = plan(os.environ, own, looks_like_ros, os.getpid())
     _USER_ENV = _user_env_of(os.environ, own)
@@ -232,7 +242,9 @@ def isolate(argv: list[str] | None = None) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os.execve(sys.executable, argv or sys.orig_argv, result.env)
-    if result.changed:  # re-exec'd once already and still not clean: run, and say so
+    if result.inplace:
+        os.environ["LD_LIBRARY_PATH"] = result.env["LD_LIBRARY_PATH"]
+    elif result.changed:  # re-exec'd once already and still not clean: run, and say so
         print(f"diag-gateway: the ROS environment still differs after the re-exec: "
               f"{result.set_aside}", file=sys.stderr)
 

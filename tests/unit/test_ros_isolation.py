@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import filecmp
 import json
 import os
 import subprocess
 import sys
 
-from gateway.ros.isolation import GUARD, USER_ENV_VAR, OwnRos, plan, user_values
+from gateway.ros.isolation import GUARD, USER_ENV_VAR, OwnRos, own_ros, plan, user_values
 
 OWN = OwnRos(prefix="/gw", lib_dirs=("/gw/lib", "/gw/site/ros_a.libs", "/gw/site/ros_b.libs"),
              python_dirs=("/gw/site",), distro="kilted")
@@ -101,3 +102,27 @@ def test_user_environment_of_this_process_has_no_loader_environment() -> None:
                          check=True, timeout=120).stdout
     user = json.loads(out)
     assert GUARD not in user and "LD_LIBRARY_PATH" not in user and user["MARK"] == "1"
+
+
+def test_only_the_bootstraps_order_of_the_own_directories_is_fixed_in_place() -> None:
+    scrambled = {"LD_LIBRARY_PATH": ":".join(reversed(OWN.lib_dirs)), GUARD: "1"}
+    p = plan(scrambled, OWN, looks, pid=3)
+    assert not p.reexec and p.inplace and p.env["LD_LIBRARY_PATH"] == ":".join(OWN.lib_dirs)
+    # A user's entry among them must go after the gateway's own: that takes the re-exec.
+    mixed = {"LD_LIBRARY_PATH": ":".join(["/usr/local/lib", *OWN.lib_dirs]), GUARD: "1"}
+    p = plan(mixed, OWN, looks, pid=3)
+    assert p.reexec and p.env["LD_LIBRARY_PATH"].endswith(":/usr/local/lib")
+
+
+def test_the_own_directories_share_no_library_name_with_other_content() -> None:
+    """Why their order does not matter (the in-place fix above relies on it)."""
+    seen: dict[str, str] = {}
+    for d in own_ros(with_distro=False).lib_dirs:
+        for name in sorted(os.listdir(d)):
+            path = os.path.join(d, name)
+            if not os.path.isfile(path):
+                continue
+            if name in seen:
+                assert filecmp.cmp(seen[name], path, shallow=False), (seen[name], path)
+            seen[name] = path
+    assert any(n.startswith("librcl.so") for n in seen)
