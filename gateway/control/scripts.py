@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from ..discovery.safeyaml import BoundedSafeLoader
 from ..http import safeschema
 from .childenv import scrubbed_env as scrubbed_env  # re-exported (tests, older callers)
 
@@ -23,6 +24,7 @@ from .childenv import scrubbed_env as scrubbed_env  # re-exported (tests, older 
 FORMATS = {".sh": "sh", ".bash": "bash", ".py": "python"}
 INTERPRETERS = {"sh": "sh", "bash": "bash", "python": sys.executable}
 META_SUFFIXES = (".json", ".yaml", ".yml")
+MAX_SIDECAR_BYTES = 262144
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 
 
@@ -92,7 +94,12 @@ def _meta(path: Path) -> dict[str, Any]:
         side = path.with_suffix(suffix)
         if side.is_file():
             try:
-                data = yaml.safe_load(side.read_text(encoding="utf-8")) or {}
+                if side.stat().st_size > MAX_SIDECAR_BYTES:
+                    raise ScriptError(f"{side}: script metadata is larger than "
+                                      f"{MAX_SIDECAR_BYTES} bytes")
+                # bounded loader: nesting and alias expansion capped (no YAML bombs)
+                data = yaml.load(side.read_text(encoding="utf-8"),
+                                 Loader=BoundedSafeLoader) or {}
             except (OSError, yaml.YAMLError) as exc:
                 raise ScriptError(f"{side}: cannot read script metadata: {exc}") from None
             if not isinstance(data, dict):

@@ -136,3 +136,17 @@ apps:
         load(write(tmp_path, text))
     assert "SCHEMA" in str(exc.value) and server in str(exc.value)
     assert _Counting.hits == 0
+
+
+def test_a_sidecar_yaml_bomb_is_skipped(tmp_path: Path) -> None:
+    bomb = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    for n in range(1, 9):
+        prev = chr(ord("a") + n - 1)
+        cur = chr(ord("a") + n)
+        bomb.append(f"{cur}: &{cur} [" + ", ".join([f"*{prev}"] * 10) + "]")
+    (tmp_path / "b.sh").write_text("true\n")
+    (tmp_path / "b.yaml").write_text("\n".join(bomb) + "\n")
+    (tmp_path / "ok.sh").write_text("true\n")
+    scripts, skipped = scan_managed(tmp_path)
+    assert [sc.id for sc in scripts] == ["ok"]
+    assert "b.yaml" in skipped[0] and "alias" in skipped[0]
