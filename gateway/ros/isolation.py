@@ -241,7 +241,12 @@ def isolate(argv: list[str] | None = None) -> None:
     if result.reexec:
         sys.stdout.flush()
         sys.stderr.flush()
-        os.execve(sys.executable, argv or sys.orig_argv, result.env)
+        try:
+            os.execve(sys.executable, argv or sys.orig_argv, result.env)
+        except OSError as exc:  # no exec: run as started (the shell's ROS may then be loaded)
+            print(f"diag-gateway: cannot re-exec on the gateway's own ROS ({exc}); set aside "
+                  f"nothing of {sorted(result.set_aside)}", file=sys.stderr)
+            return
     if result.inplace:
         os.environ["LD_LIBRARY_PATH"] = result.env["LD_LIBRARY_PATH"]
     elif result.changed:  # re-exec'd once already and still not clean: run, and say so
