@@ -262,11 +262,16 @@ def test_detail_uris_of_absent_features(off: Gateway, profile: str) -> None:
 
 
 def test_area_component_function_items(on: Gateway, profile: str) -> None:
-    areas = {i["id"]: xv(profile, i) for i in on.get("/areas").json()["items"]}
+    # top-level lists hold no nested entities: those come from their parents' lists
+    areas = {i["id"]: xv(profile, i) for path in ("/areas", "/areas/powertrain/subareas",
+                                                   "/areas/body/subareas")
+             for i in on.get(path).json()["items"]}
     assert areas["engine"]["parent_area_id"] == "powertrain"
     assert "parent_area_id" not in areas["powertrain"]
     assert areas["doors"]["ros2"]["namespace"] == "/body/door"
-    comps = {i["id"]: xv(profile, i) for i in on.get("/components").json()["items"]}
+    comps = {i["id"]: xv(profile, i) for path in ("/components",
+                                                   "/components/body-ecu/subcomponents")
+             for i in on.get(path).json()["items"]}
     door = comps["door-module-fl"]
     assert door["parentComponentId"] == "body-ecu" and door["area"] == "doors"
     assert door["type"] == "module"
