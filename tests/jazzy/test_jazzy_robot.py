@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from tests.conftest import free_port
@@ -171,7 +172,12 @@ def test_version_info_and_health_name_the_embedded_ros(gw: Gateway) -> None:
     assert ros2["ros_distro"] == "kilted" and ros2["rclpy_version"].startswith("9.")
     assert ros2["rmw_implementation"] == "rmw_fastrtps_cpp"
     assert ros2["dds_implementation"] == "Fast DDS" and ros2["dds_version"].startswith("3.")
-    assert gw.get("/version-info").json()["items"][0]["x-vendor"]["ros2"] == ros2
+    info = gw.get("/version-info").json()
+    assert info["items"][0]["x-vendor"]["ros2"] == ros2
+    components = gw.get("/docs").json()["components"]  # both bodies as the OpenAPI document says
+    for body, name in ((gw.get("/health").json(), "Health"), (info, "VersionInfo")):
+        jsonschema.validate(body, {"$ref": f"#/components/schemas/{name}",
+                                   "components": components})
 
 
 def test_a_script_runs_the_robots_own_ros(gw: Gateway) -> None:
