@@ -135,12 +135,15 @@ class RunBox:
 
     def signal(self, sig: int) -> list[int]:
         """Send sig to every member; the pids that got it."""
+        members = self.members()
         if sig == signal.SIGKILL and self.cgroup is not None:
-            try:
+            try:  # all at once, including any forked since members() was read
                 (self.cgroup / "cgroup.kill").write_text("1")
+                _signal_all(members, sig)  # group or session members outside the cgroup
+                return members
             except OSError:
                 pass
-        return _signal_all(self.members(), sig)
+        return _signal_all(members, sig)
 
     def kill(self) -> list[int]:
         """SIGKILL every member; the pids still alive."""
