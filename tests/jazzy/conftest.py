@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import free_port
 from tests.domains import next_domain
 from tests.harness import ROOT, Gateway
 
@@ -151,15 +150,6 @@ def jazzy_robot(jazzy_domain: int, reporter_site: Path,
                         log)
     with proc:
         yield proc
-
-
-@pytest.fixture(scope="module")
-def kilted_gateway(jazzy_domain: int, jazzy_robot: JazzyProcess,
-                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    """A Kilted gateway (the suite's own venv) in front of the Jazzy robot."""
-    log = tmp_path_factory.mktemp("gateway") / "gateway.log"
-    with Gateway(free_port(), jazzy_domain, log_path=log) as gw:
-        yield gw
 
 
 # A script (run by the gateway) that starts a node on the robot's own ROS, the Jazzy prefix.
