@@ -126,3 +126,14 @@ def test_the_own_directories_share_no_library_name_with_other_content() -> None:
                 assert filecmp.cmp(seen[name], path, shallow=False), (seen[name], path)
             seen[name] = path
     assert any(n.startswith("librcl.so") for n in seen)
+
+
+def test_deciding_imports_no_rclpy() -> None:
+    """The decision runs before any ROS library is loaded (gateway.ros's package import too)."""
+    code = ("import sys; from gateway.ros import isolation; isolation.plan(dict(), "
+            "isolation.own_ros(), isolation.looks_like_ros, 1); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('rclpy', 'rpyutils', 'rosidl_runtime_py', 'std_msgs')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120).stdout
+    assert out.strip() == "[]"
