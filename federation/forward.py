@@ -265,9 +265,13 @@ class Forwarder:
             done = await _read_head(resp, head, deadline, target.peer)
             if done:
                 body = b"".join(head)
-                if renamed and ctype.startswith("application/json"):
-                    assert target.entity is not None
-                    body = _rename_body(body, *target.entity)
+                if ctype.startswith("application/json"):
+                    if renamed:
+                        assert target.entity is not None
+                        body = _rename_body(body, *target.entity)
+                    body = _rename_apps(body, [
+                        (remote, fleet) for (peer, remote), fleet in fed.view.app_ids.items()
+                        if peer == target.peer and remote != fleet])
                 return web.Response(status=resp.status, body=body, headers=out_headers)
         out = web.StreamResponse(status=resp.status, headers=out_headers)
         if length is not None:
@@ -369,6 +373,19 @@ def _rename_body(body: bytes, kind: str, remote_id: str, fleet_id: str) -> bytes
     for key in keys:
         body = body.replace(b'"' + key + b'":"' + remote_id.encode() + b'"',
                             b'"' + key + b'":"' + fleet_id.encode() + b'"')
+    return body
+
+
+def _rename_apps(body: bytes, renames: list[tuple[str, str]]) -> bytes:
+    """The peer's apps that carry another id in the fleet, by their fleet ids wherever a body
+    names them (`app_id` values and app hrefs, e.g. the records of a lifecycle answer)."""
+    for remote_id, fleet_id in renames:
+        old = f"{API_PREFIX}/apps/{remote_id}".encode()
+        new = f"{API_PREFIX}/apps/{fleet_id}".encode()
+        for end in (b"/", b'"', b"?"):
+            body = body.replace(old + end, new + end)
+        body = body.replace(b'"app_id":"' + remote_id.encode() + b'"',
+                            b'"app_id":"' + fleet_id.encode() + b'"')
     return body
 
 

@@ -17,9 +17,9 @@ from tests.harness import Gateway
 
 pytestmark = pytest.mark.integration
 
-ROBOT_NODES = ("temp_sensor", "lidar_sensor", "managed_lifecycle")
-# The primary declares an app `lifecycle` of its own (never running), so the robot's app of
-# that id is `robot2__lifecycle` in the fleet.
+ROBOT_NODES = ("temp_sensor", "lidar_sensor", "managed_lifecycle", "lifecycle_worker")
+# The primary declares apps `lifecycle` and `worker` of its own (never running), so the
+# robot's apps of those ids are `robot2__lifecycle` and `robot2__worker` in the fleet.
 PRIMARY = """\
 manifest_version: "1.0"
 config: {unmanifested_nodes: ignore}
@@ -32,6 +32,9 @@ apps:
   - id: lifecycle
     is_located_on: main-computer
     ros_binding: {node_name: not_running}
+  - id: worker
+    is_located_on: main-computer
+    ros_binding: {node_name: not_running_either}
 functions:
   - id: sensing
     hosted_by: [engine-temp]
@@ -41,10 +44,14 @@ manifest_version: "1.0"
 config: {unmanifested_nodes: ignore}
 components:
   - id: main-computer
+  - id: robot-box
 apps:
   - id: lifecycle
     is_located_on: main-computer
     ros_binding: {node_name: managed_lifecycle}
+  - id: worker
+    is_located_on: robot-box
+    ros_binding: {node_name: lifecycle_worker}
   - id: front-lidar
     is_located_on: main-computer
     ros_binding: {node_name: lidar_sensor}
@@ -83,7 +90,8 @@ def pair(robot: Robot, domain: int, tmp_path_factory: pytest.TempPathFactory
             "aggregation.refresh_interval_ms=200"])
         primary.wait_for("/apps", lambda b: {i["id"]: i["x-vendor"]["is_online"]
                                              for i in b["items"]} == {
-            "engine-temp": True, "lifecycle": False, FLEET_ID: True, "front-lidar": True},
+            "engine-temp": True, "lifecycle": False, FLEET_ID: True, "front-lidar": True,
+            "worker": False, "robot2__worker": True},
             timeout=40)
         yield Pair(primary, peer)
     finally:
@@ -104,7 +112,7 @@ def test_shared_component_status_counts_the_robots_apps(pair: Pair) -> None:
     body = pair.primary.get("/components/main-computer/status").json()
     assert body["status"] == "ready"
     assert body["x-vendor"]["apps_online"] == 3  # engine-temp, robot2__lifecycle, front-lidar
-    assert body["x-vendor"]["offline_apps"] == ["lifecycle"]
+    assert body["x-vendor"]["offline_apps"] == ["lifecycle", "worker"]
 
 
 def test_restart_of_a_shared_component_reaches_the_robots_apps(pair: Pair) -> None:
@@ -117,7 +125,7 @@ def test_restart_of_a_shared_component_reaches_the_robots_apps(pair: Pair) -> No
     assert records[FLEET_ID]["gateway"] == "robot2"
     assert records[FLEET_ID]["steps"][-2:] == ["configure", "activate"]
     skipped = body["x-vendor"]["skipped"]
-    assert "engine-temp: plain node" in skipped and "lifecycle: offline" in skipped
+    assert {"engine-temp: plain node", "lifecycle: offline", "worker: offline"} <= set(skipped)
     assert "robot2__front-lidar: plain node" not in skipped  # the robot names its own
     assert any(s.startswith("front-lidar: plain node") for s in skipped)
     assert settled(pair.robot, "lifecycle")["x-vendor"]["lifecycle"]["transition"][
@@ -134,6 +142,16 @@ def test_lifecycle_answers_of_a_robot_app_carry_fleet_ids(pair: Pair) -> None:
     status = settled(pair.primary, FLEET_ID)
     assert status["id"] == FLEET_ID
     assert status["x-vendor"]["lifecycle"]["transition"]["app_id"] == FLEET_ID
+
+
+def test_lifecycle_of_a_robot_component_names_apps_by_fleet_id(pair: Pair) -> None:
+    resp = pair.primary.request("PUT", "/components/robot-box/status/start")  # forwarded
+    assert resp.status == 202, resp
+    body = resp.json()
+    assert body["id"] == "robot-box"
+    assert [r["app_id"] for r in body["apps"]] == ["robot2__worker"]
+    hosts = pair.primary.get("/components/robot-box/hosts").json()
+    assert [i["id"] for i in hosts["items"]] == ["robot2__worker"]
 
 
 def test_function_graph_of_robot_apps_on_the_primary(pair: Pair) -> None:
