@@ -333,6 +333,8 @@ def test_a_restarted_gateway_ends_the_runs_of_a_killed_one(secure: Gateway, doma
     assert all(alive(c) for c in children)  # nothing ended them: the gateway died at once
     secure.start()
     until(lambda: not any(alive(c) for c in children), 10)
+    secure.wait_for("/apps", lambda b: "calibration" in {i["id"] for i in b["items"]},
+                    timeout=30)
     secure.token = token(secure)  # type: ignore[attr-defined]
     # ids are never reused: the new process's runs have ids the old ones never had
     assert call(secure, "GET", paths[0]).status == 404
