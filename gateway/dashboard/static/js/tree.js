@@ -41,9 +41,25 @@ export function loadTree(el, filter) {
   });
 }
 
+// The top-level lists hold no subareas or subcomponents: walk them level by level.
+async function withNested(list, type, sub) {
+  const all = [...list];
+  let level = list;
+  while (level.length) {
+    const found = (await Promise.all(level.map((e) =>
+      children(`/${type}/${encodeURIComponent(e.id)}/${sub}`)))).flat().filter(Boolean);
+    level = found.filter((k, i) => !all.some((x) => x.id === k.id) &&
+      found.findIndex((x) => x.id === k.id) === i);
+    all.push(...level);
+  }
+  return all;
+}
+
 async function fetchTree() {
-  const [areas, components, apps, functions] = await Promise.all(
+  const [top, topComponents, apps, functions] = await Promise.all(
     ['/areas', '/components', '/apps', '/functions'].map((p) => get(p).then((b) => b.items || [])));
+  const [areas, components] = await Promise.all([withNested(top, 'areas', 'subareas'),
+    withNested(topComponents, 'components', 'subcomponents')]);
   const kids = async (list, sub) => Object.fromEntries(await Promise.all(list.map(async (e) =>
     [e.id, ((await children(`/${sub[0]}/${encodeURIComponent(e.id)}/${sub[1]}`)) || []).map((x) => x.id)])));
   const [hosts, areaComps, fnHosts, subAreas, subComps] = await Promise.all([
