@@ -21,6 +21,7 @@ from ..http.jsonutil import dumps, json_response
 from ..http.routes import Registry
 from ..model.entities import Entity
 from ..model.ids import split_qualified
+from ..ros.described import DescribedTypes
 from ..ros.graph import INFRA_TOPICS, is_hidden_topic
 from ..ros.interface_paths import SETTING as INTERFACE_PATHS
 from ..ros.message import UnknownTypeError, default_value, import_type, type_schema
@@ -208,8 +209,7 @@ async def read_data(request: web.Request) -> web.Response:
             sample, entry = await state.pool.latest(
                 ref.topic, ref.type, state.settings["topic_sample_timeout_sec"])
         except UnknownTypeError as exc:
-            raise type_unavailable(ref.type, f"Cannot read {ref.topic}", exc,
-                                   topic=ref.topic) from None
+            return await _read_described(state, entity, ref, exc)
     info = state.cache.graph.topics.get(ref.topic)
     xv = state.wire.data.read_vendor(entity.id, ref.topic, ref.type, info,
                                      type_info_json(ref.type))
@@ -231,6 +231,47 @@ async def read_data(request: web.Request) -> web.Response:
     entry.bodies[view] = (sample.seq, body)
     hot.offer(state.extras, request, _hot_read(state, entity, ref.topic, ref.type, view))
     return web.Response(body=body, content_type="application/json")
+
+
+async def _read_described(state: GatewayState, entity: Entity, ref: TopicRef,
+                          exc: Exception) -> web.Response:
+    """A read of a type the gateway lacks, from the description a node serves (REP-2011);
+    503 while it is fetched, 501 when no node describes it."""
+    described = described_types(state)
+    timeout = state.settings["topic_sample_timeout_sec"]
+    if described.state(ref.type)[0] == "unknown":
+        described.start_fetch(ref.type, ref.topic)
+    if described.state(ref.type)[0] == "fetching":
+        await described.wait(ref.type, timeout)
+    status, reason = described.state(ref.type)
+    if status == "fetching":
+        raise vendor_error(503, "x-vendor-ros2-type-description-pending",
+                           f"Fetching the description of {ref.type} from a node on "
+                           f"{ref.topic}; retry shortly", type=ref.type, topic=ref.topic,
+                           setting=INTERFACE_PATHS)
+    if status != "ready":
+        raise type_unavailable(ref.type, f"Cannot read {ref.topic}",
+                               RuntimeError(f"{exc}; no type description: {reason}"),
+                               topic=ref.topic)
+    js, received_ns = await described.latest(ref.topic, ref.type, timeout)
+    xv = state.wire.data.read_vendor(entity.id, ref.topic, ref.type,
+                                     state.cache.graph.topics.get(ref.topic), None)
+    xv["type_source"] = "type_description"
+    if js is None:
+        xv["status"] = "metadata_only"
+        return json_response({"id": ref.topic, "data": {}, state.xv: xv})
+    xv["timestamp"], xv["status"] = received_ns, "data"
+    return web.Response(body=dumps({"id": ref.topic, "data": orjson.Fragment(js), state.xv: xv}),
+                        content_type="application/json")
+
+
+def described_types(state: GatewayState) -> DescribedTypes:
+    """The gateway's reader of types from node descriptions (made on first use)."""
+    described = state.extras.get("described_types")
+    if described is None:
+        described = state.extras["described_types"] = DescribedTypes(state.bridge)
+        state.bridge.closers.append(described.close)
+    return described  # type: ignore[no-any-return]
 
 
 def _hot_read(state: GatewayState, entity: Entity, topic: str, type_name: str,

@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 _RELIABLE, _TRANSIENT_LOCAL, _KEEP_LAST = 1, 1, 1
+_BEST_EFFORT, _VOLATILE = 2, 2
 _RMW_RET_OK = 0
 
 
@@ -103,6 +104,14 @@ def _libs() -> dict[str, Any]:
     return _lib
 
 
+def message_type_support(msg_cls: Any) -> int:
+    """Address of an rclpy message class's C typesupport (rosidl_message_type_support_t)."""
+    _libs()
+    if getattr(type(msg_cls), "_TYPE_SUPPORT", None) is None:
+        type(msg_cls).__import_type_support__()
+    return int(ctypes.pythonapi.PyCapsule_GetPointer(type(msg_cls)._TYPE_SUPPORT, None))
+
+
 class RawTopicReader:
     """A reliable, transient-local reader of one DDS topic on an rclpy node's participant.
 
@@ -110,17 +119,19 @@ class RawTopicReader:
     re-learn what an older reader missed). Not thread-safe: one owner calls take() and close().
     """
 
-    def __init__(self, node: Any, msg_cls: Any, dds_topic: str, depth: int = 100) -> None:
+    def __init__(self, node: Any, msg_cls: Any, dds_topic: str, depth: int = 100,
+                 reliable: bool = True, transient_local: bool = True,
+                 type_support: int | None = None) -> None:
         libs = _libs()
-        if getattr(type(msg_cls), "_TYPE_SUPPORT", None) is None:
-            type(msg_cls).__import_type_support__()
-        ts = ctypes.pythonapi.PyCapsule_GetPointer(type(msg_cls)._TYPE_SUPPORT, None)
+        ts = type_support if type_support is not None else message_type_support(msg_cls)
         self._node = node  # keeps the rclpy node (and its rmw node) alive
         self._rmw_node = libs["rcl"].rcl_node_get_rmw_handle(node.handle.pointer)
         if not self._rmw_node:
             raise RuntimeError("the node has no rmw handle")
-        qos = _Qos(history=_KEEP_LAST, depth=depth, reliability=_RELIABLE,
-                   durability=_TRANSIENT_LOCAL, avoid_ros_namespace_conventions=True)
+        qos = _Qos(history=_KEEP_LAST, depth=depth,
+                   reliability=_RELIABLE if reliable else _BEST_EFFORT,
+                   durability=_TRANSIENT_LOCAL if transient_local else _VOLATILE,
+                   avoid_ros_namespace_conventions=True)
         options = libs["rmw_base"].rmw_get_default_subscription_options()
         self._sub = libs["rmw"].rmw_create_subscription(
             self._rmw_node, ts, dds_topic.encode(), ctypes.byref(qos), ctypes.byref(options))

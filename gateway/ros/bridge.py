@@ -73,6 +73,7 @@ class RosBridge:
         # Our own reading of ros_discovery_info: graph polls through this node name the nodes
         # the rmw cannot (Humble participants, participants back from a lost lease).
         self.discovery_info: DiscoveryInfo | None = attach_discovery_info(self.node)
+        self.closers: list[Callable[[], None]] = []
         # One thread: every callback only hands data to asyncio, and a thread pool costs a
         # task hand-off per callback (measured slower for service calls and data reads).
         self.executor = SingleThreadedExecutor(context=self.context)
@@ -250,6 +251,11 @@ class RosBridge:
                 thread.join(timeout=3.0)
         if self.discovery_info is not None:
             self.discovery_info.close()
+        for closer in self.closers:  # DDS entities made outside rclpy, before their node goes
+            try:
+                closer()
+            except Exception:
+                log.debug("closer", exc_info=True)
         for node in {self.call_node, self.node}:
             try:
                 node.destroy_node()

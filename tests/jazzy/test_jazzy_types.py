@@ -31,10 +31,17 @@ pytestmark = [
 
 NODE = r"""
 import sys, rclpy
-from nav_msgs.msg import Odometry
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
+from nav_msgs.msg import Odometry, Path
 from nav_msgs.srv import GetMap
 rclpy.init()
 node = rclpy.create_node("jazzy_nav")
+# a node that serves no type descriptions, publishing a type no other node describes
+quiet = rclpy.create_node("jazzy_quiet", parameter_overrides=[
+    Parameter("start_type_description_service", value=False)])
+path_pub = quiet.create_publisher(Path, "/plan", 10)
+quiet.create_timer(0.5, lambda: path_pub.publish(Path()))
 pub = node.create_publisher(Odometry, "/odom", 10)
 
 def tick():
@@ -59,8 +66,11 @@ def get_map(request, response):
 node.create_timer(0.2, tick)
 node.create_subscription(Odometry, "/odom_cmd", on_cmd, 10)
 node.create_service(GetMap, "/get_map", get_map)
+executor = SingleThreadedExecutor()
+executor.add_node(node)
+executor.add_node(quiet)
 print("READY", flush=True)
-rclpy.spin(node)
+executor.spin()
 """
 
 
@@ -192,19 +202,50 @@ def test_call_through_interface_paths(gw_paths: Gateway) -> None:
     assert grid["header"]["frame_id"] == "map"
 
 
+def test_read_without_configuration_from_the_type_description(gw_plain: Gateway) -> None:
+    _app_ready(gw_plain)
+    body = gw_plain.wait_for(f"/apps/jazzy_nav/data/{enc('/odom')}",
+                             lambda b: b["x-vendor"]["status"] == "data", timeout=30)
+    assert body["x-vendor"]["type_source"] == "type_description"
+    assert body["x-vendor"]["ros2"]["type"] == "nav_msgs/msg/Odometry"
+    assert body["data"]["pose"]["pose"]["position"]["x"] == 1.25
+    assert body["data"]["twist"]["twist"]["angular"]["z"] == -0.5
+    assert body["data"]["child_frame_id"] == "base_link"
+
+
+def test_a_type_nobody_describes_answers_503_then_501(gw_plain: Gateway) -> None:
+    gw_plain.wait_for("/apps/jazzy_quiet/data",
+                      lambda b: any(i["id"] == "/plan" for i in b["items"]), timeout=60)
+    path = f"/apps/jazzy_quiet/data/{enc('/plan')}"
+    seen = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        resp = gw_plain.get(path)
+        seen.append(resp.status)
+        if resp.status != 503:
+            break
+        body = assert_error(resp, 503, "vendor-error")
+        assert "nav_msgs/msg/Path" in body["message"]
+        time.sleep(0.2)
+    body = assert_error(resp, 501, "vendor-error")
+    assert body["vendor_code"] == "x-vendor-ros2-topic-type-unavailable"
+    assert "nav_msgs/msg/Path" in body["message"] and "ros.interface_paths" in body["message"]
+    assert body["parameters"]["setting"] == "ros.interface_paths"
+    assert set(seen) <= {501, 503}, seen
+
+
 def test_unknown_type_answers_501_naming_the_setting(gw_plain: Gateway) -> None:
     _app_ready(gw_plain)
     items = {i["id"]: i for i in gw_plain.get("/apps/jazzy_nav/data").json()["items"]}
     vendor = items["/odom"]["x-vendor"]
     assert vendor["type_available"] is False and vendor["type_setting"] == "ros.interface_paths"
-    for resp in (gw_plain.get(f"/apps/jazzy_nav/data/{enc('/odom')}"),
-                 gw_plain.request("PUT", f"/apps/jazzy_nav/data/{enc('/odom_cmd')}",
-                                  {"child_frame_id": "x"})):
-        body = assert_error(resp, 501, "vendor-error")
-        assert body["vendor_code"] == "x-vendor-ros2-topic-type-unavailable"
-        assert "nav_msgs/msg/Odometry" in body["message"]
-        assert "ros.interface_paths" in body["message"]
-        assert body["parameters"]["setting"] == "ros.interface_paths"
+    resp = gw_plain.request("PUT", f"/apps/jazzy_nav/data/{enc('/odom_cmd')}",
+                            {"child_frame_id": "x"})
+    body = assert_error(resp, 501, "vendor-error")
+    assert body["vendor_code"] == "x-vendor-ros2-topic-type-unavailable"
+    assert "nav_msgs/msg/Odometry" in body["message"]
+    assert "ros.interface_paths" in body["message"]
+    assert body["parameters"]["setting"] == "ros.interface_paths"
     ops = gw_plain.get("/apps/jazzy_nav/operations").json()["items"]
     op_id = next(i["id"] for i in ops if "get_map" in i["id"])
     body = assert_error(gw_plain.request(
