@@ -16,6 +16,7 @@ from .auth import enforce
 from .auth import routes as auth_routes
 from .config import Settings
 from .http import cors, ratelimit, resolve_cache
+from .http.jsonutil import JSON_BODY_LIMIT, json_body_limit
 from .http.middleware import make_middleware
 from .http.routes import Registry
 from .state import STATE, GatewayState
@@ -42,6 +43,7 @@ def build_registry(vendor: str, built: set[str], plugins: Any = None) -> Registr
         logs,
         manifest,
         operations,
+        page_stream,
         scripts,
         server,
         status,
@@ -75,6 +77,7 @@ def build_registry(vendor: str, built: set[str], plugins: Any = None) -> Registr
     for module in (subscriptions, triggers, fault_triggers):  # push delivery (gateway/push)
         module.register(reg)
     built.update({"cyclic-subscriptions", "triggers", "fault-triggers"})
+    page_stream.register(reg)  # the dashboard's one stream per page (docs/dashboard.md)
     unbuilt.register(reg, built)  # 501 rows for every feature not built
     server.register_docs(reg)
     if plugins is not None:
@@ -101,6 +104,7 @@ def make_app(settings: Settings) -> web.Application:
             state.features.discard(feature)
     app = web.Application(client_max_size=16 * 1024 * 1024)
     app[STATE] = state
+    app[JSON_BODY_LIMIT] = json_body_limit(settings)
     state.route_table = state.registry.install(app)
     resolve_cache.install(app)  # hot paths resolve by one lookup (docs/architecture.md)
     state.docs_route = next(r for r in state.registry if r.path == "/{entity_path}/docs")

@@ -14,6 +14,8 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..settings_table import SETTINGS
+
 # Environment names that look like credentials; never handed to a child.
 SECRET_NAME = re.compile(r"(SECRET|TOKEN|PASSW|PASSWD|CREDENTIAL|PRIVATE|API_?KEY|AUTH)",
                          re.IGNORECASE)
@@ -21,6 +23,7 @@ SECRET_NAME = re.compile(r"(SECRET|TOKEN|PASSW|PASSWD|CREDENTIAL|PRIVATE|API_?KE
 # half the environment for a 3-letter password).
 MIN_SUBSTRING_LEN = 8
 
+_BY_KEY = {s.key: s for s in SETTINGS}
 _lock = threading.Lock()
 _secrets: set[str] = set()
 
@@ -39,11 +42,9 @@ def registered_secrets() -> frozenset[str]:
 
 def secret_values(settings: Any) -> list[str]:
     """Values of the secret settings: each value, and each ':'-part of 8+ characters."""
-    from ..config import BY_KEY
-
     out: list[str] = []
     for key, value in settings.as_dict(redact=False).items():
-        setting = BY_KEY.get(key)
+        setting = _BY_KEY.get(key)
         if not (setting is not None and setting.secret):
             continue
         for text in (str(v) for v in (value if isinstance(value, (list, tuple)) else [value])):

@@ -11,7 +11,8 @@ from typing import Any
 from ..ros import portcensus
 from ..ros.bridge import RosBridge
 from ..ros.census import Census, take_census
-from ..ros.graph import GraphSnapshot, take_snapshot
+from ..ros.graph import GraphSnapshot
+from ..ros.graph_query import take_snapshot
 from ..ros.topics import SamplePool
 from .cache import EntityCache
 from .readiness import Readiness

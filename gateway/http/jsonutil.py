@@ -51,16 +51,13 @@ async def read_json_body(request: web.Request) -> Any:
 
 
 DEFAULT_MAX_JSON_BODY = 1 << 20
+# The app's JSON body limit (make_app sets it from server.max_json_body_bytes).
+JSON_BODY_LIMIT: web.AppKey[int] = web.AppKey("json_body_limit", int)
 
 
 def max_json_body(request: web.Request) -> int:
     """The JSON body limit in bytes (setting server.max_json_body_bytes)."""
-    from ..state import STATE
-
-    state = request.app.get(STATE)
-    if state is None:
-        return DEFAULT_MAX_JSON_BODY
-    return json_body_limit(state.settings)
+    return request.app.get(JSON_BODY_LIMIT, DEFAULT_MAX_JSON_BODY)
 
 
 def json_body_limit(settings: Any) -> int:
