@@ -24,10 +24,22 @@ from ..model.ids import split_qualified
 from ..ros.described import DescribedTypes
 from ..ros.graph import INFRA_TOPICS, is_hidden_topic
 from ..ros.interface_paths import SETTING as INTERFACE_PATHS
-from ..ros.message import UnknownTypeError, default_value, import_type, type_schema
+from ..ros.message import (
+    MessageFieldError,
+    UnknownTypeError,
+    default_value,
+    import_type,
+    type_schema,
+)
 from ..ros.samples import sample_to_json
 from ..state import GatewayState, state_of
-from ..wire.bodies import build_message, check_type_override, data_message, read_object
+from ..wire.bodies import (
+    build_message,
+    check_type_override,
+    data_message,
+    read_object,
+    validation_error,
+)
 from .common import list_collection, resolve_entity
 
 # Samples above this size are converted off the event loop.
@@ -239,20 +251,7 @@ async def _read_described(state: GatewayState, entity: Entity, ref: TopicRef,
     503 while it is fetched, 501 when no node describes it."""
     described = described_types(state)
     timeout = state.settings["topic_sample_timeout_sec"]
-    if described.state(ref.type)[0] == "unknown":
-        described.start_fetch(ref.type, ref.topic)
-    if described.state(ref.type)[0] == "fetching":
-        await described.wait(ref.type, timeout)
-    status, reason = described.state(ref.type)
-    if status == "fetching":
-        raise vendor_error(503, "x-vendor-ros2-type-description-pending",
-                           f"Fetching the description of {ref.type} from a node on "
-                           f"{ref.topic}; retry shortly", type=ref.type, topic=ref.topic,
-                           setting=INTERFACE_PATHS)
-    if status != "ready":
-        raise type_unavailable(ref.type, f"Cannot read {ref.topic}",
-                               RuntimeError(f"{exc}; no type description: {reason}"),
-                               topic=ref.topic)
+    await _described_ready(described, ref, f"Cannot read {ref.topic}", exc, timeout)
     js, received_ns = await described.latest(ref.topic, ref.type, timeout)
     xv = state.wire.data.read_vendor(entity.id, ref.topic, ref.type,
                                      state.cache.graph.topics.get(ref.topic), None)
@@ -263,6 +262,41 @@ async def _read_described(state: GatewayState, entity: Entity, ref: TopicRef,
     xv["timestamp"], xv["status"] = received_ns, "data"
     return web.Response(body=dumps({"id": ref.topic, "data": orjson.Fragment(js), state.xv: xv}),
                         content_type="application/json")
+
+
+async def _described_ready(described: DescribedTypes, ref: TopicRef, what: str,
+                           exc: Exception, timeout: float) -> None:
+    """Return once the type's description is at hand; 503 while it is fetched, else 501."""
+    status, reason = await described.ensure(ref.type, ref.topic, timeout)
+    if status == "fetching":
+        raise vendor_error(503, "x-vendor-ros2-type-description-pending",
+                           f"Fetching the description of {ref.type} from a node on "
+                           f"{ref.topic}; retry shortly", type=ref.type, topic=ref.topic,
+                           setting=INTERFACE_PATHS)
+    if status != "ready":
+        raise type_unavailable(ref.type, what,
+                               RuntimeError(f"{exc}; no type description: {reason}"),
+                               topic=ref.topic)
+
+
+async def _write_described(state: GatewayState, entity: Entity, ref: TopicRef,
+                           fields: Any, declared: str | None, exc: Exception) -> web.Response:
+    """A write of a type the gateway lacks, encoded from the description a node serves."""
+    described = described_types(state)
+    await _described_ready(described, ref, f"Cannot publish on {ref.topic}", exc,
+                           state.settings["topic_sample_timeout_sec"])
+    try:
+        matched = await described.publish(ref.topic, ref.type, fields)
+    except MessageFieldError as bad:
+        prefix = "data" if declared else ""
+        path = f"{prefix}.{bad.field}" if prefix and bad.field else prefix or bad.field
+        raise validation_error([(path, bad.reason)],
+                               f"Request body validation failed: {bad}", topic=ref.topic,
+                               field=bad.field, reason=bad.reason) from None
+    xv = {"entity_id": entity.id, "ros2": {"topic": ref.topic, "type": ref.type},
+          "timestamp": time.time_ns(), "status": "published", "subscribers_matched": matched,
+          "type_source": "type_description"}
+    return json_response({"id": ref.topic, "data": fields, state.xv: xv})
 
 
 def described_types(state: GatewayState) -> DescribedTypes:
@@ -322,8 +356,7 @@ async def write_data(request: web.Request) -> web.Response:
     try:
         cls = import_type(ref.type)
     except UnknownTypeError as exc:
-        raise type_unavailable(ref.type, f"Cannot publish on {ref.topic}", exc,
-                               topic=ref.topic) from None
+        return await _write_described(state, entity, ref, fields, declared, exc)
     msg = build_message(cls, fields, "data" if declared else "", topic=ref.topic)
     matched = await state.pool.publish(ref.topic, ref.type, msg)
     xv = {"entity_id": entity.id, "ros2": {"topic": ref.topic, "type": ref.type},

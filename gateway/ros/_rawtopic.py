@@ -170,3 +170,80 @@ class RawTopicReader:
                 libs["rmw"].rmw_destroy_subscription(self._rmw_node, self._sub)
                 libs["rcutils"].rcutils_uint8_array_fini(ctypes.byref(self._buf))
                 self._sub = None
+
+
+class _PubOptions(ctypes.Structure):
+    """rmw_publisher_options_t (rmw/types.h)."""
+
+    _fields_ = [("rmw_specific_publisher_payload", ctypes.c_void_p),
+                ("require_unique_network_flow_endpoints", ctypes.c_int)]
+
+
+def _writer_api() -> Any:
+    rmw = _libs()["rmw"]
+    if not getattr(rmw, "_diag_writer_api", False):
+        rmw.rmw_create_publisher.restype = ctypes.c_void_p
+        rmw.rmw_create_publisher.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p,
+                                             ctypes.POINTER(_Qos), ctypes.POINTER(_PubOptions)]
+        rmw.rmw_publish_serialized_message.restype = ctypes.c_int
+        rmw.rmw_publish_serialized_message.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Bytes),
+                                                       ctypes.c_void_p]
+        rmw.rmw_destroy_publisher.restype = ctypes.c_int
+        rmw.rmw_destroy_publisher.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        rmw.rmw_publisher_count_matched_subscriptions.restype = ctypes.c_int
+        rmw.rmw_publisher_count_matched_subscriptions.argtypes = [
+            ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]
+        rmw._diag_writer_api = True
+    return rmw
+
+
+class RawTopicWriter:
+    """A writer of one DDS topic publishing serialized CDR as given (same typesupport rules as
+    RawTopicReader)."""
+
+    def __init__(self, node: Any, msg_cls: Any, dds_topic: str, depth: int = 1,
+                 reliable: bool = True, transient_local: bool = True,
+                 type_support: int | None = None) -> None:
+        rmw = _writer_api()
+        ts = type_support if type_support is not None else message_type_support(msg_cls)
+        self._node = node
+        self._rmw_node = _libs()["rcl"].rcl_node_get_rmw_handle(node.handle.pointer)
+        qos = _Qos(history=_KEEP_LAST, depth=depth,
+                   reliability=_RELIABLE if reliable else _BEST_EFFORT,
+                   durability=_TRANSIENT_LOCAL if transient_local else _VOLATILE,
+                   avoid_ros_namespace_conventions=True)
+        self._pub = rmw.rmw_create_publisher(self._rmw_node, ts, dds_topic.encode(),
+                                             ctypes.byref(qos), ctypes.byref(_PubOptions()))
+        if not self._pub:
+            raise RuntimeError(f"cannot create a writer of DDS topic {dds_topic!r}")
+        self._lock = threading.Lock()
+
+    def publish(self, cdr: bytes) -> None:
+        """Publish one serialized sample (with its CDR header)."""
+        data = (ctypes.c_uint8 * len(cdr)).from_buffer_copy(cdr)
+        msg = _Bytes(buffer=ctypes.cast(data, ctypes.POINTER(ctypes.c_uint8)),
+                     buffer_length=len(cdr), buffer_capacity=len(cdr))
+        with self._lock:
+            if not self._pub:
+                raise RuntimeError("the writer is closed")
+            ret = _writer_api().rmw_publish_serialized_message(self._pub, ctypes.byref(msg),
+                                                               None)
+        if ret != _RMW_RET_OK:
+            raise RuntimeError(f"rmw_publish_serialized_message returned {ret}")
+
+    def matched(self) -> int:
+        """Subscriptions matched with this writer."""
+        count = ctypes.c_size_t(0)
+        with self._lock:
+            if not self._pub:
+                return 0
+            _writer_api().rmw_publisher_count_matched_subscriptions(self._pub,
+                                                                    ctypes.byref(count))
+        return int(count.value)
+
+    def close(self) -> None:
+        """Destroy the writer (idempotent)."""
+        with self._lock:
+            if self._pub:
+                _writer_api().rmw_destroy_publisher(self._rmw_node, self._pub)
+                self._pub = None

@@ -20,7 +20,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from ._rawtopic import RawTopicReader, _libs, message_type_support
+from ._rawtopic import RawTopicReader, RawTopicWriter, _libs, message_type_support
+from .described_encode import Encoder
+from .topics import BEST_EFFORT_SETTLE_S, PUBLISH_MATCH_POLL_S, PUBLISH_MATCH_WAIT_S
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +105,7 @@ class Description:
     node: str
     definition: str
     converter: Any
+    encoder: Encoder | None = None
 
 
 def definition_text(type_name: str, sources: list[tuple[str, str, str]]) -> str:
@@ -137,6 +140,7 @@ class DescribedTypes:
         self._failed: dict[str, tuple[float, str]] = {}
         self._fetching: dict[str, asyncio.Task[None]] = {}
         self._readers: OrderedDict[str, _Reader] = OrderedDict()
+        self._writers: dict[str, tuple[str, RawTopicWriter, float]] = {}
         self._lock = threading.Lock()
 
     def state(self, type_name: str) -> tuple[str, str]:
@@ -156,6 +160,14 @@ class DescribedTypes:
             return
         task = asyncio.get_running_loop().create_task(self._fetch(type_name, topic))
         self._fetching[type_name] = task
+
+    async def ensure(self, type_name: str, topic: str, timeout: float) -> tuple[str, str]:
+        """Fetch the description if needed, waiting up to `timeout`; state() after."""
+        if self.state(type_name)[0] == "unknown":
+            self.start_fetch(type_name, topic)
+        if self.state(type_name)[0] == "fetching":
+            await self.wait(type_name, timeout)
+        return self.state(type_name)
 
     async def wait(self, type_name: str, timeout: float) -> None:
         """Wait up to `timeout` for a running fetch of the type to end."""
@@ -262,11 +274,50 @@ class DescribedTypes:
             gone.reader.close()
         return entry
 
+    async def publish(self, topic: str, type_name: str, fields: Any) -> int:
+        """Encode `fields` (MessageFieldError when they do not fit) and publish them; the
+        subscriptions (other than the gateway's own) the writer has matched."""
+        desc = self._descriptions[type_name]
+        if desc.encoder is None:
+            desc.encoder = Encoder(type_name, desc.definition)
+        cdr = desc.encoder.encode(fields)
+        node = self.bridge.node
+        current = self._writers.get(topic)
+        if current is None or current[0] != type_name:
+            key = (desc.type_name, desc.type_hash)
+
+            def make() -> RawTopicWriter:
+                ts = _BORROWED.get(key)
+                if ts is None:
+                    ts = _BORROWED[key] = BorrowedTypeSupport(desc.type_name, desc.type_hash)
+                return RawTopicWriter(node, None, "rt" + topic, depth=10,
+                                      transient_local=False, type_support=ts.address)
+
+            writer = await self.bridge.run(make, what=f"writing {topic} by its description")
+            if current is not None:
+                current[1].close()
+            self._writers[topic] = current = (type_name, writer, time.monotonic())
+        _, writer, born = current
+        deadline = born + PUBLISH_MATCH_WAIT_S
+        if time.monotonic() < deadline:
+            subs = await self.bridge.run(node.get_subscriptions_info_by_topic, topic)
+            while writer.matched() < len(subs) and time.monotonic() < deadline:
+                await asyncio.sleep(PUBLISH_MATCH_POLL_S)
+            if any(i.qos_profile.reliability == 2 for i in subs):  # best effort
+                await asyncio.sleep(max(0.0, min(BEST_EFFORT_SETTLE_S,
+                                                 deadline - time.monotonic())))
+        await self.bridge.run(writer.publish, cdr, what=f"writing {topic}")
+        own = 1 if topic in self._readers else 0
+        return max(writer.matched() - own, 0)
+
     def close(self) -> None:
-        """Destroy every reader."""
+        """Destroy every reader and writer."""
         with self._lock:
             readers, self._readers = list(self._readers.values()), OrderedDict()
+            writers, self._writers = list(self._writers.values()), {}
         for entry in readers:
             entry.reader.close()
+        for _, writer, _ in writers:
+            writer.close()
         for task in self._fetching.values():
             task.cancel()

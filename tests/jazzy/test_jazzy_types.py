@@ -234,18 +234,31 @@ def test_a_type_nobody_describes_answers_503_then_501(gw_plain: Gateway) -> None
     assert set(seen) <= {501, 503}, seen
 
 
+def test_write_without_configuration_from_the_type_description(gw_plain: Gateway,
+                                                                jazzy: JazzyNode) -> None:
+    _app_ready(gw_plain)
+    path = f"/apps/jazzy_nav/data/{enc('/odom_cmd')}"
+    body = {"type": "nav_msgs/msg/Odometry",
+            "data": {"child_frame_id": "desc", "pose": {"pose": {"position": {"x": 3.5}}}}}
+    resp = gw_plain.request("PUT", path, body)
+    deadline = time.monotonic() + 30
+    while resp.status == 503 and time.monotonic() < deadline:  # description being fetched
+        time.sleep(0.2)
+        resp = gw_plain.request("PUT", path, body)
+    assert resp.status == 200, resp
+    vendor = resp.json()["x-vendor"]
+    assert vendor["type_source"] == "type_description" and vendor["subscribers_matched"] == 1
+    wait_until(lambda: "CMD desc 3.5" in jazzy.commands(), 20, "the Jazzy node's CMD line")
+    bad = gw_plain.request("PUT", path, {"pose": {"pose": {"position": {"x": "far"}}}})
+    err = assert_error(bad, 400, "invalid-request")
+    assert err["parameters"]["fields"][0]["field"] == "pose.pose.position.x"
+
+
 def test_unknown_type_answers_501_naming_the_setting(gw_plain: Gateway) -> None:
     _app_ready(gw_plain)
     items = {i["id"]: i for i in gw_plain.get("/apps/jazzy_nav/data").json()["items"]}
     vendor = items["/odom"]["x-vendor"]
     assert vendor["type_available"] is False and vendor["type_setting"] == "ros.interface_paths"
-    resp = gw_plain.request("PUT", f"/apps/jazzy_nav/data/{enc('/odom_cmd')}",
-                            {"child_frame_id": "x"})
-    body = assert_error(resp, 501, "vendor-error")
-    assert body["vendor_code"] == "x-vendor-ros2-topic-type-unavailable"
-    assert "nav_msgs/msg/Odometry" in body["message"]
-    assert "ros.interface_paths" in body["message"]
-    assert body["parameters"]["setting"] == "ros.interface_paths"
     ops = gw_plain.get("/apps/jazzy_nav/operations").json()["items"]
     op_id = next(i["id"] for i in ops if "get_map" in i["id"])
     body = assert_error(gw_plain.request(
