@@ -1,19 +1,20 @@
 // Data: each topic's newest value (cyclic subscriptions, polling where refused), sparklines, publish form.
 import {api, enc, get, vx} from './api.js';
-import {clear, describe, errorBox, every, h, json} from './dom.js';
+import {clear, describe, errorBox, every, h, pretty, selectionIn, setText} from './dom.js';
 import {buildForm} from './form.js';
-import {INTERVAL, MAX_STREAMS, subscribeTopic} from './live.js';
+import {watch} from './pagestream.js';
 import {History, numericArrays, numericLeaves, sparkline} from './spark.js';
 
 const POLL_MS = 1000;
 const MAX_POLLED = 24;
 const INTERVAL_MS = {fast: 50, normal: 200, slow: 500};
+const PAGE_INTERVAL = 'slow';  // the page stream's interval (gateway/dashboard/page_watch.py)
 
 export function renderData(el, ent) {
   const history = new History(60);
   let stopPoll = () => {};
   let gone = false;
-  const subs = [];
+  const unwatch = [];
   clear(el, h('p', {class: 'muted'}, 'Loading data items…'));
   (async () => {
     let items;
@@ -35,37 +36,31 @@ export function renderData(el, ent) {
       mode.dataset.mode = kind;
       clear(mode,
         live ? h('span', {class: 'pill live'}, 'cyclic subscription') : null,
-        live ? ` ${live} topic${live > 1 ? 's' : ''} pushed every ${INTERVAL_MS[INTERVAL]} ms over SSE. ` : null,
+        live ? ` ${live} topic${live > 1 ? 's' : ''} pushed every ${INTERVAL_MS[PAGE_INTERVAL]} ms over this page's one SSE stream. ` : null,
         polled ? h('span', {class: 'pill poll'}, 'polling') : null,
         polled ? ` ${polled} topic${polled > 1 ? 's' : ''} read every ${POLL_MS / 1000} s` : null,
         polled && reason ? h('span', {class: 'reason'}, ` (${reason})`) : null);
     };
-    const fallBack = (row, err) => {
-      row.setMode('poll');
-      if (err && !reason) reason = describe(err);
-      showMode();
-    };
-    watched.forEach((r) => r.refresh());  // a first value (or 'no publisher') at once
-    // Subscribe in turn: the first refusal (e.g. 503 at sse.max_clients) leaves the rest polled.
-    for (const row of watched.slice(0, MAX_STREAMS)) {
-      if (reason) break;
-      try {
-        const sub = await subscribeTopic(ent, row.item.id, (data) => row.show(data), (err) => { if (!gone) fallBack(row, err); });
-        if (gone) { sub.close(); return; }
-        subs.push(sub);
-        row.setMode('sse');
-      } catch (err) {
+    watched.forEach((r) => { r.setMode('poll'); r.refresh(); });  // a first value (or 'no publisher') at once
+    // Every watched topic rides the page's one stream; a refused one (or a stream that
+    // cannot open, e.g. 503 at sse.max_clients) is polled instead.
+    for (const row of watched) {
+      unwatch.push(watch(`${ent.path}/data/${enc(row.item.id)}`, (data) => row.show(data), (state, err) => {
         if (gone) return;
-        fallBack(row, err);
-      }
+        row.setMode(state === 'live' ? 'sse' : 'poll');
+        if (state !== 'live' && err) reason = describe(err);
+        if (state === 'live' && watched.every((r) => r.mode === 'sse')) reason = null;
+        showMode();
+      }));
     }
-    if (watched.length > MAX_STREAMS && !reason) reason = `${MAX_STREAMS} streams at most per page`;
     showMode();
     stopPoll = every(POLL_MS, () => Promise.all(watched.filter((r) => r.mode !== 'sse').map((r) => r.refresh())));
   })();
-  return () => { gone = true; stopPoll(); for (const s of subs) s.close(); };
+  return () => { gone = true; stopPoll(); for (const off of unwatch) off(); };
 }
 
+// A row's value cell is built once per shape of message and then updated in place: an open
+// "message" stays open, and nothing is redrawn while text in the cell is selected.
 function dataRow(ent, item, history) {
   const x = vx(item);
   const ros = x.ros2 || {};
@@ -78,29 +73,58 @@ function dataRow(ent, item, history) {
     h('td', {class: 'mono'}, ros.type || ''),
     valueCell,
     h('td', {}, publish));
+  const pre = h('pre', {});
+  const details = h('details', {}, h('summary', {}, 'message'), pre);
+  let shape = null, parts = null;
+  const build = (leaves, texts, arrays) => {
+    parts = {nums: [], sparks: [], texts: [], arrays: []};
+    clear(valueCell,
+      leaves.slice(0, 8).map(([k, , bool]) => {
+        const num = h('span', {class: 'num', 'data-field': k});
+        const spark = h('span', {class: 'sparkbox'});
+        parts.nums.push(num);
+        parts.sparks.push(spark);
+        return h('div', {class: 'leaf'}, h('span', {class: 'muted'}, k + ' '), num, ' ', spark);
+      }),
+      leaves.length > 8 ? h('div', {class: 'muted'}, `+${leaves.length - 8} more numeric fields`) : null,
+      texts.map(([k]) => { const t = h('span', {class: 'mono', 'data-field': k}); parts.texts.push(t); return h('div', {class: 'leaf'}, h('span', {class: 'muted'}, k + ' '), t); }),
+      arrays.map(([k, v]) => { const a = h('span', {class: 'sparkbox'}); parts.arrays.push(a); return h('div', {class: 'leaf'}, h('span', {class: 'muted'}, `${k} (${v.length}) `), a); }),
+      details);
+  };
   const show = (data) => {
     const leaves = numericLeaves(data);
     const texts = textLeaves(data).slice(0, 4);
     const arrays = numericArrays(data).slice(0, 2);
-    clear(valueCell,
-      leaves.slice(0, 8).map(([k, v, bool]) => h('div', {class: 'leaf'}, h('span', {class: 'muted'}, k + ' '),
-        h('span', {class: 'num', 'data-field': k}, bool ? String(Boolean(v)) : fmt(v)), ' ', sparkline(history.push(item.id + '|' + k, v)))),
-      leaves.length > 8 ? h('div', {class: 'muted'}, `+${leaves.length - 8} more numeric fields`) : null,
-      texts.map(([k, v]) => h('div', {class: 'leaf'}, h('span', {class: 'muted'}, k + ' '), h('span', {class: 'mono', 'data-field': k}, v))),
-      arrays.map(([k, v]) => h('div', {class: 'leaf'}, h('span', {class: 'muted'}, `${k} (${v.length}) `), sparkline(v.map(Number), 240, 28))),
-      h('details', {}, h('summary', {}, 'message'), json(data)));
+    leaves.slice(0, 8).forEach(([k, v]) => history.push(item.id + '|' + k, v));
+    // While the person selects text in the cell, its text stays still (the charts move on).
+    const still = selectionIn(valueCell);
+    const next = JSON.stringify([leaves.slice(0, 8).map((l) => l[0]), leaves.length, texts.map((t) => t[0]), arrays.map((a) => a[0])]);
+    if (next !== shape || !valueCell.contains(details)) {
+      if (still) return;
+      shape = next;
+      build(leaves, texts, arrays);
+    }
+    leaves.slice(0, 8).forEach(([k, v, bool], i) => {
+      if (!still) setText(parts.nums[i], bool ? String(Boolean(v)) : fmt(v));
+      parts.sparks[i].replaceChildren(sparkline(history.series.get(item.id + '|' + k) || []));
+    });
+    arrays.forEach(([, v], i) => parts.arrays[i].replaceChildren(sparkline(v.map(Number), 240, 28)));
+    if (still) return;
+    texts.forEach(([, v], i) => setText(parts.texts[i], v));
+    setText(pre, pretty(data, ''));
   };
+  const note = (node) => { if (!selectionIn(valueCell)) { shape = null; clear(valueCell, node); } };
   const refresh = async () => {
     try {
       const r = await get(`${ent.path}/data/${enc(item.id)}`);
       const rx = vx(r);
       if (rx.status && rx.status !== 'data') {
-        clear(valueCell, h('span', {class: 'muted'}, rx.publisher_count === 0 ? 'no publisher' : 'no sample yet'));
+        note(h('span', {class: 'muted'}, rx.publisher_count === 0 ? 'no publisher' : 'no sample yet'));
         return;
       }
       show(r.data);
     } catch (e) {
-      clear(valueCell, errorBox(e));
+      note(errorBox(e));
     }
   };
   const row = {tr, item, refresh, show, mode: 'poll'};

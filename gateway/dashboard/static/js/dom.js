@@ -88,13 +88,17 @@ export function duration(s) {
   return Math.floor(s / 86400) + 'd ' + Math.floor((s % 86400) / 3600) + 'h';
 }
 
+// A time of day from an ISO string or epoch seconds (the medkit profile's times).
 export function time(iso) {
-  const d = new Date(iso);
+  const d = new Date(typeof iso === 'number' ? (iso > 1e11 ? iso : iso * 1000) : iso);
   return Number.isNaN(d.getTime()) ? String(iso ?? '') : d.toLocaleTimeString();
 }
 
+const SEV_NUMBERS = ['INFO', 'WARN', 'ERROR', 'CRITICAL'];  // medkit's integer severities
+
 export function sevBadge(label) {
-  const s = String(label || '').toUpperCase();
+  let s = typeof label === 'number' ? (SEV_NUMBERS[label] || 'UNKNOWN') : String(label || '').toUpperCase();
+  if (s === 'WARNING') s = 'WARN';
   return h('span', {class: 'sev sev-' + s}, s || '?');
 }
 
@@ -111,4 +115,16 @@ export function every(ms, fn) {
   };
   tick();
   return () => { stopped = true; clearTimeout(timer); };
+}
+
+// True while the person has text selected inside el (a redraw there would take it away).
+export function selectionIn(el) {
+  const sel = window.getSelection();
+  if (!sel || sel.isCollapsed || !sel.rangeCount) return false;
+  return el.contains(sel.anchorNode) || el.contains(sel.focusNode) || sel.getRangeAt(0).intersectsNode(el);
+}
+
+// Set an element's text only when it changed (an unchanged node keeps any selection in it).
+export function setText(el, text) {
+  if (el.textContent !== text) el.textContent = text;
 }

@@ -2,6 +2,8 @@
 import {BASE, api, ctx, download, enc, get, saveBlob, vx} from './api.js';
 import {bytes, clear, errorBox, every, h, json, sevBadge, time} from './dom.js';
 import {numericArrays, sparkline} from './spark.js';
+import {isPassed, lastTime, messageOf, severityOf} from './faultshape.js';
+import {statusPill} from './fleet.js';
 
 const LABELS = {0: 'INFO', 1: 'WARN', 2: 'ERROR', 3: 'CRITICAL'};
 
@@ -29,9 +31,9 @@ function drawList(el, ent, items) {
     h('tr', {}, h('th', {}, 'Severity'), h('th', {}, 'Code'), h('th', {}, 'Message'), h('th', {}, 'Status'), h('th', {}, 'Count'), h('th', {}, 'Last')),
     items.map((f) => {
       const href = `#/e/${ent.type}/${encodeURIComponent(ent.id)}/faults/${encodeURIComponent(f.fault_code)}`;
-      return h('tr', {class: 'click', 'data-fault': f.fault_code, onclick: () => { location.hash = href; }},
-        h('td', {}, sevBadge(f.severity)), h('td', {class: 'mono'}, h('a', {href}, f.fault_code)), h('td', {class: 'message'}, f.message),
-        h('td', {}, vx(f).status || ''), h('td', {class: 'num'}, vx(f).occurrence_count ?? ''), h('td', {}, time(f.timestamp)));
+      return h('tr', {class: 'click' + (isPassed(f) ? ' passed' : ''), 'data-fault': f.fault_code, onclick: () => { location.hash = href; }},
+        h('td', {}, sevBadge(severityOf(f))), h('td', {class: 'mono'}, h('a', {href}, f.fault_code)), h('td', {class: 'message'}, messageOf(f)),
+        h('td', {}, statusPill(f)), h('td', {class: 'num'}, vx(f).occurrence_count ?? f.occurrence_count ?? ''), h('td', {}, time(lastTime(f))));
     })));
 }
 

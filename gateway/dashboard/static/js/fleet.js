@@ -2,7 +2,8 @@
 // live timeline from /faults/stream. A single gateway shows itself as the one robot.
 import {ctx, get, vx} from './api.js';
 import {ago, clear, errorBox, every, h, sevBadge, svg, time} from './dom.js';
-import {follow} from './sse.js';
+import {isPassed, lastTime, messageOf, millis, severityOf, statusOf} from './faultshape.js';
+import {followFaults} from './pagestream.js';
 import {entityIndex, entityOfFault} from './tree.js';
 
 const SEVERITIES = ['CRITICAL', 'ERROR', 'WARN', 'INFO'];
@@ -21,7 +22,7 @@ export function renderFleet(main) {
   clear(main,
     h('h2', {}, 'Fleet'),
     cards,
-    h('h3', {}, 'Fault timeline ', status, h('small', {class: 'muted'}, ` last ${TIMELINE_S / 60} min, live from /faults/stream`)),
+    h('h3', {}, 'Fault timeline ', status, h('small', {class: 'muted'}, ` last ${TIMELINE_S / 60} min, live over this page's one stream`)),
     line, list,
     h('h3', {}, 'Confirmed and pending faults'),
     faultsBox);
@@ -48,7 +49,10 @@ export function renderFleet(main) {
   const tick = every(1000, () => { drawTimeline(line); if (health) drawRobots(cards, health, faults); });
   drawEvents(list);
   const live = document.getElementById('live');
-  const stream = follow('/faults/stream', (ev) => {
+  const behind = h('span', {class: 'behind', id: 'stream-behind', hidden: true});
+  status.after(behind);
+  const setBehind = (text) => { behind.hidden = !text; behind.textContent = text ? ` ${text}` : ''; };
+  const stopStream = followFaults((ev) => {
     let data;
     try { data = JSON.parse(ev.data); } catch (e) { return; }
     if (ev.id !== null) {
@@ -56,7 +60,14 @@ export function renderFleet(main) {
       seenIds.add(ev.id);
       lastSeen = ev.id;
     }
-    events.push({at: Date.parse(data.timestamp) || Date.now(), id: ev.id, type: ev.event, data});
+    if (ev.event === 'refetch') {
+      // Events after the page's last id are no longer kept: say so, and read the list again.
+      setBehind(`behind: events ${data.last_event_id}..${data.oldest_kept_id} were missed; the fault list was read again`);
+      load();
+      return;
+    }
+    const at = millis(data.timestamp);
+    events.push({at: Number.isFinite(at) ? at : Date.now(), id: ev.id, type: ev.event, data});
     events.sort((a, b) => a.at - b.at);
     if (events.length > 500) seenIds.delete(events.shift().id);
     drawEvents(list);
@@ -65,14 +76,16 @@ export function renderFleet(main) {
     refreshTimer = setTimeout(load, 300);
   }, (state, detail) => {
     const text = state === 'live' ? 'live' : state === 'retrying' ? 'reconnecting' : 'paused';
+    if (state === 'retrying') setBehind(`behind: the stream is down${detail ? ` (${detail.message || detail})` : ''}; it resumes after event ${lastSeen}`);
+    else if (state === 'live' && behind.textContent.includes('stream is down')) setBehind('');
     for (const el of [status, live]) {
       el.textContent = text;
       el.className = 'pill ' + (state === 'live' ? 'live' : state === 'retrying' ? 'down' : '');
       el.title = detail ? `fault stream: ${detail.message || detail}` : 'fault stream (fleet view)';
     }
     live.hidden = state === 'closed';
-  }, lastSeen);
-  return () => { stopPoll(); tick(); stream.close(); clearTimeout(refreshTimer); };
+  }, lastSeen === '0' ? '0' : lastSeen);
+  return () => { stopPoll(); tick(); stopStream(); clearTimeout(refreshTimer); };
 }
 
 function robotsOf(health) {
@@ -93,10 +106,9 @@ export function drawRobots(el, health, faults) {
   const robots = robotsOf(health);
   const counts = new Map(robots.map((r) => [r.key, Object.fromEntries(SEVERITIES.map((s) => [s, 0]))]));
   for (const f of faults) {
-    const st = String(vx(f).status || '').toUpperCase();
-    if (st !== 'CONFIRMED') continue;
+    if (statusOf(f) !== 'CONFIRMED') continue;
     const c = counts.get(vx(f).peer || 'local');
-    const s = String(f.severity).toUpperCase() === 'WARNING' ? 'WARN' : String(f.severity).toUpperCase();
+    const s = severityOf(f);
     if (c && s in c) c[s]++;
   }
   clear(el, robots.map((r) => {
@@ -119,15 +131,14 @@ function faultLink(f) {
 const MAX_LISTED = 200;  // a fleet of 32 robots can hold thousands; the worst come first
 
 function rank(f) {
-  const s = String(f.severity).toUpperCase();
-  const i = SEVERITIES.indexOf(s === 'WARNING' ? 'WARN' : s);
+  const i = SEVERITIES.indexOf(severityOf(f));
   return i < 0 ? SEVERITIES.length : i;
 }
 
 export function drawFaults(el, faults) {
-  const all = faults.filter((f) => String(vx(f).status || '').toUpperCase() !== 'CLEARED');
+  const all = faults.filter((f) => statusOf(f) !== 'CLEARED');
   if (!all.length) { clear(el, h('p', {class: 'ok'}, 'No faults.')); return; }
-  all.sort((a, b) => rank(a) - rank(b) || String(b.timestamp).localeCompare(String(a.timestamp)));
+  all.sort((a, b) => isPassed(a) - isPassed(b) || rank(a) - rank(b) || (lastTime(b) || 0) - (lastTime(a) || 0));
   const open = all.slice(0, MAX_LISTED);
   const peered = open.some((f) => vx(f).peer);
   clear(el, all.length > open.length ? h('p', {class: 'muted'}, `The ${open.length} most severe and recent of ${all.length} faults; each entity's Faults tab lists all of its own.`) : null,
@@ -135,11 +146,19 @@ export function drawFaults(el, faults) {
     h('tr', {}, h('th', {}, 'Severity'), h('th', {}, 'Code'), peered ? h('th', {}, 'Robot') : null, h('th', {}, 'Message'), h('th', {}, 'Status'), h('th', {}, 'Source'), h('th', {}, 'Last')),
     open.map((f) => {
       const href = faultLink(f);
-      return h('tr', {class: 'click', 'data-fault': f.fault_code, onclick: () => { if (href) location.hash = href; }},
-        h('td', {}, sevBadge(f.severity)), h('td', {class: 'mono'}, href ? h('a', {href}, f.fault_code) : f.fault_code),
+      const passed = isPassed(f);
+      return h('tr', {class: 'click' + (passed ? ' passed' : ''), 'data-fault': f.fault_code, 'data-passed': passed ? '1' : null, onclick: () => { if (href) location.hash = href; }},
+        h('td', {}, sevBadge(severityOf(f))), h('td', {class: 'mono'}, href ? h('a', {href}, f.fault_code) : f.fault_code),
         peered ? h('td', {}, vx(f).peer || 'local') : null,
-        h('td', {}, f.message), h('td', {}, vx(f).status || ''), h('td', {class: 'mono'}, f.source), h('td', {}, time(f.timestamp)));
+        h('td', {}, messageOf(f)), h('td', {}, statusPill(f)), h('td', {class: 'mono'}, f.source || (f.reporting_sources || [])[0] || ''), h('td', {}, time(lastTime(f))));
     })));
+}
+
+// Active faults carry their status; a passed one says its condition is gone.
+export function statusPill(f) {
+  const st = statusOf(f);
+  return isPassed(f) ? h('span', {class: 'pill passed', title: 'the condition has passed'}, `passed (${st.toLowerCase()})`)
+    : h('span', {class: 'pill active'}, st.toLowerCase() || '?');
 }
 
 function drawEvents(el) {
@@ -148,8 +167,8 @@ function drawEvents(el) {
     events.slice(-100).reverse().map((e) => {
       const f = e.data.fault || {};
       const x = e.data[ctx.xv] || {};
-      return h('tr', {class: 'event'}, h('td', {}, time(e.data.timestamp)), h('td', {}, e.data.event_type || e.type),
-        h('td', {}, sevBadge(f.severity)), h('td', {class: 'mono'}, f.fault_code || ''), h('td', {}, x.peer || (x.entity_id || '')), h('td', {}, f.message || ''));
+      return h('tr', {class: 'event'}, h('td', {}, time(e.at)), h('td', {}, e.data.event_type || e.type),
+        h('td', {}, sevBadge(severityOf(f))), h('td', {class: 'mono'}, f.fault_code || ''), h('td', {}, x.peer || (x.entity_id || '')), h('td', {}, messageOf(f)));
     })));
 }
 
@@ -164,11 +183,11 @@ function drawTimeline(el) {
     const age = (now - e.at) / 1000;
     if (age > TIMELINE_S) continue;
     const f = e.data.fault || {};
-    const sev = String(f.severity || '').toUpperCase();
+    const sev = severityOf(f);
     const cleared = /clear|heal/i.test(e.data.event_type || '');
     const c = svg('circle', {cx: (994 - (age * 988) / TIMELINE_S).toFixed(1), cy: cleared ? 34 : 12, r: 4,
       fill: cleared ? '#1a7f37' : (SEV_COLOR[sev] || '#8c959f')});
-    c.append(svg('title', {}, `${time(e.data.timestamp)} ${e.data.event_type} ${f.fault_code}`));
+    c.append(svg('title', {}, `${time(e.at)} ${e.data.event_type} ${f.fault_code}`));
     el.append(c);
   }
 }

@@ -1,36 +1,37 @@
 // The function graph (x-vendor-graph): nodes in columns by topic flow, edges with rates.
 import {ctx, get} from './api.js';
 import {clear, describe, errorBox, every, h, svg} from './dom.js';
-import {INTERVAL, subscribe} from './live.js';
+import {watch} from './pagestream.js';
 
 export function graphPath(id) {
   return `/functions/${encodeURIComponent(id)}/${ctx.xv}-graph`;
 }
 
-// Pushed by a cyclic subscription of the graph; read every 2 s where the gateway refuses one.
+// Pushed over the page's one stream (a cyclic subscription of the graph); read every 2 s
+// while the gateway refuses it or the stream is down.
 export function renderGraph(el, ent) {
   const mode = h('p', {class: 'mode muted', 'data-mode': 'starting'}, 'Subscribing…');
   const view = h('div', {});
   clear(el, mode, view);
   const show = (body) => drawGraph(view, (body && body[`${ctx.xv}-graph`]) || body);  // the route wraps it
-  let gone = false, sub = null, stopPoll = null;
+  let gone = false, stopPoll = null;
   const poll = (err) => {
-    if (gone || stopPoll) return;
+    if (gone) return;
     mode.dataset.mode = 'polling';
     clear(mode, h('span', {class: 'pill poll'}, 'polling'), ` every 2 s${err ? ` (${describe(err)})` : ''}`);
+    if (stopPoll) return;
     stopPoll = every(2000, async () => {
       try { show(await get(graphPath(ent.id))); } catch (e) { clear(view, errorBox(e)); }
     });
   };
-  (async () => {
-    try {
-      sub = await subscribe(ent, `/${ctx.xv}-graph`, show, poll);
-    } catch (e) { poll(e); return; }
-    if (gone) { sub.close(); return; }
+  const off = watch(graphPath(ent.id), show, (state, err) => {
+    if (gone) return;
+    if (state !== 'live') { poll(err); return; }
+    if (stopPoll) { stopPoll(); stopPoll = null; }
     mode.dataset.mode = 'subscription';
-    clear(mode, h('span', {class: 'pill live'}, 'cyclic subscription'), ` pushed every ${INTERVAL === 'slow' ? 500 : 200} ms over SSE`);
-  })();
-  return () => { gone = true; if (sub) sub.close(); if (stopPoll) stopPoll(); };
+    clear(mode, h('span', {class: 'pill live'}, 'cyclic subscription'), ' pushed every 500 ms over this page\'s one SSE stream');
+  });
+  return () => { gone = true; off(); if (stopPoll) stopPoll(); };
 }
 
 // Column of each node: longest path from a source (cycles cut by a visit bound).

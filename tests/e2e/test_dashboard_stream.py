@@ -1,0 +1,125 @@
+"""The dashboard's one stream per page and its live panels: one SSE slot per page whatever it
+watches, values updated in place (an open message stays open, a selection stays), and the
+fault views under the medkit wire profile."""
+
+from __future__ import annotations
+
+import http.client
+import json
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+from selenium.webdriver.common.by import By
+
+from gateway.demo.robot import Robot
+from tests.conftest import _domains
+from tests.e2e.browser import Browser
+from tests.e2e.conftest import start_gateway
+from tests.e2e.test_dashboard import go, spark_points
+from tests.harness import Gateway
+
+pytestmark = [pytest.mark.integration, pytest.mark.browser]
+
+TOPIC = '[data-topic="/powertrain/engine/temperature"]'
+
+
+def sse_clients(gw: Gateway) -> int:
+    """Open SSE streams of the gateway (its /health figure)."""
+    body = gw.get("/health").json()
+    return int(body["x-vendor-sse"]["connected_clients"])
+
+
+def test_a_data_tab_holds_one_stream_for_all_its_topics(browser: Browser, demo: Gateway) -> None:
+    comp = demo.get("/components").json()["items"][0]["id"]
+    topics = [t["id"] for t in demo.get(f"/components/{comp}/data").json()["items"]]
+    assert len(topics) >= 3, topics
+    go(browser, demo, f"#/e/components/{comp}/data")
+    browser.css('#panel .mode[data-mode="subscription"]', "every topic pushed")
+    live = browser.driver.find_elements(By.CSS_SELECTOR, 'tr[data-topic][data-mode="sse"]')
+    assert len(live) == min(len(topics), 24)
+    # every watched topic is a cyclic subscription of the gateway, all over one stream
+    subs = demo.get(f"/components/{comp}/cyclic-subscriptions").json()["items"]
+    assert len(subs) == len(live)
+    demo.wait_for("/health", lambda b: b["x-vendor-sse"]["connected_clients"] == 1, timeout=30)
+    # with the spec's default of 2 streams, another client still gets one
+    conn = http.client.HTTPConnection("127.0.0.1", demo.port, timeout=30)
+    try:
+        conn.request("GET", "/api/v1/faults/stream", headers={"Accept": "text/event-stream"})
+        assert conn.getresponse().status == 200
+        assert sse_clients(demo) == 2
+    finally:
+        conn.close()
+    go(browser, demo, "#/e/apps/temp_sensor/configurations")
+    demo.wait_for(f"/components/{comp}/cyclic-subscriptions", lambda b: b["items"] == [],
+                  timeout=30)
+
+
+def test_an_open_message_and_a_selection_survive_live_updates(browser: Browser,
+                                                              demo: Gateway) -> None:
+    go(browser, demo, "#/e/apps/temp_sensor/data")
+    browser.css(f'{TOPIC}[data-mode="sse"]', "the topic pushed")
+    browser.click(f"{TOPIC} details summary", "the message toggle")
+    pre = browser.css(f"{TOPIC} details[open] pre", "the open message")
+    # select the value's text, as a person copying it would
+    selected = browser.driver.execute_script(
+        "const el = document.querySelector(arguments[0]);"
+        "const r = document.createRange(); r.selectNodeContents(el);"
+        "const s = getSelection(); s.removeAllRanges(); s.addRange(r); return s.toString();",
+        f"{TOPIC} [data-field='temperature']")
+    assert selected
+    start = spark_points(browser, TOPIC)
+    # values keep arriving (the history grows) while the person reads
+    browser.wait(lambda d: spark_points(browser, TOPIC) >= min(start + 4, 60),
+                 "four more pushed values")
+    assert browser.driver.execute_script("return getSelection().toString()") == selected
+    browser.driver.execute_script("getSelection().removeAllRanges()")
+    browser.wait(lambda d: spark_points(browser, TOPIC) >= min(start + 6, 60), "more values")
+    assert pre.is_displayed()  # the same element, still open: never redrawn away
+    assert browser.driver.find_elements(By.CSS_SELECTOR, f"{TOPIC} details[open]")
+    browser.wait(lambda d: pre.text != json.dumps({}), "the message text")
+
+
+@pytest.fixture(scope="module")
+def medkit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    """The lidar demo node (it raises faults at start) behind a gateway in the medkit profile."""
+    logs: Path = tmp_path_factory.mktemp("dash-medkit")
+    dom = next(_domains)
+    with Robot.start(dom, nodes=("lidar_sensor",), log_dir=logs / "robot"):
+        gw = start_gateway(dom, logs, "medkit", ["api.profile=medkit"])
+        try:
+            gw.wait_for("/faults", lambda b: any(f["fault_code"] == "LIDAR_RANGE_INVALID"
+                                                 for f in b["items"]), timeout=60)
+            yield gw
+        finally:
+            gw.stop()
+
+
+def test_medkit_profile_fleet_counts_badges_and_times(browser: Browser, medkit: Gateway) -> None:
+    faults = medkit.get("/faults").json()["items"]
+    confirmed = [f for f in faults if f["status"] == "CONFIRMED"]
+    assert confirmed and isinstance(confirmed[0]["severity"], int)  # medkit's shape
+    browser.open(f"http://127.0.0.1:{medkit.port}/#/fleet")
+
+    def counts_match(d: object) -> bool:  # faults from the node's log may still arrive
+        errors = sum(1 for f in medkit.get("/faults").json()["items"]
+                     if f["status"] == "CONFIRMED" and f["severity_label"] == "ERROR")
+        shown = d.find_elements(By.CSS_SELECTOR,  # type: ignore[attr-defined]
+                                '.card.robot .num[data-sev="ERROR"]')
+        return bool(shown) and shown[0].text == str(errors)
+
+    browser.wait(counts_match, "the card's count of confirmed ERROR faults")
+    card = browser.text_of(".card.robot", "the robot card")
+    assert "no confirmed faults" not in card
+    badge = browser.text_of('#fleet-faults tr[data-fault="LIDAR_RANGE_INVALID"] .sev',
+                            "the fault's severity badge")
+    assert badge == "ERROR"
+    # the timeline's times are the events' times (epoch seconds in this profile), not 1970
+    browser.css("#events tr.event", "a timeline event")
+    now = datetime.now()
+    for row in browser.driver.find_elements(By.CSS_SELECTOR, "#events tr.event td:first-child"):
+        shown = datetime.strptime(row.text, "%I:%M:%S %p").replace(
+            year=now.year, month=now.month, day=now.day)
+        assert abs(shown - now) < timedelta(minutes=15) or abs(shown - now) > timedelta(hours=23)
+    browser.shot("medkit-fleet")
