@@ -13,8 +13,17 @@ export function renderGraph(el, ent) {
   const mode = h('p', {class: 'mode muted', 'data-mode': 'starting'}, 'Subscribing…');
   const view = h('div', {});
   clear(el, mode, view);
-  const show = (body) => drawGraph(view, (body && body[`${ctx.xv}-graph`]) || body);  // the route wraps it
+  let last = null, findings = [];
+  const show = (body) => { last = (body && body[`${ctx.xv}-graph`]) || body; drawGraph(view, last, findings); };  // the route wraps it
   let gone = false, stopPoll = null;
+  // The graph watchdog's QoS findings (when the plugin runs) mark their edges.
+  const stopWatchdog = (ctx.root && (ctx.root.endpoints || []).some((p) => p.endsWith(`/${ctx.xv}-watchdog`))) ? every(3000, async () => {
+    try {
+      const w = (await get(`/${ctx.xv}-watchdog`))[`${ctx.xv}-watchdog`] || {};
+      findings = Object.values(w.detectors || {}).flatMap((d) => d.findings || []);
+      if (last) drawGraph(view, last, findings);
+    } catch (e) { findings = []; }
+  }) : () => {};
   const poll = (err) => {
     if (gone) return;
     mode.dataset.mode = 'polling';
@@ -31,7 +40,7 @@ export function renderGraph(el, ent) {
     mode.dataset.mode = 'subscription';
     clear(mode, h('span', {class: 'pill live'}, 'cyclic subscription'), ' pushed every 500 ms over this page\'s one SSE stream');
   });
-  return () => { gone = true; off(); if (stopPoll) stopPoll(); };
+  return () => { gone = true; off(); stopWatchdog(); if (stopPoll) stopPoll(); };
 }
 
 // Column of each node: longest path from a source (cycles cut by a visit bound).
@@ -51,7 +60,15 @@ export function layers(nodes, edges) {
   return col;
 }
 
-export function drawGraph(el, g) {
+// A watchdog finding's edge: its key is `<topic>|<subscriber node>` (GRAPH_QOS_MISMATCH).
+function flagOf(findings, topic, target) {
+  return findings.find((f) => {
+    const [t, node] = String(f.key || '').split('|');
+    return t === topic && node && node.split('/').pop() === target;
+  });
+}
+
+export function drawGraph(el, g, findings = []) {
   const nodes = (g.nodes || []).map((n) => n.entity_id);
   const edges = g.edges || [];
   const topics = new Map((g.topics || []).map((t) => [t.topic_id, t.name]));
@@ -66,14 +83,20 @@ export function drawGraph(el, g) {
     svg('defs', {}, svg('marker', {id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 6, markerHeight: 6, orient: 'auto'},
       svg('path', {d: 'M0,0 L10,5 L0,10 z', fill: '#8c959f'}))));
   const labels = [];  // drawn last, above the boxes
+  const flagged = [];
   for (const e of edges) {
     const a = pos.get(e.source), b = pos.get(e.target);
     if (!a || !b) continue;
     const m = e.metrics || {};
     const x1 = a[0] + W, y1 = a[1] + H / 2, x2 = b[0], y2 = b[1] + H / 2;
-    s.append(svg('path', {class: 'e ' + (m.metrics_status || ''), d: `M${x1},${y1} C${x1 + 40},${y1} ${x2 - 40},${y2} ${x2},${y2}`}));
-    const label = `${topics.get(e.topic_id) || e.topic_id}${m.frequency_hz != null ? ` ${Number(m.frequency_hz).toFixed(1)} Hz` : ''}`;
-    labels.push(svg('text', {class: 'lab', x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 4, 'text-anchor': 'middle'}, label));
+    const name = topics.get(e.topic_id) || e.topic_id;
+    const flag = flagOf(findings, name, e.target);
+    if (flag) flagged.push(flag);
+    const path = svg('path', {class: 'e ' + (m.metrics_status || '') + (flag ? ' flagged' : ''), 'data-topic': name, d: `M${x1},${y1} C${x1 + 40},${y1} ${x2 - 40},${y2} ${x2},${y2}`});
+    if (flag) path.append(svg('title', {}, `${flag.code}: ${flag.message}`));
+    s.append(path);
+    const label = `${name}${m.frequency_hz != null ? ` ${Number(m.frequency_hz).toFixed(1)} Hz` : ''}${flag ? ' ⚠' : ''}`;
+    labels.push(svg('text', {class: 'lab' + (flag ? ' flagged' : ''), x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 4, 'text-anchor': 'middle'}, label));
   }
   for (const n of g.nodes || []) {
     const [x, y] = pos.get(n.entity_id);
@@ -84,5 +107,9 @@ export function drawGraph(el, g) {
   }
   s.append(...labels);
   clear(el, h('div', {class: 'graph'},
-    h('p', {}, 'Pipeline: ', h('strong', {}, g.pipeline_status || '?'), g.bottleneck_edge ? `  bottleneck ${g.bottleneck_edge}` : ''), s));
+    h('p', {}, 'Pipeline: ', h('strong', {}, g.pipeline_status || '?'), g.bottleneck_edge ? `  bottleneck ${g.bottleneck_edge}` : '',
+      flagged.length ? h('span', {class: 'flagged-note'}, ` but the graph watchdog flags ${flagged.length} edge${flagged.length > 1 ? 's' : ''}: `,
+        flagged.map((f) => h('span', {class: 'pill down'}, f.code))) : null),
+    s,
+    flagged.map((f) => h('div', {class: 'error finding'}, `${f.code}: ${f.message}`))));
 }

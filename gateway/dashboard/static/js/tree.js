@@ -136,9 +136,17 @@ export function selectInTree(type, id) {
 // The app whose node reported a fault (by node name and gateway), for links from fleet lists.
 export function entityOfFault(fault) {
   const x = vx(fault);
-  const node = String(fault.source || (x.reporting_sources || [])[0] || '');
-  const name = node.split('/').pop();
+  const node = String(fault.source || (x.reporting_sources || fault.reporting_sources || [])[0] || '');
   const peer = x.peer || 'local';
+  // A plugin entity's faults (e.g. the graph watchdog app) name it: /x-plugin/<plugin>/<type>/<id>.
+  const plugin = /^\/x-plugin\/[^/]+\/(apps|components|areas|functions)\/(.+)$/.exec(node);
+  if (plugin) {
+    const [, kind, id] = plugin;
+    const same = (entityIndex[kind] || []).filter((e) => e.id === id || e.name === id);
+    const mine = same.find((e) => (vx(e).contributors || ['local']).includes(peer)) || same[0];
+    return [kind, mine ? mine.id : id];
+  }
+  const name = node.split('/').pop();
   const apps = entityIndex.apps.filter((a) => a.name === name || a.id === name);
   const match = apps.find((a) => (vx(a).contributors || ['local']).includes(peer)) || apps[0];
   if (match) return ['apps', match.id];

@@ -1,0 +1,68 @@
+"""The dashboard with the graph watchdog (as `diag-gateway demo` runs it): its fault opens from
+the fleet list, and the function graph marks the edge the watchdog flags."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gateway.demo.robot import Robot
+from tests.conftest import _domains
+from tests.e2e.browser import Browser
+from tests.e2e.conftest import start_gateway
+from tests.harness import Gateway
+
+pytestmark = [pytest.mark.integration, pytest.mark.browser]
+
+CODE = "GRAPH_QOS_MISMATCH"
+
+
+@pytest.fixture(scope="module")
+def watched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    """The powertrain nodes (temp_monitor asks rpm for TRANSIENT_LOCAL) and the watchdog."""
+    logs: Path = tmp_path_factory.mktemp("dash-watchdog")
+    dom = next(_domains)
+    with Robot.start(dom, nodes=("temp_sensor", "temp_monitor", "rpm_sensor"),
+                     log_dir=logs / "robot"):
+        gw = start_gateway(dom, logs, "gw", [
+            "plugins=[graph_provider,graph_watchdog]",
+            "plugins.graph_watchdog.warmup_cycles=2",
+            "plugins.graph_watchdog.tick_interval_ms=500",
+            "plugins.graph_watchdog.qos_mismatch.grace=2"])
+        try:
+            gw.wait_for("/faults", lambda b: any(f["fault_code"] == CODE for f in b["items"]),
+                        timeout=60)
+            yield gw
+        finally:
+            gw.stop()
+
+
+def test_a_watchdog_fault_opens_from_the_fleet_list(browser: Browser, watched: Gateway) -> None:
+    browser.open(f"http://127.0.0.1:{watched.port}/#/fleet")
+    link = browser.css(f'#fleet-faults tr[data-fault="{CODE}"] a', "the watchdog fault's link")
+    href = link.get_attribute("href")
+    link.click()
+    detail = browser.css(f'.fault-detail[data-fault="{CODE}"]', "the fault's detail")
+    assert "TRANSIENT_LOCAL" in detail.text, (href, detail.text)
+    assert not browser.driver.find_elements("css selector", "#panel .error")
+    browser.shot("watchdog-fault")
+
+
+def test_the_graph_marks_the_edge_the_watchdog_flags(browser: Browser, watched: Gateway) -> None:
+    browser.open(f"http://127.0.0.1:{watched.port}/#/e/functions/powertrain/graph")
+
+    def flagged(d: object) -> list[str] | bool:
+        got = browser.driver.execute_script(
+            "return [...document.querySelectorAll('.graph path.e.flagged')]"
+            ".map((p) => p.dataset.topic);")
+        return got or False
+
+    topics = browser.wait(flagged, "the flagged edge")
+    assert topics == ["/powertrain/engine/rpm"]
+    # the pipeline line no longer says a plain "healthy": it names the watchdog's finding
+    note = browser.text_of(".graph .flagged-note", "the watchdog's note")
+    assert "watchdog flags 1 edge" in note and CODE in note
+    assert "TRANSIENT_LOCAL" in browser.text_of(".graph .finding", "the finding's message")
+    browser.shot("graph-watchdog")
