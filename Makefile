@@ -62,7 +62,9 @@ lint: install
 		gateway/ros/isolation.py gateway/ros/embedded.py robot_reporter/diag_fault_reporter \
 		gateway/ros/discovery_layout.py gateway/ros/interface_paths.py gateway/ros/described_encode.py \
 		gateway/discovery/manifest.py gateway/discovery/validate.py gateway/discovery/inventory.py \
-		gateway/discovery/linker.py gateway/discovery/merge.py federation recorder
+		gateway/discovery/linker.py gateway/discovery/merge.py federation recorder \
+		gateway/app.py gateway/state.py gateway/cli.py gateway/auth gateway/control gateway/faults \
+		gateway/plugins gateway/push gateway/resources gateway/discovery/pipeline.py
 
 # Benchmarks load the gateway with wrk (Debian package), installed here when missing.
 bench: install

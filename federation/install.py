@@ -10,7 +10,7 @@ from aiohttp import web
 from gateway.state import GatewayState
 
 from .forward import Forwarder
-from .service import FEDERATION, FederationService
+from .service import FederationService
 from .settings import FederationSettings
 
 
@@ -24,12 +24,12 @@ def install(app: web.Application, state: GatewayState) -> FederationService | No
         _install_announcer(app, state)
         return None
     service = FederationService(state)
-    state.extras[FEDERATION] = service
-    state.extras["forwarder"] = Forwarder(service)
+    state.federation = service
+    state.forwarder = Forwarder(service)
     state.features.add("aggregation")
-    state.extras.setdefault("health", {})["peers"] = service.health
+    state.health["peers"] = service.health
     if service.read_cache is not None:
-        state.extras["health"]["x-vendor-read-cache"] = service.read_cache.stats
+        state.health["x-vendor-read-cache"] = service.read_cache.stats
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         service.attach(state.cache)

@@ -13,6 +13,7 @@ from gateway.http.jsonutil import dumps
 from gateway.http.routes import Registry
 from gateway.state import state_of
 
+from .beacon import beacon_stream
 from .wire import dump, etag
 
 
@@ -24,7 +25,7 @@ async def entity_declaration(request: web.Request) -> web.Response:
     headers = {"ETag": tag, "Cache-Control": "no-cache"}
     if tag in (t.strip() for t in request.headers.get("If-None-Match", "").split(",")):
         return web.Response(status=304, headers=headers)
-    fed = state.extras.get("federation")
+    fed = state.federation
     name = fed.settings.self_name if fed is not None else ""
     body = cache.body(("declaration", cache.local_generation),
                       lambda: dumps(dump(cache.local, name, cache.local_generation)))
@@ -35,3 +36,5 @@ def register(reg: Registry) -> None:
     """Declare the entity declaration route."""
     reg.add("GET", "/x-vendor-entities", entity_declaration, tag="discovery",
             response="Object", summary="This gateway's local entity set (peer refresh)")
+    reg.add("GET", "/x-vendor-beacon", beacon_stream, tag="discovery", streaming=True,
+            summary="A primary's liveness and entity ETag stream (one line per interval)")

@@ -261,7 +261,7 @@ class FederationService:
             epoch = cache.epoch  # a change signal during the build leaves the body stale
             raw = self._keep(request, key, local, epoch, await build())
         if view is self.view and not self.no_fan_out(request):
-            hot.offer_merged(self.state.extras, request, self._hot_probe(key, stamp, view))
+            hot.offer_merged(self.state, request, self._hot_probe(key, stamp, view))
         return web.Response(body=raw, content_type=JSON_TYPE)
 
     def _hot_probe(self, key: tuple[Any, ...], stamp: Callable[[], object], view: FleetView
@@ -444,9 +444,6 @@ def _quoted(entity_id: str) -> str:
     return quote(entity_id, safe="")
 
 
-FEDERATION = "federation"
-
-
 def service_of(state: GatewayState) -> FederationService | None:
     """The running federation service, or None when aggregation is off."""
-    return state.extras.get(FEDERATION)  # type: ignore[no-any-return]
+    return state.federation

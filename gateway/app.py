@@ -95,7 +95,7 @@ def make_app(settings: Settings) -> web.Application:
     state = GatewayState(settings=settings,
                          registry=build_registry(settings.vendor, built, plugins))
     state.features = built
-    state.extras["plugins"] = plugins
+    state.plugins = plugins
     if settings["updates.enabled"] and plugins.provider("updates") is not None:
         state.features.add("updates")
     for flag, feature in (("triggers.enabled", "triggers"),
@@ -119,7 +119,7 @@ def make_app(settings: Settings) -> web.Application:
     check_peer_settings(settings)
     if settings["discovery.mode"] != "runtime_only":  # docs/manifest.md
         from .discovery.pipeline import ManifestDiscovery
-        state.extras["discovery"] = ManifestDiscovery(settings)  # ManifestError: not served
+        state.discovery = ManifestDiscovery(settings)  # ManifestError: not served
     app.cleanup_ctx.append(_ros_lifecycle)
     from .resources import lifecycle, locks, scripts  # after ROS: they stop before it
     for module in (locks, scripts, lifecycle):
@@ -135,20 +135,22 @@ def make_app(settings: Settings) -> web.Application:
 async def _start_plugins(state: GatewayState) -> None:
     from .updates.manager import UpdateManager
 
-    plugins = state.extras["plugins"]
+    plugins = state.plugins
+    assert plugins is not None  # make_app made it
     await plugins.start(state)
     found = plugins.provider("updates")
     if state.settings["updates.enabled"] and found is not None:
         loaded, provider = found
-        state.extras["updates"] = UpdateManager(state, provider, plugins.caller(loaded.name),
-                                                state.settings["updates.operation_timeout_sec"])
+        state.updates = UpdateManager(state, provider, plugins.caller(loaded.name),
+                                      state.settings["updates.operation_timeout_sec"])
 
 
 async def _stop_plugins(state: GatewayState) -> None:
-    updates = state.extras.pop("updates", None)
+    updates, state.updates = state.updates, None
     if updates is not None:
         await updates.close()
-    await state.extras["plugins"].stop()
+    if state.plugins is not None:
+        await state.plugins.stop()
 
 
 async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
@@ -171,20 +173,21 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
 
     state = app[STATE]
     s = state.settings
-    bridge = state.extras.pop("bridge", None) or start_ros(s)
+    bridge = state.bridge or start_ros(s)  # cli.serve may have started it
     bridge.start(asyncio.get_running_loop())
     state.bridge = bridge
     state.pool = SamplePool(bridge, s["data.pool_cap"])
     state.cache = EntityCache(s["entity_cache.capacity"], HostInfo.local())
-    discovery = state.extras.get("discovery")
+    discovery = state.discovery
     if discovery is not None:
         discovery.attach(state)  # the cache builds from the manifest; reload on file change
     state.poller = GraphPoller(bridge, state.pool, state.cache,
                                s["discovery.poll_interval_ms"] / 1000.0,
-                               s["discovery.refresh_debounce_ms"] / 1000.0)
+                               s["discovery.refresh_debounce_ms"] / 1000.0,
+                               idle_interval_s=s["discovery.idle_poll_interval_ms"] / 1000.0)
     state.poller.start()
-    state.extras.setdefault("health", {})["x-vendor-readiness"] = state.poller.health
-    state.extras["health"]["x-vendor-ros-types"] = ros_types_health(bridge)
+    state.health["x-vendor-readiness"] = state.poller.health
+    state.health["x-vendor-ros-types"] = ros_types_health(bridge)
     try:
         await asyncio.wait_for(state.poller.first.wait(), 10.0)
     except asyncio.TimeoutError:
@@ -194,26 +197,26 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     # operations, configurations, logs, status
     calls = ServiceCaller(bridge, s["operations.max_in_flight_per_service"],
                           s["ros.service_replies"], s["ros.service_client_idle_sec"])
-    state.extras.setdefault("health", {})["x-vendor-service-calls"] = calls.health
-    state.extras.update(
-        service_caller=calls, actions=ActionManager(bridge, calls.limiter),
-        parameters=ParameterStore(calls, s["parameter_service_timeout_sec"],
-                                  s["parameter_negative_cache_sec"]),
-        rosout=RosoutLog(bridge, s["logs.buffer_size"]))
-    await state.extras["rosout"].start()
+    state.health["x-vendor-service-calls"] = calls.health
+    state.service_caller = calls
+    actions = state.actions = ActionManager(bridge, calls.limiter)
+    state.parameters = ParameterStore(calls, s["parameter_service_timeout_sec"],
+                                      s["parameter_negative_cache_sec"])
+    rosout = state.rosout = RosoutLog(bridge, s["logs.buffer_size"])
+    await rosout.start()
     await bulk_data.start(state)  # uploads and the recorder (a fault listener): before faults
-    state.extras["faults"] = FaultService(state)
-    await state.extras["faults"].start()
-    app.on_shutdown.append(state.extras["faults"].on_shutdown)
+    faults = state.faults = FaultService(state)
+    await faults.start()
+    app.on_shutdown.append(faults.on_shutdown)
     await _start_plugins(state)
     await push.start(state)  # subscriptions, triggers, fault triggers: after the faults
     app.on_shutdown.append(lambda _app: push.on_shutdown(state))
     lag = LoopLag(loopslice.apply(s["server.loop_slice_us"]))  # after the threads start
     lag.start()  # how long the event loop is busy at a stretch (docs/architecture.md)
-    state.extras.setdefault("health", {})["x-vendor-event-loop"] = lag.health
+    state.health["x-vendor-event-loop"] = lag.health
     gc_policy = GcPolicy()
     gc_policy.settle(s["server.gc_freeze"], s["server.gc_young_threshold"])
-    state.extras["health"]["x-vendor-gc"] = gc_policy.health
+    state.health["x-vendor-gc"] = gc_policy.health
     try:
         yield
     finally:
@@ -221,11 +224,11 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
         await lag.stop()
         await push.stop(state)
         await _stop_plugins(state)
-        await state.extras["faults"].stop()
+        await faults.stop()
         await bulk_data.stop(state)
-        await state.extras["actions"].close()
+        await actions.close()
         calls.close()
-        await state.extras["rosout"].stop()
+        await rosout.stop()
         await state.poller.stop()
         if discovery is not None:
             await discovery.stop()

@@ -132,7 +132,7 @@ async def serve(settings: Settings, ready_message: str | None = None,
             bridge.close()
         raise
     if bridge is not None:
-        app[STATE].extras["bridge"] = bridge
+        app[STATE].bridge = bridge
     # Calls in flight are abandoned (503) by the drain before the runner's cleanup, which
     # then only has answers to write: a short shutdown timeout is enough.
     runner = GatewayRunner(app, settings.vendor, access_log=None, shutdown_timeout=2.0,
@@ -165,7 +165,7 @@ async def serve(settings: Settings, ready_message: str | None = None,
         loop.add_signal_handler(sig, on_signal)
     await stop.wait()
     grace = settings["server.shutdown_grace_sec"]
-    drain = app[STATE].extras["drain"]
+    drain = app[STATE].drain
     # A stop is bounded even if a teardown step never returns (a DDS entity whose deletion
     # deadlocks inside the middleware, with or without the GIL): the process leaves anyway.
     hardexit.arm(grace + STOP_DEADLINE_S)

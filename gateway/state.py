@@ -3,15 +3,47 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from .config import Settings
 from .events import EventBus
+from .http.drain import Drain
 from .http.guard import Guard
 from .http.routes import Registry, Route
+
+if TYPE_CHECKING:  # the services' types; their modules import this one
+    from federation.forward import Forwarder
+    from federation.service import FederationService
+    from recorder.service import Recorder
+    from recorder.uploads import UploadStore
+
+    from .auth.enforce import AuthRuntime
+    from .control.lifecycle_provider import LifecycleProvider
+    from .control.lockguard import LockConfig, LockService
+    from .discovery.pipeline import ManifestDiscovery
+    from .faults.service import FaultService
+    from .faults.stream import SseSlots
+    from .http.hot import HotAnswers, Run
+    from .model.entities import Entity
+    from .plugins.manager import PluginManager
+    from .push.engine import PushEngine
+    from .push.fault_engine import FaultTriggerEngine
+    from .resources.scripts import ScriptService
+    from .ros.actions import ActionManager
+    from .ros.described import DescribedTypes
+    from .ros.param_events import ParameterEvents
+    from .ros.parameters import ParameterStore
+    from .ros.rosout import RosoutLog
+    from .ros.services import ServiceCaller
+    from .updates.manager import UpdateManager
+    from .wire import Wire
+
+# A fault-clear hook: (request, fault_code, sources) -> True when the clear may proceed.
+ClearFilter = Callable[[web.Request, str, list[str]], bool]
 
 
 @dataclass
@@ -29,8 +61,47 @@ class GatewayState:
     poller: Any = None  # discovery.poller.GraphPoller
     features: set[str] = field(default_factory=set)
     docs_route: Any = None  # the scoped /docs route (middleware sends `<item route>/docs` to it)
-    extras: dict[str, Any] = field(default_factory=dict)
     events: EventBus = field(default_factory=EventBus)  # gateway/events.py
+    # Services: None while their feature is off or before the ROS lifecycle started them.
+    plugins: PluginManager | None = None  # make_app
+    discovery: ManifestDiscovery | None = None  # manifest-backed discovery modes
+    updates: UpdateManager | None = None  # an update provider plugin is loaded
+    service_caller: ServiceCaller | None = None
+    actions: ActionManager | None = None
+    parameters: ParameterStore | None = None
+    rosout: RosoutLog | None = None
+    faults: FaultService | None = None
+    uploads: UploadStore | None = None
+    recorder: Recorder | None = None  # bulk_data.recorder.enabled
+    push: PushEngine | None = None
+    fault_triggers: FaultTriggerEngine | None = None  # fault_triggers.enabled
+    parameter_events: ParameterEvents | None = None
+    sse_slots: SseSlots | None = None  # shared by fault streams and push streams
+    locks: LockService | None = None
+    scripts: ScriptService | None = None
+    lifecycle: LifecycleProvider | None = None
+    auth: AuthRuntime | None = None
+    federation: FederationService | None = None  # aggregation on
+    forwarder: Forwarder | None = None  # aggregation on
+    drain: Drain = field(default_factory=Drain)  # bounded stop (cli.serve)
+    hot_answers: HotAnswers | None = None  # the fast path of known GETs (http/hot.py)
+    hot_run: Run | None = None  # the middleware's runner of a fast-path call
+    # Hooks and registries other modules add to.
+    health: dict[str, Callable[[], Any]] = field(default_factory=dict)  # /health blocks
+    health_warnings: list[Callable[[], list[dict[str, Any]]]] = field(default_factory=list)
+    fault_listeners: list[Callable[[Any, bool], None]] = field(default_factory=list)
+    fault_clear_filters: list[ClearFilter] = field(default_factory=list)
+    fault_snapshot_providers: list[Callable[[GatewayState, Entity, Any], list[dict[str, Any]]]] \
+        = field(default_factory=list)
+    push_collections: dict[str, Callable[[Any, Entity], Any]] = field(default_factory=dict)
+    lock_entity_config: Callable[[str, str], LockConfig | None] | None = None  # manifest
+    script_definitions: Callable[[], list[Any]] | None = None  # manifest `scripts` block
+    # Caches of derived values.
+    log_configuration: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    fault_entity_index: tuple[int, dict[str, str]] = (-1, {})  # generation, node fqn -> app
+    openapi: dict[str, Any] | None = None  # the served OpenAPI document, built on first use
+    described_types: DescribedTypes | None = None  # made on first use
+    wire_cache: Wire | None = None
 
     @property
     def vendor(self) -> str:
@@ -38,13 +109,13 @@ class GatewayState:
         return self.settings.vendor
 
     @property
-    def wire(self) -> Any:
+    def wire(self) -> Wire:
         """The serializers of the configured wire profile (gateway/wire)."""
-        wire = self.extras.get("wire")
+        wire = self.wire_cache
         if wire is None:
             from .wire import make_wire
 
-            wire = self.extras["wire"] = make_wire(self.settings["api.profile"], self.vendor)
+            wire = self.wire_cache = make_wire(self.settings["api.profile"], self.vendor)
         return wire
 
     @property

@@ -173,14 +173,15 @@ def claims_of(request: web.Request) -> Claims | None:
 
 def runtime_of(state: GatewayState) -> AuthRuntime:
     """The auth runtime installed on a gateway state."""
-    rt: AuthRuntime = state.extras["auth"]
+    rt = state.auth
+    assert rt is not None  # install() ran
     return rt
 
 
 def install(app: web.Application, state: GatewayState) -> None:
     """Build the auth runtime; with auth on, check every routed and unrouted request."""
     rt = build_runtime(state.settings)
-    state.extras["auth"] = rt
+    state.auth = rt
     app.on_cleanup.append(_close_store(rt.grants.store))
     if not rt.enabled:
         return

@@ -35,11 +35,6 @@ from .locking import (
 
 log = logging.getLogger(__name__)
 
-# state.extras keys: the manager, and the optional per-entity rule source. The latter is a
-# callable (kind, entity_id) -> the manifest `lock` block ({required_scopes, breakable,
-# max_expiration}) or None; the manifest loader installs it.
-MANAGER = "locks"
-ENTITY_CONFIG = "lock_entity_config"
 CLIENT_HEADER = "X-Client-Id"
 # Path words under an entity whose writes count as another lock collection.
 COLLECTION_ALIASES = {"status": "modes"}  # lifecycle control changes the entity's mode
@@ -128,20 +123,24 @@ def owner_subject(request: web.Request) -> str | None:
 
 def guard_members(request: web.Request, via: Any, collection: str, members: Any) -> None:
     """Handlers' call: refuse (409) a write through a parent that reaches locked members."""
-    svc: LockService | None = request.app[STATE].extras.get(MANAGER)
+    svc = request.app[STATE].locks
     if svc is not None and svc.enabled:
         svc.check_members(request, via, collection, members)
 
 
 def guard_fault_sources(request: web.Request, via: Any, sources: Any) -> None:
     """Handlers' call: refuse (409) a fault clear through a parent that reaches locked apps."""
-    svc: LockService | None = request.app[STATE].extras.get(MANAGER)
+    svc = request.app[STATE].locks
     if svc is not None and svc.enabled and not svc.quiet():
         svc.check_members(request, via, "faults", svc.source_apps(sources))
 
 
-def config_source(settings: Any, extras: dict[str, Any]) -> Callable[[str, str], LockConfig]:
-    """Resolution: per-entity block (if a source is installed), then per-type, then global."""
+def config_source(settings: Any, state: Any) -> Callable[[str, str], LockConfig]:
+    """Resolution: per-entity block (if a source is installed), then per-type, then global.
+
+    The per-entity source is `state.lock_entity_config`: (kind, entity_id) -> the manifest
+    `lock` block ({required_scopes, breakable, max_expiration}) or None.
+    """
     from ..config import ConfigError
     from .locking import SCOPES
 
@@ -159,7 +158,7 @@ def config_source(settings: Any, extras: dict[str, Any]) -> Callable[[str, str],
     }
 
     def config_of(kind: str, entity_id: str) -> LockConfig:
-        source = extras.get(ENTITY_CONFIG)
+        source = state.lock_entity_config
         block = source(kind, entity_id) if source is not None else None
         required, breakable = per_type.get(kind, ((), True))
         return resolve_config(block, required, breakable, global_max)
@@ -173,7 +172,7 @@ class LockService:
     def __init__(self, state: Any) -> None:
         self.state = state
         self.enabled = bool(state.settings["locking.enabled"])
-        self.manager = LockManager(config_source(state.settings, state.extras))
+        self.manager = LockManager(config_source(state.settings, state))
         self._targets: dict[Route, WriteTarget | None] = {}
         self._task: asyncio.Task[None] | None = None
         self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
@@ -262,7 +261,7 @@ class LockService:
         s = self.state.settings
         return bool(s["locking.defaults.components.lock_required_scopes"]
                     or s["locking.defaults.apps.lock_required_scopes"]
-                    or self.state.extras.get(ENTITY_CONFIG) is not None)
+                    or self.state.lock_entity_config is not None)
 
     def clear_filter(self, request: web.Request, code: str, sources: list[str]) -> bool:
         """Global fault clear: skip a fault when any reporting source's app refuses the write."""

@@ -110,8 +110,8 @@ class ManifestDiscovery:
         self._state = state
         state.cache.builder = self.build
         # Per-entity lock blocks and manifest scripts for the control features (docs/control.md).
-        state.extras["lock_entity_config"] = self.lock_block
-        state.extras["script_definitions"] = self.script_entries
+        state.lock_entity_config = self.lock_block
+        state.script_definitions = self.script_entries
         if self.watch_s > 0:
             self._task = asyncio.get_running_loop().create_task(self._watch(),
                                                                 name="manifest-watch")

@@ -112,16 +112,14 @@ class FaultService:
         self.faults, self.dedup, corr = await self.writer.call(FaultStore.load_state)
         self.engine.load_state(corr)
         event_seq = await self.writer.call(FaultStore.get_meta, "event_seq", 0)
-        slots = self.state.extras.get("sse_slots")
+        slots = self.state.sse_slots
         if slots is None:
-            slots = self.state.extras["sse_slots"] = SseSlots(s["sse.max_clients"])
+            slots = self.state.sse_slots = SseSlots(s["sse.max_clients"])
         # Event ids survive restarts: ids are handed out only below the stored reservation
         # (relayed events reserve a block through the writer thread).
         self.stream = FaultStream(slots, s["sse.keepalive_sec"], int(event_seq),
                                   persist=self._persist_event_seq)
-        # hook of the global clear: predicates (request, code, sources) -> True to skip
-        self.state.extras.setdefault("fault_clear_filters", [])
-        health = self.state.extras.setdefault("health", {})
+        health = self.state.health
         health["x-vendor-sse"] = slots.health
         health["x-vendor-fault-manager"] = self.health
         bridge = self.state.bridge
@@ -476,7 +474,7 @@ class FaultService:
             for code in batch.captures:
                 self.capture.start(code)
         # Recorder hook (docs/recorder.md): listener(fault, confirmed_now) per changed fault.
-        for listener in self.state.extras.get("fault_listeners", ()):
+        for listener in self.state.fault_listeners:
             for code, fault in batch.changed.items():
                 listener(fault, code in batch.captures)
 

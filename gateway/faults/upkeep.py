@@ -17,8 +17,6 @@ log = logging.getLogger(__name__)
 DEDUP_PRUNE_INTERVAL_S = 600.0
 ACTION_REFRESH_S = 1.0
 
-# entity generation -> {node fqn: app id}, rebuilt when the entity set changes
-_INDEX_KEY = "fault_entity_index"
 
 
 def entity_of(state: Any, fault: FaultRecord) -> tuple[str, str] | None:
@@ -26,10 +24,10 @@ def entity_of(state: Any, fault: FaultRecord) -> tuple[str, str] | None:
     if not fault.sources:
         return None
     entities = state.cache.entities
-    gen, index = state.extras.get(_INDEX_KEY, (-1, {}))
+    gen, index = state.fault_entity_index  # rebuilt when the entity set changes
     if gen != entities.generation or not index:
         index = {a.node_fqn: a.id for a in entities.apps.values() if a.node_fqn}
-        state.extras[_INDEX_KEY] = (entities.generation, index)
+        state.fault_entity_index = (entities.generation, index)
     source = fault.sources[0]
     app_id = index.get(source)
     if app_id is None:

@@ -25,8 +25,9 @@ class StoreWriter:
 
     async def open(self, state_dir: str) -> FaultStore:
         """Open (or fall back to an in-memory) store on the writer thread."""
-        self.store, self.lock = await self._run(open_store, state_dir)
-        return self.store
+        store, self.lock = await self._run(open_store, state_dir)
+        self.store = store
+        return store
 
     def attach(self, store: FaultStore) -> None:
         """Use a store opened elsewhere (tests); it must allow use from the writer thread."""

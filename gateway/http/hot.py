@@ -15,7 +15,7 @@ forwarding decision, is the one the handler saw; so it stays fast while aggregat
 A POST whose answer is made by a call (a service execution) offers the call (`offer_call`):
 a function of the request that returns the handler's own work on it, or None once the route
 might resolve differently. The next POST of the same raw path runs that call directly, drained
-and with its errors rendered like the middleware's (RUN_KEY), while the guard has nothing to
+and with its errors rendered like the middleware's (state.hot_run), while the guard has nothing to
 check on writes (no authentication, no lock held or required).
 
 Before all this, a GET whose bytes arrive whole is answered on the wire (hotwire.py, through
@@ -25,13 +25,16 @@ Before all this, a GET whose bytes arrive whole is answered on the wire (hotwire
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from aiohttp import web
 
 from .guard import Guard
 from .hotwire import WireRequest
 from .jsonutil import JSON_TYPE
+
+if TYPE_CHECKING:
+    from ..state import GatewayState
 
 Probe = Callable[[], bytes | None]
 
@@ -50,8 +53,6 @@ Call = Callable[[web.BaseRequest], Answer | None]
 Run = Callable[[web.BaseRequest, Answer], Answer]
 
 MAX_PATHS = 4096
-EXTRAS_KEY = "hot_answers"
-RUN_KEY = "hot_run"  # the middleware's runner of a fast-path call (drain, error bodies)
 # Request headers the generic path answers differently for (Range: 416 or partial content;
 # Expect: 100-continue); conditional ones step aside too, so any validator stays generic.
 STEP_ASIDE = ("Range", "Expect", "If-None-Match", "If-Modified-Since", "If-Match",
@@ -61,10 +62,10 @@ STEP_ASIDE = ("Range", "Expect", "If-None-Match", "If-Modified-Since", "If-Match
 class HotAnswers:
     """The server's request handler: known hot GETs by one lookup, everything else generic."""
 
-    def __init__(self, generic: Generic, guard: Guard, extras: dict[str, Any]) -> None:
+    def __init__(self, generic: Generic, guard: Guard, state: GatewayState) -> None:
         self._generic = generic
         self._guard = guard
-        self._extras = extras
+        self._state = state
         # raw path -> (probe, None) or (None, probe of the request) for a merged read
         self._paths: dict[str, tuple[Probe | None, RequestProbe | None]] = {}
         self._calls: dict[str, Call] = {}  # raw path -> call of a POST
@@ -92,10 +93,9 @@ class HotAnswers:
 
     def _settings_clear(self, merged: bool) -> bool:
         """Whether no setting or stop adds per-request work the fast path would skip."""
-        if self._guard.all_checks or (not merged and self._extras.get("forwarder") is not None):
+        if self._guard.all_checks or (not merged and self._state.forwarder is not None):
             return False
-        drain = self._extras.get("drain")
-        return drain is None or not drain.stopping
+        return not self._state.drain.stopping
 
     def wire_body(self, raw_path: str, data: bytes) -> bytes | None:
         """The cached body of the GET of raw_path in the chunk `data`, which has none of the
@@ -138,7 +138,8 @@ class HotAnswers:
                 answer = call(request)
                 if answer is not None:
                     self.hits += 1
-                    run: Run = self._extras[RUN_KEY]
+                    run = self._state.hot_run
+                    assert run is not None  # offer_call stores calls only with a runner
                     return await run(request, answer)
         return await self._generic(request)
 
@@ -153,34 +154,34 @@ def eligible(app: web.Application) -> bool:
 
 
 def install(app: web.Application, generic: Generic, guard: Guard,
-            extras: dict[str, Any]) -> Generic:
+            state: GatewayState) -> Generic:
     """The request handler to serve the (frozen) app with: HotAnswers when eligible."""
     if not eligible(app):
         return generic
-    hot = HotAnswers(generic, guard, extras)
-    extras[EXTRAS_KEY] = hot
-    extras.setdefault("health", {})["x-vendor-hot-answers"] = hot.stats
+    hot = HotAnswers(generic, guard, state)
+    state.hot_answers = hot
+    state.health["x-vendor-hot-answers"] = hot.stats
     return hot
 
 
-def offer(extras: dict[str, Any], request: web.Request, probe: Probe) -> None:
+def offer(state: GatewayState, request: web.Request, probe: Probe) -> None:
     """A handler's cached 200 JSON body for this GET: serve it from `probe` while it holds."""
-    hot = extras.get(EXTRAS_KEY)
+    hot = state.hot_answers
     if hot is not None and request.method == "GET":
         hot.store(request.raw_path, probe)
 
 
-def offer_merged(extras: dict[str, Any], request: web.Request, probe: RequestProbe) -> None:
+def offer_merged(state: GatewayState, request: web.Request, probe: RequestProbe) -> None:
     """A merged read's cached 200 JSON body: serve it from `probe(request)` while it holds,
     aggregation's forwarder notwithstanding (the probe checks that the fleet view is the same)."""
-    hot = extras.get(EXTRAS_KEY)
+    hot = state.hot_answers
     if hot is not None and request.method == "GET":
         hot.store(request.raw_path, None, probe)
 
 
-def offer_call(extras: dict[str, Any], request: web.Request, call: Call) -> None:
+def offer_call(state: GatewayState, request: web.Request, call: Call) -> None:
     """A handler's work on this POST: run `call(request)` for the next POSTs of its raw path
     while it returns an answer (None: the generic path answers)."""
-    hot = extras.get(EXTRAS_KEY)
-    if hot is not None and request.method == "POST" and RUN_KEY in extras:
+    hot = state.hot_answers
+    if hot is not None and request.method == "POST" and state.hot_run is not None:
         hot.store_call(request.raw_path, call)

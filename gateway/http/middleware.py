@@ -14,9 +14,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_urldispatcher import MatchInfoError
 
 from ..model.ids import invalid_id_reason
-from . import hot
 from .clientlog import client_warning
-from .drain import Drain
 from .errors import ApiError, bad_request, http_layer_error
 from .jsonutil import JSON_TYPE, dumps
 from .ranges import RangeError, parse_range
@@ -114,8 +112,8 @@ def make_middleware(state: Any) -> Any:
     max_uri = state.settings["server.max_uri_length"]
     routes = state.route_table
     guard = state.guard
-    drain = state.extras.setdefault("drain", Drain())  # bounded stop (cli.serve)
-    state.extras.setdefault("health", {})["x-vendor-requests"] = drain.stats
+    drain = state.drain  # bounded stop (cli.serve)
+    state.health["x-vendor-requests"] = drain.stats
 
     # Raw paths that passed check_uri recently: a set lookup instead of two regex scans on
     # the hot path (bounded; cleared when full).
@@ -179,7 +177,7 @@ def make_middleware(state: Any) -> Any:
                             match_info[param], reason,
                             param if route.extra.get("nested_discovery") else None)
                 # Aggregation: requests for peer-owned entities and items go to the peer.
-                forward = state.extras.get("forwarder")
+                forward = state.forwarder
                 if forward is not None:
                     answer = await drain.run(forward(request, route), False)
                     if answer is not None:
@@ -197,5 +195,5 @@ def make_middleware(state: Any) -> Any:
         except Exception as exc:
             return error_answer(request, exc, vendor)
 
-    state.extras[hot.RUN_KEY] = run_routed
+    state.hot_run = run_routed
     return middleware

@@ -214,7 +214,7 @@ def install(app: web.Application, state: GatewayState) -> None:
                           s["rate_limiting.client_requests_per_minute"],
                           parse_endpoint_limits(s["rate_limiting.endpoint_limits"]),
                           s["rate_limiting.max_tracked_clients"], time.monotonic())
-    auth = state.extras.get("auth")
+    auth = state.auth
     key = client_key(auth.peek if auth is not None else None)
     app.middlewares.insert(0, make_middleware(limiter, key, s.vendor))
     app.on_response_prepare.append(make_prepare_hook())

@@ -83,7 +83,7 @@ class GatewayRunner(web.AppRunner):
         _Handler.vendor = self._vendor
         # The app is frozen now: its middlewares and response hooks are final.
         state = self.app[STATE]
-        handler = hot.install(self.app, server.request_handler, state.guard, state.extras)
+        handler = hot.install(self.app, server.request_handler, state.guard, state)
         server.request_handler = handler
         if isinstance(handler, hot.HotAnswers) and hotwire.available():
             server.hot_answers = handler  # type: ignore[attr-defined]

@@ -68,7 +68,7 @@ class PluginContext:
     # faults ---------------------------------------------------------------------------------
     def report_faults(self, reports: Iterable[Any]) -> bool:
         """Hand faults.model.Report values to the fault manager; False when it is not running."""
-        svc = self._state.extras.get("faults")
+        svc = self._state.faults
         if svc is None:
             return False
         svc.submit(list(reports))
@@ -95,7 +95,7 @@ class PluginContext:
 
     def faults(self) -> list[Any]:
         """Every fault record the fault manager holds."""
-        svc = self._state.extras.get("faults")
+        svc = self._state.faults
         return list(svc.faults.values()) if svc is not None else []
 
     # ROS ------------------------------------------------------------------------------------
@@ -111,13 +111,13 @@ class PluginContext:
 
     async def node_parameters(self, node_fqn: str) -> dict[str, Any]:
         """Every parameter value of a node (ros.parameters errors when it does not answer)."""
-        store = self._state.extras["parameters"]
+        store = self._state.parameters
         return {p.name: p.value for p in await store.params(node_fqn)}
 
     async def call_service(self, name: str, type_name: str, request: Any,
                            timeout: float = 2.0) -> Any:
         """Call a ROS service (e.g. lifecycle_msgs/srv/GetState) with a timeout."""
-        return await self._state.extras["service_caller"].call(name, type_name, request, timeout)
+        return await self._state.service_caller.call(name, type_name, request, timeout)
 
     def topic_stats(self, topic: str) -> Any:
         """Receive statistics of a pooled topic (ros.topics.TopicStats) or None."""
@@ -129,7 +129,7 @@ class PluginContext:
 
     def bulk_data_file(self, category: str, upload_id: str) -> Any:
         """Path of an uploaded bulk-data file, or None."""
-        store = self._state.extras.get("uploads")
+        store = self._state.uploads
         up = store.get(category, upload_id) if store is not None else None
         return store.path(up) if up is not None else None
 
@@ -148,14 +148,14 @@ class PluginContext:
         if not collection.startswith("x-"):
             raise ValueError(f"sampled collection {collection!r} must carry the 'x-' prefix")
         name = collection.replace("x-vendor", f"x-{self.vendor}")
-        caller = self._state.extras["plugins"].caller(self.name)
+        caller = self._state.plugins.caller(self.name)
 
         async def provide(state: Any, entity: Entity) -> Any:
             return await caller(sampler, entity.kind, entity.id, entity_id=entity.id,
                                 what=f"sampler {name}")
 
-        self._state.extras.setdefault("push_collections", {})[name] = provide
+        self._state.push_collections[name] = provide
 
     def add_health(self, key: str, provider: Callable[[], Any]) -> None:
         """Add a block to /health (`x-vendor` in key becomes the vendor word)."""
-        self._state.extras.setdefault("health", {})[key] = provider
+        self._state.health[key] = provider

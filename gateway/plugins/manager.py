@@ -123,8 +123,8 @@ class PluginManager:
     async def start(self, state: Any) -> None:
         """Give each plugin its context, start it, and begin merging plugin entities."""
         self._state = state
-        state.extras.setdefault("health_warnings", []).append(self.warnings)
-        state.extras.setdefault("health", {})["x-vendor-plugins"] = self.health
+        state.health_warnings.append(self.warnings)
+        state.health["x-vendor-plugins"] = self.health
         if self.loaded:  # a plugin may be an https client with aiohttp's default contexts
             await client_tls.ensure_ca()
         for p in list(self.loaded):

@@ -141,7 +141,7 @@ class CyclicSampler:
             from ..faults.model import DEFAULT_FILTER
             from ..resources.faults import owners
 
-            svc = state.extras.get("faults")
+            svc = state.faults
             if svc is None:
                 return None
             return [views.list_item(state.xv, f)
@@ -150,7 +150,7 @@ class CyclicSampler:
             from ..resources.logs import config_of, members_of
             from ..ros.rosout import entry, logger_to_node, select
 
-            rosout = state.extras.get("rosout")
+            rosout = state.rosout
             if rosout is None:
                 return None
             config = config_of(state, entity)
@@ -180,7 +180,7 @@ class CyclicSampler:
 
                 items = (await local_items(self.state, entity))[0]
             else:
-                provider = self.state.extras.get("push_collections", {}).get(col)
+                provider = self.state.push_collections.get(col)
                 if provider is None:
                     return
                 value = await provider(self.state, entity)  # a plugin sampler: any JSON

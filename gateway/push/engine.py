@@ -360,7 +360,7 @@ class PushEngine:
 
     def _inject_log(self, trig: Trigger, now: float) -> None:
         settings = trig.spec.log_settings or {}
-        rosout = self.state.extras.get("rosout")
+        rosout = self.state.rosout
         entity = self.state.cache.entities.get(trig.entity_type, trig.entity_id)
         if rosout is None or entity is None:
             return
@@ -511,7 +511,7 @@ def _store_path(state: Any) -> Path | None:
     configured = state.settings.get("triggers.storage.path", "")
     if configured:
         return Path(str(configured)).expanduser()
-    faults = state.extras.get("faults")
+    faults = state.faults
     store = getattr(faults, "store", None)
     if store is None or not store.persistent:
         return None

@@ -138,7 +138,7 @@ class FaultTriggerEngine:
         return app.node_fqn if app is not None and app.node_fqn else rule.app_id
 
     def _report(self, rule: Rule) -> None:
-        svc = self.state.extras.get("faults")
+        svc = self.state.faults
         if svc is None:
             return
         value = rule.value if rule.value is not None else rule.threshold
@@ -147,7 +147,7 @@ class FaultTriggerEngine:
         self.reports += 1
 
     def _clear(self, rule: Rule) -> None:
-        svc = self.state.extras.get("faults")
+        svc = self.state.faults
         if svc is None:
             return
         svc.clear([rule.fault_code], scope=())  # no correlation cascade

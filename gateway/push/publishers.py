@@ -24,7 +24,7 @@ class LogTap:
         self._index: tuple[int, dict[str, str]] = (-1, {})
 
     def __call__(self, record: Any) -> None:  # executor thread
-        engine = self.state.extras.get("push")
+        engine = self.state.push
         if engine is None or not self.state.events.has_listeners(LOGS) \
                 or not engine.observes(LOGS):
             return

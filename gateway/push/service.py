@@ -20,9 +20,9 @@ async def start(state: Any) -> None:
     from ..ros.param_events import ParameterEvents
 
     s = state.settings
-    slots = state.extras.get("sse_slots")
+    slots = state.sse_slots
     if slots is None:
-        slots = state.extras["sse_slots"] = SseSlots(s["sse.max_clients"])
+        slots = state.sse_slots = SseSlots(s["sse.max_clients"])
     hub = SseHub(slots, s["sse.client_queue_size"], s["sse.keepalive_sec"])
     topics = TopicWatch(state)
     engine = PushEngine(state, hub, topics)
@@ -37,9 +37,9 @@ async def start(state: Any) -> None:
     faults = FaultTriggerEngine(state, topics)
     if faults.enabled:
         await faults.start()
-        state.extras["fault_triggers"] = faults
-    state.extras["push"] = engine
-    rosout = state.extras.get("rosout")
+        state.fault_triggers = faults
+    state.push = engine
+    rosout = state.rosout
     if rosout is not None:
         rosout.listener = LogTap(state)
     params = ParameterEvents(state.bridge, lambda node, names: parameter_changed(
@@ -49,15 +49,15 @@ async def start(state: Any) -> None:
     except Exception:
         log.warning("no /parameter_events subscription: configuration changes are not "
                     "pushed", exc_info=True)
-    state.extras["parameter_events"] = params
-    health = state.extras.setdefault("health", {})
+    state.parameter_events = params
+    health = state.health
     health["x-vendor-push"] = lambda: {**engine.health(), "fault_triggers": faults.health(),
                                        **(engine.links.health() if engine.links else {})}
 
 
 async def on_shutdown(state: Any) -> None:
     """End every push stream so the server stops without waiting for clients."""
-    engine = state.extras.get("push")
+    engine = state.push
     if engine is not None:
         engine.end_streams()
         await engine.hub.close()
@@ -65,16 +65,16 @@ async def on_shutdown(state: Any) -> None:
 
 async def stop(state: Any) -> None:
     """Stop the engines and publishers."""
-    rosout = state.extras.get("rosout")
+    rosout = state.rosout
     if rosout is not None:
         rosout.listener = None
-    params = state.extras.pop("parameter_events", None)
+    params, state.parameter_events = state.parameter_events, None
     if params is not None:
         await params.stop()
-    faults = state.extras.pop("fault_triggers", None)
+    faults, state.fault_triggers = state.fault_triggers, None
     if faults is not None:
         await faults.stop()
-    engine = state.extras.pop("push", None)
+    engine, state.push = state.push, None
     if engine is not None:
         if engine.links is not None:
             await engine.links.close()

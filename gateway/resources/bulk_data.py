@@ -95,21 +95,21 @@ async def start(state: GatewayState) -> None:
                               "(letters, digits, '_' and '-') or is the reserved 'docs'")
     store = UploadStore(_uploads_root(state))
     await asyncio.to_thread(store.load)
-    state.extras["uploads"] = store
+    state.uploads = store
     cfg = RecorderConfig.from_settings(state.settings, extra_excluded=NEVER_CAPTURED)
-    state.extras.setdefault("fault_snapshot_providers", []).append(rosbag_snapshots)
+    state.fault_snapshot_providers.append(rosbag_snapshots)
     if not cfg.enabled:
         return
     rec = _recorder_class()(cfg, lambda: _graph(state), state.bridge)
     if await rec.start():
-        state.extras["recorder"] = rec
-        state.extras.setdefault("fault_listeners", []).append(rec.on_fault)
-        state.extras.setdefault("health", {})["x-vendor-recorder"] = rec.health
+        state.recorder = rec
+        state.fault_listeners.append(rec.on_fault)
+        state.health["x-vendor-recorder"] = rec.health
 
 
 async def stop(state: GatewayState) -> None:
     """Stop the recorder (writes what the open windows hold)."""
-    rec: Recorder | None = state.extras.pop("recorder", None)
+    rec, state.recorder = state.recorder, None
     if rec is not None:
         await rec.stop()
 
@@ -132,7 +132,7 @@ def _owners(state: GatewayState, entity: Entity) -> list[str]:
 
 def _recording_visible(state: GatewayState, rec: Recording, owners: list[str]) -> bool:
     """Spec: access when any fault the recording covers is in the entity's scope."""
-    svc = state.extras.get("faults")
+    svc = state.faults
     for code in rec.fault_codes:
         fault = svc.get(code) if svc is not None else None
         sources = list(fault.sources) if fault is not None else rec.sources.get(code, [])
@@ -195,7 +195,7 @@ def upload_descriptor(state: GatewayState, up: Upload) -> dict[str, Any]:
 
 def rosbag_snapshots(state: GatewayState, entity: Entity, fault: Any) -> list[dict[str, Any]]:
     """Fault detail `rosbag` snapshot entries, newest first (a fault_snapshot_providers entry)."""
-    rec_svc: Recorder | None = state.extras.get("recorder")
+    rec_svc = state.recorder
     if rec_svc is None:
         return []
     return [{"type": "rosbag", "name": f"{rec.id}.{rec.format}",
@@ -206,7 +206,7 @@ def rosbag_snapshots(state: GatewayState, entity: Entity, fault: Any) -> list[di
 
 
 def _visible_recordings(state: GatewayState, entity: Entity) -> list[Recording]:
-    rec_svc: Recorder | None = state.extras.get("recorder")
+    rec_svc = state.recorder
     if rec_svc is None:
         return []
     owners = _owners(state, entity)
@@ -216,7 +216,7 @@ def _visible_recordings(state: GatewayState, entity: Entity) -> list[Recording]:
 
 
 def _store(state: GatewayState) -> UploadStore:
-    store: UploadStore | None = state.extras.get("uploads")
+    store = state.uploads
     if store is None:
         raise ApiError(503, "service-unavailable", "Bulk-data storage is not open yet")
     return store
@@ -263,7 +263,7 @@ async def download(request: web.Request) -> web.StreamResponse:
     missing = not_found(f"Bulk-data '{item_id}' not found in '{category}' on {entity.type} "
                         f"'{entity.id}'", entity_id=entity.id, category=category, id=item_id)
     if category == ROSBAGS:
-        rec_svc: Recorder | None = state.extras.get("recorder")
+        rec_svc = state.recorder
         rec = rec_svc.resolve(item_id) if rec_svc is not None else None
         if rec is None or rec_svc is None:
             raise missing
@@ -428,7 +428,7 @@ async def serve_file(request: web.Request, path: Path, ctype: str, filename: str
         raise not_found(f"'{filename}' is no longer stored") from None
     try:
         size = os.fstat(fd).st_size
-        headers = {hdrs.CONTENT_DISPOSITION: _disposition(filename),
+        headers: dict[str, str] = {hdrs.CONTENT_DISPOSITION: _disposition(filename),
                    hdrs.ACCEPT_RANGES: "bytes", hdrs.ETAG: etag,
                    hdrs.ACCESS_CONTROL_EXPOSE_HEADERS: "Content-Disposition"}
         header = request.headers.get(hdrs.RANGE)

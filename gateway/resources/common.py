@@ -59,7 +59,7 @@ def href(path: str) -> str:
 
 def federation(state: GatewayState) -> Any:
     """The federation service (aggregation on), else None."""
-    return state.extras.get("federation")
+    return state.federation
 
 
 def entity_ref(state: GatewayState, entity: Entity) -> dict[str, Any]:
@@ -112,5 +112,5 @@ async def list_collection(request: web.Request, collection: str,
     # handler would answer (and the entity still resolves). A peer answers a primary's
     # fan-out calls this way too.
     cache = state.cache
-    hot.offer(state.extras, request, lambda: cache.cached(key))
+    hot.offer(state, request, lambda: cache.cached(key))
     return web.Response(body=body, content_type="application/json")

@@ -36,16 +36,23 @@ from .common import federation, local_member_apps, resolve_entity
 
 
 def _store(state: GatewayState) -> ParameterStore:
-    store = state.extras.get("parameters")
+    store = state.parameters
     if store is None:
         raise ApiError(503, "service-unavailable", "The ROS connection is not running")
-    return store  # type: ignore[no-any-return]
+    return store
 
 
 def _node(app: Entity) -> str | None:
     """The app's node: a linked manifest app that does not inherit the node's topics and
     services (`inherit_runtime_resources: false`) still has its parameters."""
     return app.node_fqn or app.bound_fqn
+
+
+def _served_node(app: Entity) -> str:
+    """The node of an app that _per_member runs work for (it has one)."""
+    fqn = _node(app)
+    assert fqn is not None  # _has_parameter_services found the node
+    return fqn
 
 
 def _has_parameter_services(state: GatewayState, app: Entity) -> bool | None:
@@ -139,7 +146,7 @@ async def local_items(state: GatewayState, entity: Entity
                       ) -> tuple[list[dict[str, Any]], dict[str, Any], list[tuple[Entity, Any]]]:
     """(items, partial fields, per-member outcomes) of this gateway's parameters."""
     store = _store(state)
-    outcomes = await _per_member(state, entity, lambda app: store.params(_node(app)))
+    outcomes = await _per_member(state, entity, lambda app: store.params(_served_node(app)))
     qualified = entity.kind != "apps"
     items = [param_item(state, store, app, p, qualified, entity.id)
              for app, result in outcomes if not isinstance(result, BaseException)
@@ -188,7 +195,7 @@ async def find_parameter(state: GatewayState, entity: Entity, param_id: str
         return apps[member], rest
     # A bare name that exactly one member node has (nodes that do not answer are skipped).
     store = _store(state)
-    outcomes = await _per_member(state, entity, lambda app: store.params(_node(app)))
+    outcomes = await _per_member(state, entity, lambda app: store.params(_served_node(app)))
     owners = [app for app, result in outcomes if not isinstance(result, BaseException)
               and any(p.name == param_id for p in result)]
     if len(owners) == 1:
@@ -269,7 +276,7 @@ async def reset_all_configurations(request: web.Request) -> web.Response:
     store = _store(state)
     guard_members(request, entity, "configurations",  # any locked member refuses the reset
                   [app.id for app in local_member_apps(state, entity)])
-    outcomes = await _per_member(state, entity, lambda app: store.reset_all(_node(app)))
+    outcomes = await _per_member(state, entity, lambda app: store.reset_all(_served_node(app)))
     _raise_worst(outcomes, entity.id)
     results = []
     for app, result in outcomes:

@@ -214,7 +214,7 @@ async def read_data(request: web.Request) -> web.Response:
         view = (entity.kind, entity.id, state.cache.generation)
         cached = entry.bodies.get(view)
         if cached is not None and cached[0] == sample.seq:
-            hot.offer(state.extras, request, _hot_read(state, entity, ref.topic, ref.type, view))
+            hot.offer(state, request, _hot_read(state, entity, ref.topic, ref.type, view))
             return web.Response(body=cached[1], content_type="application/json")
     else:
         try:
@@ -241,7 +241,7 @@ async def read_data(request: web.Request) -> web.Response:
     body = dumps({"id": ref.topic, "data": orjson.Fragment(entry.json), state.xv: xv})
     view = (entity.kind, entity.id, state.cache.generation)
     entry.bodies[view] = (sample.seq, body)
-    hot.offer(state.extras, request, _hot_read(state, entity, ref.topic, ref.type, view))
+    hot.offer(state, request, _hot_read(state, entity, ref.topic, ref.type, view))
     return web.Response(body=body, content_type="application/json")
 
 
@@ -301,11 +301,11 @@ async def _write_described(state: GatewayState, entity: Entity, ref: TopicRef,
 
 def described_types(state: GatewayState) -> DescribedTypes:
     """The gateway's reader of types from node descriptions (made on first use)."""
-    described = state.extras.get("described_types")
+    described = state.described_types
     if described is None:
-        described = state.extras["described_types"] = DescribedTypes(state.bridge)
+        described = state.described_types = DescribedTypes(state.bridge)
         state.bridge.closers.append(described.close)
-    return described  # type: ignore[no-any-return]
+    return described
 
 
 def _hot_read(state: GatewayState, entity: Entity, topic: str, type_name: str,

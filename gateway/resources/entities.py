@@ -83,7 +83,7 @@ def _list_handler(kind: str) -> Any:
     async def list_entities(request: web.Request) -> web.Response:
         state = state_of(request)
         body = state.cache.body(("list", kind), lambda: state_json(state, kind))
-        hot.offer(state.extras, request, _hot_body(state, ("list", kind)))
+        hot.offer(state, request, _hot_body(state, ("list", kind)))
         return web.Response(body=body, content_type="application/json")
 
     list_entities.__doc__ = f"List {kind}"
@@ -104,7 +104,7 @@ async def get_entity(request: web.Request) -> web.Response:
     entity = resolve_entity(request)
     key = ("detail", entity.kind, entity.id)
     body = state.cache.body(key, lambda: dumps(detail(state, entity)))
-    hot.offer(state.extras, request, _hot_body(state, key))
+    hot.offer(state, request, _hot_body(state, key))
     return web.Response(body=body, content_type="application/json")
 
 

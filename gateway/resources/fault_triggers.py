@@ -21,7 +21,7 @@ def _engine(request: web.Request) -> FaultTriggerEngine:
     if not state.settings.get("fault_triggers.enabled", True):
         raise state.wire.errors.feature_absent("fault-triggers",
                                                "Set fault_triggers.enabled to true")
-    engine = state.extras.get("fault_triggers")
+    engine = state.fault_triggers
     if engine is None:
         raise ApiError(503, SERVICE_UNAVAILABLE, "The fault-trigger engine is not running yet")
     return engine  # type: ignore[no-any-return]

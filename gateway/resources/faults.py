@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -17,21 +16,16 @@ from ..http.errors import SERVICE_UNAVAILABLE, ApiError, not_found
 from ..http.jsonutil import JSON_TYPE, dumps, json_response
 from ..http.routes import ENTITY_PARAM, Registry
 from ..model.entities import Entity
-from ..state import GatewayState, state_of
+from ..state import ClearFilter, GatewayState, state_of
 from .common import federation, resolve_entity
-
-# state.extras key of the global-clear hook: predicates (request, fault_code, sources) -> True
-# when the fault must be skipped (e.g. its entity is locked by another client).
-CLEAR_FILTERS = "fault_clear_filters"
-ClearFilter = Callable[[web.Request, str, list[str]], bool]
 
 
 def service(state: GatewayState) -> FaultService:
     """The running fault service; 503 before ROS is up."""
-    svc = state.extras.get("faults")
+    svc = state.faults
     if svc is None:
         raise ApiError(503, SERVICE_UNAVAILABLE, "The fault manager is not running")
-    return svc  # type: ignore[no-any-return]
+    return svc
 
 
 def _statuses(request: web.Request) -> frozenset[str]:
@@ -53,7 +47,7 @@ def _flag(request: web.Request, name: str) -> bool:
 def owners(state: GatewayState, entity: Entity) -> list[str]:
     """Node names an entity owns (its member apps), and sources of its plugin entities."""
     out = [a.node_fqn for a in state.cache.entities.member_apps(entity) if a.node_fqn]
-    plugins = state.extras.get("plugins")  # docs/plugins.md: faults plugins raise
+    plugins = state.plugins  # docs/plugins.md: faults plugins raise
     if plugins is not None and plugins.owners:
         out += plugins.fault_sources(entity, state.cache.entities)
     return out
@@ -72,7 +66,7 @@ async def list_all(request: web.Request) -> web.Response:
     if fed is None:  # a local body holds while the fault state does
         cached = svc.bodies.get(key, svc.generation)
         if cached is not None:
-            hot.offer(state.extras, request, _hot_all(state, svc, key))
+            hot.offer(state, request, _hot_all(state, svc, key))
             return _cached(cached)
 
     def local() -> dict[str, Any]:
@@ -93,16 +87,14 @@ async def list_all(request: web.Request) -> web.Response:
         return await fed.merged_response(  # type: ignore[no-any-return]
             request, "faults", lambda: svc.generation, "faults",
             lambda: fed.merge_global_faults(request, local()))
-    hot.offer(state.extras, request, _hot_all(state, svc, key))
+    hot.offer(state, request, _hot_all(state, svc, key))
     return _cached(svc.bodies.put(key, svc.generation, dumps(local())))
 
 
 def _hot_all(state: GatewayState, svc: FaultService, key: tuple[str, str]) -> hot.Probe:
     """list_all's cached body while the fault state holds, for the fast path (http/hot.py)."""
-    extras = state.extras
-
     def probe() -> bytes | None:
-        if extras.get("faults") is not svc or extras.get("federation") is not None:
+        if state.faults is not svc or state.federation is not None:
             return None
         return svc.bodies.cached(key, svc.generation)
 
@@ -113,7 +105,9 @@ async def clear_all(request: web.Request) -> web.Response:
     """Clear every fault, skipping those a registered filter protects (e.g. locked entities)."""
     state = state_of(request)
     svc = service(state)
-    filters: list[ClearFilter] = state.extras.get(CLEAR_FILTERS, [])
+    # predicates (request, fault_code, sources) -> True when the fault must be skipped
+    # (e.g. its entity is locked by another client)
+    filters: list[ClearFilter] = state.fault_clear_filters
     codes = [f.code for f in svc.faults.values() if f.status != CLEARED
              and not any(skip(request, f.code, list(f.sources)) for skip in filters)]
     svc.clear(codes, scope=set(codes) if filters else None)
@@ -182,7 +176,7 @@ async def get_fault(request: web.Request) -> web.Response:
     frames = await svc.frames(fault.code)
     body = state.wire.faults.detail(fault, frames, svc.correlation_of(fault.code))
     # Rosbag entries (docs/recorder.md): provider(state, entity, fault) -> snapshot entries.
-    for provide in state.extras.get("fault_snapshot_providers", ()):
+    for provide in state.fault_snapshot_providers:
         body["environment_data"]["snapshots"].extend(provide(state, _entity, fault))
     return json_response(body)
 

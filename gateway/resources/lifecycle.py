@@ -27,7 +27,6 @@ from ..model.entities import Entity
 from ..state import GatewayState, state_of
 from .common import federation, href, local_member_apps, resolve_entity
 
-PROVIDER = "lifecycle"
 PRECONDITION = "precondition-not-fulfilled"
 # transition -> role (spec: start/restart operator; shutdown and force-shutdown configurator)
 ROLES = {START: Role.OPERATOR, RESTART: Role.OPERATOR, FORCE_RESTART: Role.OPERATOR,
@@ -41,20 +40,20 @@ def node_of(app: Entity) -> str | None:
 
 def provider(state: GatewayState) -> LifecycleProvider:
     """The built-in provider (created once ROS is up)."""
-    prov: LifecycleProvider | None = state.extras.get(PROVIDER)
+    prov = state.lifecycle
     if prov is None:
-        caller = state.extras.get("service_caller")
+        caller = state.service_caller
         if caller is None:
             raise vendor_error(503, "x-vendor-ros2-node-unavailable",
                                "The ROS connection is not running yet")
-        prov = state.extras[PROVIDER] = LifecycleProvider(
+        prov = state.lifecycle = LifecycleProvider(
             caller, float(state.settings["service_call_timeout_sec"]))
     return prov
 
 
 def latest(state: GatewayState, app_id: str) -> dict[str, Any] | None:
     """The latest transition of an app, for its status body (None when never requested)."""
-    prov: LifecycleProvider | None = state.extras.get(PROVIDER)
+    prov = state.lifecycle
     record = prov.records.get(app_id) if prov is not None else None
     return record.body() if record is not None else None
 
@@ -151,7 +150,7 @@ def install(app: web.Application, state: GatewayState) -> None:
 
     async def lifecycle(app: web.Application) -> Any:
         yield
-        prov: LifecycleProvider | None = state.extras.get(PROVIDER)
+        prov = state.lifecycle
         if prov is not None:
             await prov.close()
 

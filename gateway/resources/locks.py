@@ -10,7 +10,7 @@ from aiohttp import web
 from federation import locks as peer_locks
 
 from ..auth.roles import Role
-from ..control.lockguard import CLIENT_HEADER, MANAGER, LockService, owner_subject, subject_of
+from ..control.lockguard import CLIENT_HEADER, LockService, owner_subject, subject_of
 from ..control.locking import LockError, check_client_id
 from ..http.errors import invalid_parameter
 from ..http.jsonutil import json_response
@@ -23,7 +23,7 @@ CA = ("components", "apps")
 
 def service(state: GatewayState) -> LockService:
     """The lock service; 501 when locking is disabled."""
-    svc: LockService | None = state.extras.get(MANAGER)
+    svc = state.locks
     if svc is None or not svc.enabled:
         raise state.wire.errors.feature_absent("locks", "Set locking.enabled to true")
     return svc
@@ -174,15 +174,15 @@ async def release(request: web.Request) -> web.Response:
 def install(app: web.Application, state: GatewayState) -> None:
     """The lock service: guard check on every write, global fault-clear filter, sweep task."""
     svc = LockService(state)
-    state.extras[MANAGER] = svc
+    state.locks = svc
     if not svc.enabled:
         state.features.discard("locks")  # root capability `locking` false; routes answer 501
         return
     state.features.add("locks")
-    state.extras.setdefault("health", {})["x-vendor-locks"] = lambda: {
+    state.health["x-vendor-locks"] = lambda: {
         "held": len(svc.manager.locks)}
     state.guard.add(svc.check, writes_only=True, quiet=svc.quiet)
-    state.extras.setdefault("fault_clear_filters", []).append(svc.clear_filter)
+    state.fault_clear_filters.append(svc.clear_filter)
 
     async def lifecycle(app: web.Application) -> Any:
         await svc.start()

@@ -13,7 +13,6 @@ from ..http.routes import Registry
 from ..model.entities import Entity
 from ..ros.rosout import (
     SEVERITIES,
-    RosoutLog,
     entry,
     logger_to_node,
     select,
@@ -65,7 +64,7 @@ def validate_config(body: Any, current: dict[str, Any]) -> dict[str, Any]:
 
 
 def _configs(state: GatewayState) -> dict[tuple[str, str], dict[str, Any]]:
-    return state.extras.setdefault("log_configuration", {})  # type: ignore[no-any-return]
+    return state.log_configuration
 
 
 def config_of(state: GatewayState, entity: Entity) -> dict[str, Any]:
@@ -83,7 +82,7 @@ async def list_logs(request: web.Request) -> web.Response:
     """Newest entries of the entity's nodes, filtered by its configuration."""
     state = state_of(request)
     entity = resolve_entity(request)
-    rosout: RosoutLog | None = state.extras.get("rosout")
+    rosout = state.rosout
     if rosout is None:
         raise ApiError(503, "service-unavailable", "The ROS connection is not running")
     config = config_of(state, entity)

@@ -12,7 +12,7 @@ from ..state import state_of
 
 async def manifest_status(request: web.Request) -> web.Response:
     """Manifest discovery status (inactive in runtime_only mode)."""
-    disc = state_of(request).extras.get("discovery")
+    disc = state_of(request).discovery
     if disc is not None:
         return json_response(disc.status())
     from ..discovery.pipeline import inactive_status  # the manifest stack: only when used

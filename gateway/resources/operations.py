@@ -157,11 +157,18 @@ async def get_operation(request: web.Request) -> web.Response:
     return json_response({"item": operation_item(state, op, entity.id)})
 
 
-def _provider(state: GatewayState, key: str) -> Any:
-    provider = state.extras.get(key)
-    if provider is None:
+def _actions(state: GatewayState) -> ActionManager:
+    actions = state.actions
+    if actions is None:
         raise ApiError(503, "service-unavailable", "The ROS connection is not running")
-    return provider
+    return actions
+
+
+def _caller(state: GatewayState) -> ServiceCaller:
+    caller = state.service_caller
+    if caller is None:
+        raise ApiError(503, "service-unavailable", "The ROS connection is not running")
+    return caller
 
 
 def request_timeout(body: dict[str, Any], default: float) -> float:
@@ -208,14 +215,14 @@ async def start_execution(request: web.Request) -> web.Response:
     if op.kind == "service":
         answer = await _call_service(state, op, cls, body, timeout)
         # The next POSTs of this path run the same call before routing (gateway/http/hot.py)
-        hot.offer_call(state.extras, request, _hot_call(state, op, cls))
+        hot.offer_call(state, request, _hot_call(state, op, cls))
         return answer
     fields, override = execution_request(body, op.kind, field_type_map(cls.Goal))
     check_type_override(override, op.type)
     where = {f"ros2_{op.kind}": op.path}
     wire = state.wire.operations
     goal = _build(cls.Goal, fields, op, envelope_key(body, op.kind))
-    actions: ActionManager = _provider(state, "actions")
+    actions = _actions(state)
     try:
         ex = await actions.send_goal((entity.kind, entity.id), op.path, op.path, op.type, goal,
                                      timeout)
@@ -236,7 +243,7 @@ async def _call_service(state: GatewayState, op: OpRef, cls: Any, body: dict[str
     fields, override = execution_request(body, "service", field_type_map(cls.Request))
     check_type_override(override, op.type)
     msg = _build(cls.Request, fields, op, envelope_key(body, "service"))
-    caller: ServiceCaller = _provider(state, "service_caller")
+    caller = _caller(state)
     member = op.member_ids[0] if op.member_ids else None
     try:
         response = await caller.call(op.path, op.type, msg, timeout)
@@ -273,7 +280,7 @@ def _execution(request: web.Request) -> tuple[GatewayState, Entity, OpRef, Execu
     exec_id = request.match_info["exec_id"]
     ex = None
     if op.kind == "action":
-        ex = _provider(state, "actions").get((entity.kind, entity.id), op.path, exec_id)
+        ex = _actions(state).get((entity.kind, entity.id), op.path, exec_id)
     if ex is None:
         raise state.wire.errors.execution_not_found(
             entity.id, op.id, exec_id,
@@ -289,7 +296,7 @@ async def list_executions(request: web.Request) -> web.Response:
     op = find_operation(state, entity, request.match_info["op_id"])
     items = []
     if op.kind == "action":
-        for ex in _provider(state, "actions").executions((entity.kind, entity.id), op.path):
+        for ex in _actions(state).executions((entity.kind, entity.id), op.path):
             items.append({"id": ex.id, "status": ex.status,
                           "href": _location(entity, op, ex.id)})
     return json_response(envelope(state, items, entity.id))
@@ -318,7 +325,7 @@ async def control_execution(request: web.Request) -> web.Response:
         raise state.wire.operations.capability_refused(capability, why)
     timeout = request_timeout(body, state.settings["service_call_timeout_sec"])
     try:
-        await _provider(state, "actions").cancel(ex, timeout)
+        await _actions(state).cancel(ex, timeout)
     except CallError as exc:
         raise state.wire.operations.call_error(exc, ros2_action=op.path) from None
     return json_response(execution_body(state, ex), status=202,
@@ -329,7 +336,7 @@ async def delete_execution(request: web.Request) -> web.Response:
     """Cancel the goal when it runs; the execution is removed (spec) or kept readable."""
     state, entity, op, ex = _execution(request)
     guard_members(request, entity, "operations", op.member_ids)  # a locked member refuses
-    actions = _provider(state, "actions")
+    actions = _actions(state)
     timeout = state.settings["service_call_timeout_sec"]
     try:
         if state.wire.operations.keep_after_delete:

@@ -121,7 +121,7 @@ class _Watches:
     def __init__(self, request: web.Request, page: _PageQueue) -> None:
         self.request = request
         self.state = state_of(request)
-        self.engine = self.state.extras.get("push")
+        self.engine = self.state.push
         self.page = page
         self.subs: dict[int, Any] = {}
 
@@ -135,7 +135,7 @@ class _Watches:
                             entity_id=watch.entity_id)
         body = {"resource": watch.resource, "interval": PAGE_INTERVAL,
                 "duration": self.engine.max_duration, "protocol": "sse"}
-        providers = self.state.extras.get("push_collections", {})
+        providers = self.state.push_collections
         spec = subscription_create(body, entity.kind, entity.id, self.engine.max_duration,
                                    {name: True for name in providers})
         sub = self.engine.create_subscription(spec, "dashboard-page-stream", time.time())

@@ -44,11 +44,6 @@ from .common import envelope, href, resolve_entity
 
 log = logging.getLogger(__name__)
 
-SERVICE = "scripts"
-# state.extras key of extra managed script definitions (the manifest's `scripts` block): a
-# callable returning a list of entries {id, name, description, path, format, timeout_sec,
-# entity_filter, env, args, parameters_schema}.
-DEFINITIONS = "script_definitions"
 CA = ("components", "apps")
 META_LIMIT = 65536  # bytes of an upload's metadata field
 EXECUTION_TYPES = ("now", "on_restart", "now_and_on_restart", "once_on_restart")
@@ -102,7 +97,9 @@ class ScriptService:
             for problem in problems:
                 log.warning("managed script skipped: %s", problem)
         extra: list[Script] = []
-        source = self.state.extras.get(DEFINITIONS)
+        # The manifest's `scripts` block: entries {id, name, description, path, format,
+        # timeout_sec, entity_filter, env, args, parameters_schema}.
+        source = self.state.script_definitions
         for entry in (source() if source is not None else ()):
             try:
                 extra.append(managed_from(entry, Path(entry["path"]), entry["id"]))
@@ -129,7 +126,7 @@ class ScriptService:
 
 def service(state: GatewayState) -> ScriptService:
     """The script service; 501 without a backend."""
-    svc: ScriptService | None = state.extras.get(SERVICE)
+    svc = state.scripts
     if svc is None or not svc.enabled:
         raise state.wire.errors.feature_absent(
             "scripts", "Set scripts.scripts_dir to a directory of managed scripts")
@@ -365,7 +362,7 @@ async def delete_execution(request: web.Request) -> web.Response:
 def install(app: web.Application, state: GatewayState) -> None:
     """The script service (uploads loaded, executions killed at shutdown)."""
     svc = ScriptService(state)
-    state.extras[SERVICE] = svc
+    state.scripts = svc
     if not svc.enabled:
         state.features.discard("scripts")  # root capability `scripts` false; routes answer 501
         return
@@ -382,7 +379,7 @@ def install(app: web.Application, state: GatewayState) -> None:
         log.warning("scripts.allow_anonymous is on with auth off (or auth.require_auth_for="
                     "none): anyone who reaches this gateway can upload and run code on it")
     runner = svc.runner
-    state.extras.setdefault("health", {})["x-vendor-scripts"] = lambda: {
+    state.health["x-vendor-scripts"] = lambda: {
         "running": runner.running(), "max_concurrent_executions": runner.max_concurrent,
         "executions_kept": len(runner.executions), "uploaded": len(svc.uploaded),
         "containment": runner.containment.kind}

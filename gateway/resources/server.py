@@ -93,7 +93,7 @@ def _warnings(state: GatewayState) -> list[dict[str, Any]]:
             "ros_node_fqns": fqns,
             "peer_names": [],
         })
-    for provider in state.extras.get("health_warnings", ()):  # e.g. plugins that failed to load
+    for provider in state.health_warnings:  # e.g. plugins that failed to load
         out.extend(provider())
     return out
 
@@ -105,7 +105,7 @@ async def health(request: web.Request) -> web.Response:
     executor = state.bridge.health()
     executor["graph_events_received"] = state.poller.events
     es = state.cache.entities
-    disc = state.extras.get("discovery")  # manifest-backed modes (discovery/pipeline.py)
+    disc = state.discovery  # manifest-backed modes (discovery/pipeline.py)
     # Readiness: entity lists are complete only once discovery settled after the start.
     ready = state.poller.ready.is_set()
     status = "degraded" if not executor["worker_alive"] else "healthy" if ready else "starting"
@@ -137,7 +137,7 @@ async def health(request: web.Request) -> web.Response:
     }
     if disc is not None:
         body["discovery"] = disc.health()
-    for key, provider in state.extras.get("health", {}).items():
+    for key, provider in state.health.items():
         body[key.replace("x-vendor", xv)] = provider()
     return json_response(body, status=200 if executor["worker_alive"] else 503)
 
@@ -146,9 +146,10 @@ def _document(state: GatewayState) -> dict[str, Any]:
     if not state.settings["docs.enabled"]:
         raise state.wire.errors.feature_absent(
             "docs", "Set docs.enabled to true")
-    return state.extras.setdefault("openapi", build(  # type: ignore[no-any-return]
-        state.registry, vendor=state.vendor, version=__version__,
-        with_roles=bool(state.settings.get("auth.enabled", False))))
+    if state.openapi is None:
+        state.openapi = build(state.registry, vendor=state.vendor, version=__version__,
+                              with_roles=bool(state.settings.get("auth.enabled", False)))
+    return state.openapi
 
 
 async def docs(request: web.Request) -> web.Response:

@@ -47,7 +47,7 @@ async def _lifecycle(state: GatewayState, app: Entity) -> dict[str, Any] | None:
         return None
     from lifecycle_msgs.srv import GetState
 
-    caller = state.extras.get("service_caller")
+    caller = state.service_caller
     if caller is None:
         return {"state": "unknown", "error": "the ROS connection is not running"}
     try:

@@ -22,7 +22,7 @@ TYPES = ("components", "apps", "functions")
 
 def engine_of(request: web.Request) -> PushEngine:
     """The running push engine; 503 before ROS is up."""
-    engine = state_of(request).extras.get("push")
+    engine = state_of(request).push
     if engine is None:
         raise ApiError(503, SERVICE_UNAVAILABLE, "Push delivery is not running yet")
     return engine  # type: ignore[no-any-return]
@@ -54,7 +54,7 @@ async def create(request: web.Request) -> web.Response:
     engine = engine_of(request)
     entity = resolve_entity(request)
     body = await read_json_body(request)
-    providers: dict[str, Any] = state.extras.get("push_collections", {})
+    providers = state.push_collections
     spec = subscription_create(body, entity.kind, entity.id, engine.max_duration,
                                {name: True for name in providers})
     sub = engine.create_subscription(spec, request.headers.get("X-Client-Id"), time.time())

@@ -15,7 +15,7 @@ from ..updates.manager import UpdateManager
 
 
 def _manager(request: web.Request) -> UpdateManager:
-    manager: UpdateManager | None = state_of(request).extras.get("updates")
+    manager = state_of(request).updates
     if manager is None:
         raise state_of(request).wire.errors.feature_absent(
             "updates-backend", "Load an update provider plugin (setting plugins) and keep "

@@ -33,7 +33,7 @@ def start_ros(settings: Any) -> RosBridge:
     discovery runs from here on.
 
     serve() makes it before the app is built, so DDS discovery overlaps building the routes;
-    it reaches the app as `state.extras["bridge"]`.
+    it reaches the app as `state.bridge`.
     """
     from ..config import ConfigError
     from .interface_paths import install

@@ -26,7 +26,7 @@ class SpecData(WireBase):
         return {"id": ref.topic, "name": ref.topic, "category": "currentData", self.xv: xv}
 
     def read_vendor(self, entity_id: str, topic: str, type_name: str, info: Any,
-                    type_info: dict[str, Any] | None) -> dict[str, Any]:
+                    type_info: Any) -> dict[str, Any]:  # JSON or an orjson.Fragment
         """Vendor block of a read answer (timestamp and status are added by the reader)."""
         xv: dict[str, Any] = {
             "entity_id": entity_id,

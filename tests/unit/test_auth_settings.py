@@ -91,7 +91,8 @@ def test_features_follow_the_settings(tmp_path: Path) -> None:
     on = make_app(config.load(None, ["auth.enabled=true", f"auth.jwt_secret={SECRET}",
                                      f"state_dir={tmp_path}"]))[STATE]
     assert "auth" in on.features
-    on.extras["auth"].grants.store.close()
+    assert on.auth is not None
+    on.auth.grants.store.close()
 
 
 # --- TLS context ----------------------------------------------------------------------------

@@ -39,7 +39,7 @@ def service() -> tuple[GatewayState, FaultService]:
     svc.engine.on_onset("ROOT", 2, 0)
     svc.engine.on_onset("SYM_A", 2, 1)
     svc.engine.on_onset("SYM_B", 2, 2)
-    state.extras["faults"] = svc
+    state.faults = svc
     return state, svc
 
 
@@ -77,7 +77,7 @@ def test_global_clear_skips_what_a_filter_protects() -> None:
         seen.append((code, sources))
         return code in ("LOCKED", "SYM_B")
 
-    state.extras[resource.CLEAR_FILTERS] = [locked]
+    state.fault_clear_filters = [locked]
 
     async def scenario() -> None:
         app = web.Application()

@@ -16,7 +16,6 @@ from gateway.discovery.cache import EntityCache
 from gateway.discovery.runtime import HostInfo
 from gateway.faults.bodies import BodyCache
 from gateway.http import hot
-from gateway.http.drain import Drain
 from gateway.http.routes import Registry
 from gateway.http.server import GatewayRunner
 from gateway.state import STATE, GatewayState
@@ -33,17 +32,16 @@ class Served:
         self.calls = 0
         self.current: bytes | None = BODY  # what the probe says the handler would answer
         self.state = GatewayState(settings=load(None, []), registry=Registry())
-        self.state.extras["drain"] = Drain()
 
     async def handler(self, request: web.Request) -> web.Response:
         self.calls += 1
         body = self.current or b'{"rebuilt":true}'
         self.current = body
         if request.query.get("offer") == "merged":  # a merged read: its probe sees the request
-            hot.offer_merged(self.state.extras, request, lambda r: None if "X-Other" in r.headers
+            hot.offer_merged(self.state, request, lambda r: None if "X-Other" in r.headers
                              else self.current)
         elif request.query.get("offer") != "no":
-            hot.offer(self.state.extras, request, lambda: self.current)
+            hot.offer(self.state, request, lambda: self.current)
         return web.Response(body=body, content_type="application/json")
 
     def app(self, *extra: Middleware, hook: bool = False) -> web.Application:
@@ -64,7 +62,7 @@ class Served:
 
     @property
     def hits(self) -> int:
-        answers = self.state.extras.get(hot.EXTRAS_KEY)
+        answers = self.state.hot_answers
         return -1 if answers is None else int(answers.hits)
 
 
@@ -107,7 +105,7 @@ def test_fast_answer_has_the_generic_headers_and_body() -> None:
             rebuilt = await fetch(session, url)
             assert rebuilt[2] == b'{"rebuilt":true}' and served.calls == 2
             assert (await fetch(session, url))[2] == rebuilt[2] and served.calls == 2
-            assert served.state.extras["health"]["x-vendor-hot-answers"]() == {
+            assert served.state.health["x-vendor-hot-answers"]() == {
                 "paths": 1, "hits": 2, "on_wire": 2}
 
     asyncio.run(scenario())
@@ -160,9 +158,9 @@ def test_per_request_settings_step_aside(setting: str) -> None:
             if setting == "guard":  # authentication installs a check every request passes
                 served.state.guard.add(check)
             elif setting == "forwarder":  # aggregation may answer from a peer
-                served.state.extras["forwarder"] = object()
+                served.state.forwarder = object()  # type: ignore[assignment]
             else:
-                served.state.extras["drain"].stopping = True
+                served.state.drain.stopping = True
             await fetch(session, url)
             assert served.calls == 2 and served.hits == 0
 
@@ -171,7 +169,7 @@ def test_per_request_settings_step_aside(setting: str) -> None:
 
 def test_a_merged_probe_answers_while_aggregation_forwards_and_sees_the_request() -> None:
     served = Served()
-    served.state.extras["forwarder"] = object()  # aggregation on: plain probes step aside
+    served.state.forwarder = object()  # type: ignore[assignment]  # aggregation on: plain probes step aside
 
     async def scenario() -> None:
         async with serving(served.app()) as url, aiohttp.ClientSession() as session:
@@ -187,7 +185,7 @@ def test_a_merged_probe_answers_while_aggregation_forwards_and_sees_the_request(
             served.current = None  # the merged body is stale: the handler builds it again
             rebuilt = await fetch(session, url + "?offer=merged")
             assert rebuilt[2] == b'{"rebuilt":true}' and served.calls == 5
-            served.state.extras["drain"].stopping = True  # a stop in progress: generic
+            served.state.drain.stopping = True  # a stop in progress: generic
             await fetch(session, url + "?offer=merged")
             assert (served.calls, served.hits) == (6, 1)
 
@@ -261,7 +259,7 @@ def test_other_middlewares_or_response_hooks_disable_the_fast_path() -> None:
                 _, headers, _ = await fetch(session, url)
                 assert header in headers
             assert served.calls == 3 and served.hits == -1  # not installed
-            assert hot.EXTRAS_KEY not in served.state.extras
+            assert served.state.hot_answers is None
 
     first, second = Served(), Served()
     asyncio.run(scenario(first.app(limiter), first, "X-RateLimit-Remaining"))

@@ -112,7 +112,7 @@ def without_date(head: bytes) -> bytes:
 
 
 def wire(served: Served) -> int:
-    return int(served.state.extras["health"]["x-vendor-hot-answers"]()["on_wire"])
+    return int(served.state.health["x-vendor-hot-answers"]()["on_wire"])
 
 
 def test_the_second_get_is_answered_on_the_wire_with_the_generic_bytes() -> None:
@@ -208,7 +208,7 @@ def test_keep_alive_lasts_from_the_last_wire_answer() -> None:
 
 def test_a_merged_read_is_answered_on_the_wire_with_its_probe_reading_the_headers() -> None:
     served = Served()
-    served.state.extras["forwarder"] = object()  # aggregation on: only merged probes answer
+    served.state.forwarder = object()  # type: ignore[assignment]  # aggregation on: only merged probes answer
     merged = GET.replace(b"things", b"things?offer=merged")
 
     async def scenario() -> None:

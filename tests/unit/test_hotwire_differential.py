@@ -181,13 +181,13 @@ def test_every_request_of_the_corpus_is_answered_alike_with_and_without_the_wire
     results = asyncio.run(scenario())
     differ = {name: pair for name, pair in results.items() if pair[0] != pair[1]}
     assert not differ, differ
-    wire = on.state.extras["health"]["x-vendor-hot-answers"]()["on_wire"]
+    wire = on.state.health["x-vendor-hot-answers"]()["on_wire"]
     answered = [n for n, (o, _) in results.items() if o[0] == 200]
     refused = [n for n, (o, _) in results.items() if o[0] == 400]
     # the corpus exercises both: wire answers, and aiohttp's refusals
     assert wire >= 9 and len(answered) >= 9, (wire, answered)
     assert {"no host", "two hosts", "129 headers", "obs-fold", "no colon"} <= set(refused)
-    assert off.state.extras["health"]["x-vendor-hot-answers"]()["on_wire"] == 0
+    assert off.state.health["x-vendor-hot-answers"]()["on_wire"] == 0
 
 
 @pytest.mark.parametrize("name", ["no host", "no headers", "two hosts", "two hosts, same",

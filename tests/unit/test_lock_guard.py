@@ -14,7 +14,7 @@ from aiohttp.test_utils import make_mocked_request
 
 from gateway.app import make_app
 from gateway.config import load
-from gateway.control.lockguard import MANAGER, LockService, write_target
+from gateway.control.lockguard import LockService, write_target
 from gateway.events import LOCKS, Event
 from gateway.http.errors import ApiError
 from gateway.http.routes import API_PREFIX, Route
@@ -75,7 +75,7 @@ def exempt(route: Route) -> str | None:
 
 
 def test_every_write_route_is_guarded(state: GatewayState) -> None:
-    svc: LockService = state.extras[MANAGER]
+    svc: LockService = state.locks
     lock, _ = svc.manager.acquire("components", "host", HOLDER, None, 60, False, time.time())
     writes = [r for r in state.registry if r.is_write]
     assert len(writes) > 40
@@ -126,8 +126,8 @@ def test_write_targets_name_the_collection() -> None:
 
 
 def test_global_clear_filter_skips_faults_of_locked_entities(state: GatewayState) -> None:
-    svc: LockService = state.extras[MANAGER]
-    assert svc.clear_filter in state.extras["fault_clear_filters"]
+    svc: LockService = state.locks
+    assert svc.clear_filter in state.fault_clear_filters
     req = make_mocked_request("DELETE", "/api/v1/faults", headers={"X-Client-Id": OTHER})
     assert svc.clear_filter(req, "F", ["/ns/a1"]) is False
     svc.manager.acquire("components", "host", HOLDER, ["faults"], 60, False, time.time())
@@ -143,7 +143,7 @@ def test_global_clear_filter_skips_faults_of_locked_entities(state: GatewayState
 
 
 def test_sweep_publishes_expiry_on_the_bus(state: GatewayState) -> None:
-    svc: LockService = state.extras[MANAGER]
+    svc: LockService = state.locks
     seen: list[Event] = []
     state.events.subscribe([LOCKS], seen.append)
     now = time.time()
@@ -162,7 +162,7 @@ def test_sweep_publishes_expiry_on_the_bus(state: GatewayState) -> None:
 def test_locking_disabled_installs_no_guard(tmp_path: Path) -> None:
     app = make_app(load(None, [f"state_dir={tmp_path}", "locking.enabled=false"]))
     st = app[STATE]
-    assert not st.extras[MANAGER].enabled and "locks" not in st.features
+    assert not st.locks.enabled and "locks" not in st.features
     assert not st.guard.write_checks
 
 

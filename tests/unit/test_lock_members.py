@@ -12,7 +12,7 @@ from aiohttp.test_utils import make_mocked_request
 
 from gateway.app import make_app
 from gateway.config import load
-from gateway.control.lockguard import MANAGER, LockService, between
+from gateway.control.lockguard import LockService, between
 from gateway.events import LOCKS, Event
 from gateway.http.errors import ApiError
 from gateway.model.entities import Entity, EntitySet
@@ -49,7 +49,7 @@ def test_required_scopes_between_a_parent_and_its_member() -> None:
 
 def test_a_write_through_a_parent_is_refused_naming_every_locked_member(
         state: GatewayState) -> None:
-    svc: LockService = state.extras[MANAGER]
+    svc: LockService = state.locks
     es = state.cache.entities
     now = time.time()
     req = make_mocked_request("PUT", "/api/v1/x", headers={"X-Client-Id": OTHER})
@@ -69,7 +69,7 @@ def test_a_write_through_a_parent_is_refused_naming_every_locked_member(
 
 
 def test_a_lock_expires_at_its_instant_not_at_the_sweep(state: GatewayState) -> None:
-    svc: LockService = state.extras[MANAGER]
+    svc: LockService = state.locks
     seen: list[Event] = []
     state.events.subscribe([LOCKS], seen.append)
 

@@ -27,7 +27,8 @@ def setup(tmp_path: Path, policy: str, mode: str = "hybrid"
                            "discovery.manifest.watch_interval_ms=0",
                            "discovery.manifest_strict_validation=false"])
     disc = ManifestDiscovery(s)
-    state = SimpleNamespace(cache=EntityCache(16, HostInfo("h")), events=EventBus(), extras={})
+    state = SimpleNamespace(cache=EntityCache(16, HostInfo("h")), events=EventBus(),
+                            lock_entity_config=None, script_definitions=None)
     disc.attach(state)
     state.cache.apply(GRAPH)
     return disc, state, path
@@ -102,12 +103,13 @@ def test_lock_blocks_and_scripts_reach_the_control_features(tmp_path: Path) -> N
                            "discovery.manifest.watch_interval_ms=0",
                            "discovery.manifest_strict_validation=false"])
     disc = ManifestDiscovery(s)
-    state = SimpleNamespace(cache=EntityCache(16, HostInfo("h")), events=EventBus(), extras={})
+    state = SimpleNamespace(cache=EntityCache(16, HostInfo("h")), events=EventBus(),
+                            lock_entity_config=None, script_definitions=None)
     disc.attach(state)
-    block = state.extras["lock_entity_config"]("components", "board")
+    block = state.lock_entity_config("components", "board")
     assert block is not None and block["required_scopes"] == ["configurations"]
     assert block["breakable"] is False
-    assert state.extras["lock_entity_config"]("components", "ecu") is None
-    assert state.extras["lock_entity_config"]("apps", "board") is None
-    (script,) = state.extras["script_definitions"]()
+    assert state.lock_entity_config("components", "ecu") is None
+    assert state.lock_entity_config("apps", "board") is None
+    (script,) = state.script_definitions()
     assert script["id"] == "selftest" and script["path"] == "/bin/true"

@@ -165,8 +165,8 @@ def test_samplers_serve_x_collections_through_the_plugin_caller() -> None:
     from gateway.plugins.context import PluginContext, parse_plugin_source, plugin_source
 
     caller = Caller("p", 0.3)
-    state = SimpleNamespace(vendor="acme", extras={"plugins": SimpleNamespace(
-        caller=lambda name: caller)})
+    state = SimpleNamespace(vendor="acme", push_collections={}, plugins=SimpleNamespace(
+        caller=lambda name: caller))
     ctx = PluginContext(state, "p")
     with pytest.raises(ValueError):
         ctx.register_sampler("graph", lambda t, i: {})
@@ -179,7 +179,7 @@ def test_samplers_serve_x_collections_through_the_plugin_caller() -> None:
         return {"id": entity_id}
 
     ctx.register_sampler("x-vendor-graph", sample)
-    provide = state.extras["push_collections"]["x-acme-graph"]
+    provide = state.push_collections["x-acme-graph"]
 
     async def run(kind: str, eid: str) -> Any:
         return await provide(state, Entity(kind, eid, eid))

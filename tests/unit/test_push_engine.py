@@ -33,7 +33,9 @@ class _State:
         self.settings = _Settings({"sse.max_subscriptions": 10, "sse.max_duration_sec": 3600})
         self.events = EventBus()
         self.cache = _Cache()
-        self.extras: dict[str, Any] = {}
+        self.rosout = None
+        self.faults = None
+        self.federation = None
         self.pool = None
 
 
