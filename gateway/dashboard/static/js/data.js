@@ -53,7 +53,7 @@ export function renderData(el, ent) {
         showMode();
       }));
     }
-    showMode();
+    // The mode line says "subscribing…" until the stream answers (live, refused or down).
     stopPoll = every(POLL_MS, () => Promise.all(watched.filter((r) => r.mode !== 'sse').map((r) => r.refresh())));
   })();
   return () => { gone = true; stopPoll(); for (const off of unwatch) off(); };

@@ -42,6 +42,11 @@ export function followFaults(onEvent, onState, fromId = null) {
 
 export function streamState() { return state; }
 
+// A page put in the back/forward cache keeps its connections unless told: end the stream
+// (the gateway then removes the page's subscriptions) and open it again if the page returns.
+addEventListener('pagehide', () => { generation++; if (ctrl) ctrl.abort(); ctrl = null; });
+addEventListener('pageshow', (e) => { if (e.persisted) reopen(); });
+
 function reopen() {
   clearTimeout(timer);
   timer = setTimeout(connect, REOPEN_MS);
