@@ -31,6 +31,7 @@ FETCH_TIMEOUT_S = 2.0
 FETCH_ATTEMPTS = 3
 RETRY_FAILED_AFTER_S = 30.0
 MAX_READERS = 16
+MAX_WRITERS = 16
 TAKE_POLL_S = 0.02
 
 
@@ -296,6 +297,9 @@ class DescribedTypes:
             writer = await self.bridge.run(make, what=f"writing {topic} by its description")
             if current is not None:
                 current[1].close()
+            self._writers.pop(topic, None)
+            while len(self._writers) >= MAX_WRITERS:  # the oldest writer goes first
+                self._writers.pop(next(iter(self._writers)))[1].close()
             self._writers[topic] = current = (type_name, writer, time.monotonic())
         _, writer, born = current
         deadline = born + PUBLISH_MATCH_WAIT_S
