@@ -19,10 +19,9 @@ import pytest
 from gateway.demo.robot import ros_env
 from tests.conftest import free_port
 from tests.harness import Gateway, assert_error, enc
+from tests.jazzy.conftest import JAZZY, JAZZY_PYTHON, jazzy_env
 
 ROOT = Path(__file__).resolve().parents[2]
-JAZZY = ROOT / ".jazzy"
-JAZZY_PYTHON = JAZZY / "bin" / "python"
 
 pytestmark = [
     pytest.mark.integration,
@@ -81,16 +80,6 @@ def wait_until(predicate: Callable[[], object], timeout: float, what: str) -> No
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.1)
-
-
-def jazzy_env(domain: int) -> dict[str, str]:
-    """A Jazzy process's environment: the gateway's loader variables dropped (the Jazzy
-    wheels' own bootstrap sets theirs)."""
-    env = ros_env(domain)
-    for key in ("LD_LIBRARY_PATH", "_ROS_WHEELS_BOOTSTRAP_COMPLETE", "PYTHONPATH",
-                "AMENT_PREFIX_PATH", "VIRTUAL_ENV"):
-        env.pop(key, None)
-    return env
 
 
 class JazzyNode:
