@@ -91,3 +91,24 @@ def test_no_op_unreachable_and_precondition() -> None:
             await LifecycleProvider(caller, 1.0).request("a1", "/n", "start")
 
     asyncio.run(scenario())
+
+
+def test_force_restart_abandons_a_running_transition() -> None:
+    async def scenario() -> None:
+        caller = Caller(ACTIVE)
+        caller.gate = asyncio.Event()  # the first transition hangs in its first step
+        prov = LifecycleProvider(caller, 1.0)
+        first = await prov.request("a1", "/n", "shutdown")
+        await asyncio.sleep(0.01)
+        with pytest.raises(Busy):
+            await prov.request("a1", "/n", "restart")
+        forced = await prov.request("a1", "/n", "force-restart")
+        assert first.status == FAILED and first.error == "abandoned for a force-restart"
+        assert [s.label for s in forced.steps] == ["deactivate", "cleanup", "configure",
+                                                   "activate"]
+        caller.gate.set()
+        await settle(prov)
+        assert forced.status == COMPLETED and prov.records["a1"] is forced
+        await prov.close()
+
+    asyncio.run(scenario())
