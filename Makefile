@@ -50,8 +50,13 @@ browser:
 	else echo "make browser: chromium/chromedriver missing and not root; the dashboard tests will skip" \
 		"(apt-get install chromium chromium-driver)"; fi
 
+# The hot-answer tests run a second time with the wire path off (setting server.hot_wire,
+# docs/performance.md): hot answers must hold on an aiohttp hotwire does not know.
+HOT_ANSWER_TESTS := tests/unit/test_hot_answers_pure.py tests/integration/test_hot_answers.py
+
 test: install jazzy lint browser
 	$(BIN)/python -m pytest -q -rs $(PYTEST_ARGS)
+	DIAG_TEST_HOT_WIRE=off $(BIN)/python -m pytest -q -rs $(HOT_ANSWER_TESTS)
 
 unit: install
 	$(BIN)/python -m pytest -q tests/unit $(PYTEST_ARGS)

@@ -56,7 +56,7 @@ SETTINGS: tuple[Setting, ...] = (
     _s("ros.domain_id", int, -1, "ROS_DOMAIN_ID for the gateway node (-1: from environment)",
        minimum=-1, maximum=232, clamp=False),
     _s("ros.node_name", str, "_diag_gateway", "name of the gateway's own (hidden) ROS node"),
-    # Message types (docs/architecture.md, "Message types"): interface packages the gateway
+    # Message types (docs/ros.md, "Message types"): interface packages the gateway
     # lacks, served from other ROS install prefixes; core libraries stay the gateway's own.
     _s("ros.interface_paths", tuple, (),
        "ROS install prefixes (/opt/ros/<distro> layout or a colcon install/ tree) whose "
@@ -67,6 +67,10 @@ SETTINGS: tuple[Setting, ...] = (
        "coalescing window for entity refreshes after graph changes", minimum=0, maximum=60000),
     _s("discovery.poll_interval_ms", int, 200, "ROS graph poll period",
        minimum=20, maximum=10000),
+    _s("discovery.idle_poll_interval_ms", int, 1000,
+       "ROS graph poll period once the graph has not changed for 10 s (an idle robot's CPU; "
+       "back to poll_interval_ms at the next change); 0: always poll_interval_ms",
+       minimum=0, maximum=10000),
     _s("discovery.manifest_path", str, "", "manifest file (hybrid and manifest_only modes)"),
     # Manifest and hybrid discovery (docs/manifest.md).
     _s("discovery.manifest_strict_validation", bool, True,
@@ -267,6 +271,9 @@ SETTINGS: tuple[Setting, ...] = (
     _s("aggregation.mdns_name", str, "", "unique mDNS instance name (default: the host name)"),
     _s("aggregation.mdns_interfaces", tuple, ("127.0.0.1",),
        "addresses or interface names mDNS uses ('all': every interface)"),
+    _s("aggregation.announce_port", int, 0,
+       "port announced by mDNS when peers reach this gateway through a proxy or relay "
+       "(0: server.port)", minimum=0, maximum=65535),
     _s("aggregation.max_discovered_peers", int, 50, "peers accepted from mDNS",
        minimum=1, maximum=1000),
     _s("aggregation.health_interval_ms", int, 500,
@@ -275,6 +282,10 @@ SETTINGS: tuple[Setting, ...] = (
     _s("aggregation.refresh_interval_ms", int, 1000,
        "period of each peer's entity refresh (one conditional request)",
        minimum=100, maximum=600000),
+    _s("aggregation.beacon", bool, True,
+       "an online peer's liveness and entity ETag come from one stream it writes a line to "
+       "every health_interval_ms (a /health probe still every 10 s); false: a /health probe "
+       "every interval and a conditional refresh every refresh_interval_ms"),
     _s("aggregation.max_response_bytes", int, 16 * 1024 * 1024,
        "largest peer answer read for a merge (larger: too-large)",
        minimum=1024, maximum=1 << 30),
@@ -337,7 +348,7 @@ SETTINGS: tuple[Setting, ...] = (
        minimum=1.0, maximum=86400.0),
     # Dashboard (docs/dashboard.md): the web page served at /.
     _s("dashboard.enabled", bool, True, "serve the built-in web dashboard at / (API unchanged)"),
-    # Performance (docs/architecture.md, "Hot paths"): executor of the service/action client
+    # Performance (docs/performance.md, "Service calls"): executor of the service/action client
     # node; merged reads from cached peer answers (docs/federation.md, "Read cache").
     _s("ros.executor", str, "events",
        "rclpy executor of the service and action client node: events (EventsExecutor) or "
@@ -370,12 +381,17 @@ SETTINGS: tuple[Setting, ...] = (
        minimum=1024, maximum=16 << 20),
     _s("snapshots.default_topics", tuple, (),
        "topics captured for every confirmed fault (overrides the config file's default_topics)"),
-    # Event loop under storms (docs/architecture.md, "Event loop"): scheduler latency hint.
+    # Event loop under storms (docs/performance.md, "The event loop"): scheduler latency hint.
     _s("server.loop_slice_us", int, 100,
        "scheduler slice asked for the event-loop thread (Linux 6.12+ EEVDF): a short slice "
        "lets the loop run soon after it wakes on a busy machine, with no more CPU; 0: kernel "
        "default", minimum=0, maximum=100000),
-    # Garbage collector (docs/architecture.md, "Event loop"): no full-heap pauses in storms.
+    # Hot answers on the wire (docs/performance.md): hotwire.py reads aiohttp internals.
+    _s("server.hot_wire", bool, True,
+       "answer a hot GET from its request bytes before aiohttp parses it (checked against "
+       "aiohttp's RequestHandler at start; off by itself on an aiohttp it does not know); "
+       "false: hot answers still skip routing and the handler, after aiohttp's parse"),
+    # Garbage collector (docs/performance.md, "The event loop"): no full-heap pauses in storms.
     _s("server.gc_freeze", bool, True,
        "once started, move the startup heap out of the garbage collector's full collections "
        "(each would stop the event loop for tens of milliseconds)"),
@@ -383,7 +399,7 @@ SETTINGS: tuple[Setting, ...] = (
        "allocations between young garbage collections (Python's default: 700); higher: "
        "fewer transient objects of a burst promoted to the old generation; 0: keep",
        minimum=0, maximum=1000000),
-    # Memory (docs/architecture.md, "Memory"): glibc malloc arenas, capped before threads start.
+    # Memory (docs/performance.md, "Start and memory"): glibc malloc arenas, capped before threads start.
     _s("server.malloc_arenas", int, 1,
        "most glibc malloc arenas the process uses (set at start, before any thread): one "
        "arena per busy thread holds more memory; 0: glibc's default (8 per core)",

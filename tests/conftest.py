@@ -12,6 +12,11 @@ os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 
 from tests.domains import _domains  # noqa: E402  (one counter however a module imports it)
 
+# `DIAG_TEST_HOT_WIRE=off` (make test's second run of the hot-answer tests): gateways of
+# those tests run with the wire path off (setting server.hot_wire).
+HOT_WIRE_SETTINGS = ["server.hot_wire=false"] if os.environ.get("DIAG_TEST_HOT_WIRE") == "off" \
+    else []
+
 
 def free_port() -> int:
     """A free TCP port on loopback."""

@@ -17,9 +17,12 @@ body, Range, Expect, a conditional header.
 Only between requests: the handler idle (waiting for a message, none queued), nothing left in
 the parser from an earlier chunk (every chunk the connection sent so far was a whole bodiless
 request), no response waiting to be written. The handler's keep-alive bookkeeping is done as
-aiohttp does it after a response. The fields read are RequestHandler slots of the aiohttp this
-was built against (3.14); `available()` checks them at start, and without them the wire path
-is off and hot.py still answers.
+aiohttp does it after a response. The fields read (HANDLER_FIELDS) are RequestHandler slots of
+aiohttp 3.14: verified on 3.14.2 to 3.14.5 (tests/unit/test_hotwire*.py, both parsers; 3.14.0
+and 3.14.1 answer nothing to a bare-LF request with the pure-Python parser either way), hence
+pyproject's pin `>=3.14.2,<3.15`. 3.9 to 3.13 lack `_upgraded`: `available()` checks the
+fields at start, and without them (or with setting server.hot_wire false) the wire path is off
+and hot.py still answers.
 """
 
 from __future__ import annotations

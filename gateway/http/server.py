@@ -85,6 +85,7 @@ class GatewayRunner(web.AppRunner):
         state = self.app[STATE]
         handler = hot.install(self.app, server.request_handler, state.guard, state)
         server.request_handler = handler
-        if isinstance(handler, hot.HotAnswers) and hotwire.available():
+        if isinstance(handler, hot.HotAnswers) and state.settings["server.hot_wire"] \
+                and hotwire.available():
             server.hot_answers = handler  # type: ignore[attr-defined]
         return server

@@ -9,7 +9,7 @@ import pytest
 from std_msgs.msg import Float32
 
 from gateway.demo.robot import Robot
-from tests.conftest import free_port
+from tests.conftest import HOT_WIRE_SETTINGS, free_port
 from tests.harness import Gateway, Response, enc
 from tests.integration.test_faults_support import RosSide, wait_until
 from tests.integration.test_security_helpers import (
@@ -35,9 +35,10 @@ def gateways(robot: Robot, domain: int, tmp_path_factory: pytest.TempPathFactory
              ) -> Iterator[dict[str, Gateway]]:
     """One gateway per wire profile (the medkit one addresses any topic of the graph)."""
     d = tmp_path_factory.mktemp("hot")
-    with Gateway(free_port(), domain, [f"state_dir={d}/spec"], d / "spec.log") as spec, \
-            Gateway(free_port(), domain, [f"state_dir={d}/medkit", "api.profile=medkit"],
-                    d / "medkit.log") as medkit:
+    with Gateway(free_port(), domain, [f"state_dir={d}/spec", *HOT_WIRE_SETTINGS],
+                 d / "spec.log") as spec, \
+            Gateway(free_port(), domain, [f"state_dir={d}/medkit", "api.profile=medkit",
+                                          *HOT_WIRE_SETTINGS], d / "medkit.log") as medkit:
         for g, xv in ((spec, "x-vendor"), (medkit, "x-medkit")):
             g.wait_for(DATA, lambda b, xv=xv: b[xv]["status"] == "data", timeout=60)
         yield {"spec": spec, "medkit": medkit}
@@ -80,6 +81,13 @@ def test_fast_answers_equal_generic_answers(gw: Gateway, path: str) -> None:
     fast, generic = fast_and_generic(gw, path)
     same_answer(fast, generic)
     assert fast.json()  # a real body, not an empty cache entry
+
+
+def test_wire_answers_follow_setting_server_hot_wire(gw: Gateway) -> None:
+    fast_and_generic(gw, "/apps")
+    body = gw.get("/health").json()
+    on_wire = next(v for k, v in body.items() if k.endswith("-hot-answers"))["on_wire"]
+    assert (on_wire > 0) == (not HOT_WIRE_SETTINGS)  # DIAG_TEST_HOT_WIRE=off: never
 
 
 def test_unlisted_topic_reads_match(gateways: dict[str, Gateway]) -> None:

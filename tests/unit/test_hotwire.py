@@ -131,6 +131,19 @@ def test_the_second_get_is_answered_on_the_wire_with_the_generic_bytes() -> None
     asyncio.run(scenario())
 
 
+def test_setting_server_hot_wire_false_turns_the_wire_path_off() -> None:
+    served = Served(["server.hot_wire=false"])
+
+    async def scenario() -> None:
+        async with connection(served) as conn:
+            generic = await ask(conn, GET)
+            fast = await ask(conn, GET)
+            assert (served.calls, served.hits, wire(served)) == (1, 1, 0)  # hot.py answered
+            assert fast[1] == generic[1] == BODY
+
+    asyncio.run(scenario())
+
+
 def test_pipelined_and_split_requests_go_through_aiohttp_in_order() -> None:
     served = Served()
 
