@@ -106,7 +106,7 @@ def make_app(settings: Settings) -> web.Application:
     app[STATE] = state
     app[JSON_BODY_LIMIT] = json_body_limit(settings)
     state.route_table = state.registry.install(app)
-    resolve_cache.install(app)  # hot paths resolve by one lookup (docs/architecture.md)
+    resolve_cache.install(app)  # hot paths resolve by one lookup (docs/performance.md)
     state.docs_route = next(r for r in state.registry if r.path == "/{entity_path}/docs")
     app.middlewares.append(make_middleware(state))
     # Security (docs/security.md): each inserts an outer middleware, so CORS ends outermost.
@@ -212,7 +212,7 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     await push.start(state)  # subscriptions, triggers, fault triggers: after the faults
     app.on_shutdown.append(lambda _app: push.on_shutdown(state))
     lag = LoopLag(loopslice.apply(s["server.loop_slice_us"]))  # after the threads start
-    lag.start()  # how long the event loop is busy at a stretch (docs/architecture.md)
+    lag.start()  # how long the event loop is busy at a stretch (docs/performance.md)
     state.health["x-vendor-event-loop"] = lag.health
     gc_policy = GcPolicy()
     gc_policy.settle(s["server.gc_freeze"], s["server.gc_young_threshold"])
