@@ -109,16 +109,20 @@ class GraphPlugin(Plugin):
         for app in members:
             if not self.ctx.is_local_app(app.id):
                 out.append(AppView(app.id, app.bound_fqn or "", app.is_online, now_ns))
-            elif app.node_fqn:
+            elif app.node_fqn or app.bound_fqn:
                 out.append(self._view(graph, app, now_ns))
         return out
 
     @staticmethod
     def _view(graph: Any, app: Any, now_ns: int) -> AppView:
-        node = graph.node(app.node_fqn)
-        pubs = tuple(t for t, _ in node.publishers) if node else ()
-        subs = tuple(t for t, _ in node.subscribers) if node else ()
-        return AppView(app.id, app.node_fqn, node is not None, now_ns, pubs, subs)
+        """A local app: reachable when its node is on the graph; its topics only when it
+        inherits the node's resources (a linked app with `inherit_runtime_resources: false`
+        has none)."""
+        fqn = app.node_fqn or app.bound_fqn
+        node = graph.node(fqn)
+        pubs = tuple(t for t, _ in node.publishers) if node and app.node_fqn else ()
+        subs = tuple(t for t, _ in node.subscribers) if node and app.node_fqn else ()
+        return AppView(app.id, fqn, node is not None, now_ns, pubs, subs)
 
     def _remember(self, fid: str, current: list[AppView], now_ns: int) -> None:
         known = self.seen.setdefault(fid, {})

@@ -169,7 +169,7 @@ def test_configurations_of_an_app_that_inherits_no_resources(
     manifest = tmp_path / "no_inherit.yaml"
     manifest.write_text(MANIFEST.read_text().replace("inherit_runtime_resources: true",
                                                      "inherit_runtime_resources: false"))
-    gw = start(domain, tmp_path, "no_inherit", manifest)
+    gw = start(domain, tmp_path, "no_inherit", manifest, "plugins=[graph_provider]")
     try:
         app = gw.wait_for("/apps/temp_sensor", lambda b: b["x-vendor"]["is_online"],
                           timeout=40)
@@ -187,6 +187,10 @@ def test_configurations_of_an_app_that_inherits_no_resources(
         assert "restart" in status
         began = gw.request("PUT", "/apps/managed_lifecycle/status/start")  # active: no steps
         assert began.status == 202 and began.json()["status"] == "completed", began
+        graph = gw.get("/functions/engine-monitoring/x-vendor-graph").json()["x-vendor-graph"]
+        assert {n["entity_id"]: n["node_status"] for n in graph["nodes"]} == {
+            "temp_sensor": "reachable", "temp_monitor": "reachable", "rpm_sensor": "reachable"}
+        assert graph["edges"] == []  # the apps inherit no topics
     finally:
         gw.stop()
 
