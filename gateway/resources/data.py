@@ -213,7 +213,7 @@ async def read_data(request: web.Request) -> web.Response:
         sample = entry.sample
         view = (entity.kind, entity.id, state.cache.generation)
         cached = entry.bodies.get(view)
-        if cached is not None and cached[0] == sample.seq:
+        if cached is not None and sample is not None and cached[0] == sample.seq:
             hot.offer(state, request, _hot_read(state, entity, ref.topic, ref.type, view))
             return web.Response(body=cached[1], content_type="application/json")
     else:
@@ -252,7 +252,11 @@ async def _read_described(state: GatewayState, entity: Entity, ref: TopicRef,
     described = described_types(state)
     timeout = state.settings["topic_sample_timeout_sec"]
     await _described_ready(described, ref, f"Cannot read {ref.topic}", exc, timeout)
-    js, received_ns = await described.latest(ref.topic, ref.type, timeout)
+    try:
+        js, received_ns = await described.latest(ref.topic, ref.type, timeout)
+    except (RuntimeError, OSError, ValueError) as failed:  # the rmw refused the reader
+        raise type_unavailable(ref.type, f"Cannot read {ref.topic}", failed,
+                               topic=ref.topic) from None
     xv = state.wire.data.read_vendor(entity.id, ref.topic, ref.type,
                                      state.cache.graph.topics.get(ref.topic), None)
     xv["type_source"] = "type_description"
@@ -293,6 +297,9 @@ async def _write_described(state: GatewayState, entity: Entity, ref: TopicRef,
         raise validation_error([(path, bad.reason)],
                                f"Request body validation failed: {bad}", topic=ref.topic,
                                field=bad.field, reason=bad.reason) from None
+    except (RuntimeError, OSError, ValueError) as failed:  # the rmw refused the writer
+        raise type_unavailable(ref.type, f"Cannot publish on {ref.topic}", failed,
+                               topic=ref.topic) from None
     xv = {"entity_id": entity.id, "ros2": {"topic": ref.topic, "type": ref.type},
           "timestamp": time.time_ns(), "status": "published", "subscribers_matched": matched,
           "type_source": "type_description"}
@@ -325,7 +332,8 @@ def _hot_read(state: GatewayState, entity: Entity, topic: str, type_name: str,
         if entry is None:
             return None
         cached = entry.bodies.get(view)
-        if cached is None or cached[0] != entry.sample.seq or cache.cached(topics_key) is None:
+        if cached is None or entry.sample is None or cached[0] != entry.sample.seq \
+                or cache.cached(topics_key) is None:
             return None
         pool.touch(entry)
         return cached[1]
