@@ -3,6 +3,7 @@ fleet-wide live fault timeline, a peer's fault with its recording, and a robot g
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -13,6 +14,7 @@ from gateway.demo.robot import Robot
 from tests.conftest import _domains
 from tests.e2e.browser import Browser
 from tests.e2e.conftest import RECORDER, start_gateway
+from tests.e2e.test_dashboard import hold_sse_slots
 from tests.harness import Gateway
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
@@ -104,6 +106,10 @@ def test_live_timeline_shows_events_relayed_from_a_robot(browser: Browser,
     # the lidar reports the fault again every 2 s, so it confirms again.
     browser.wait(cleared_and_back, "fault_cleared then fault_confirmed from robot2")
     assert browser.driver.find_elements(By.CSS_SELECTOR, "#timeline circle")
+    # every change came over the stream: nothing is reported missed (after the list's grace)
+    browser.wait(lambda d: fleet.primary.get("/faults").status == 200 and time.sleep(7) is None,
+                 "the grace period")
+    assert not browser.driver.find_element(By.CSS_SELECTOR, "#stream-missed").is_displayed()
     browser.shot("fleet-timeline")
 
 
@@ -126,6 +132,44 @@ def test_peer_fault_detail_and_recording_through_the_primary(browser: Browser,
     rec_id = name.rsplit(".", 1)[0]
     direct = fleet.robot2.get(f"/apps/lidar_sensor/bulk-data/rosbags/{rec_id}").body
     assert target.read_bytes() == direct
+
+
+def test_a_robot_whose_events_are_not_relayed_is_shown_behind(browser: Browser,
+                                                               fleet: Fleet) -> None:
+    # No page open: the primary's relays close and give back their slots on the robots.
+    browser.open("about:blank")
+    fleet.primary.wait_for("/health", lambda b: b["x-vendor-sse"]["connected_clients"] == 0,
+                           timeout=30)
+    fleet.robot2.wait_for("/health", lambda b: b["x-vendor-sse"]["connected_clients"] == 0,
+                          timeout=30)
+    held = hold_sse_slots(fleet.robot2)  # an engineer's tabs on robot2 take every slot
+    try:
+        browser.open(fleet.url)
+        browser.text_in("#stream-state", "live")
+        browser.css('#fleet-faults tr[data-fault="LIDAR_RANGE_INVALID"]', "the lidar fault")
+        code = "LIDAR_RANGE_INVALID"
+
+        cleared_at = [0.0]
+
+        def shown_behind(d: object) -> bool:
+            note = d.find_elements(By.CSS_SELECTOR, "#stream-missed")  # type: ignore[attr-defined]
+            rows = [r.text for r in d.find_elements(  # type: ignore[attr-defined]
+                By.CSS_SELECTOR, "#events tr.event.from-list")]
+            if bool(note) and "robot2" in note[0].text and any(code in r for r in rows):
+                return True
+            # Cleared on the robot itself: the primary's stream never hears of it. The lidar
+            # reports the fault again every 2 s, so it comes back as a new episode.
+            if time.monotonic() - cleared_at[0] > 12:  # the page's list reads see the change
+                fleet.robot2.request("DELETE", f"/apps/lidar_sensor/faults/{code}")
+                cleared_at[0] = time.monotonic()
+            return False
+
+        browser.wait(shown_behind, "robot2 shown behind, its change read from the fault list")
+        assert "robot1" not in browser.text_of("#stream-missed")
+        browser.shot("fleet-behind")
+    finally:
+        for conn in held:
+            conn.close()
 
 
 def test_a_robot_going_offline_shows_on_its_card(browser: Browser, fleet: Fleet) -> None:

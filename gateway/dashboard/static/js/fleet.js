@@ -1,8 +1,9 @@
 // Fleet view: each robot (peer) with status and confirmed faults, the fleet's fault list, and a
 // live timeline from /faults/stream. A single gateway shows itself as the one robot.
 import {ctx, get, vx} from './api.js';
-import {ago, clear, errorBox, every, h, sevBadge, svg, time} from './dom.js';
+import {ago, clear, errorBox, every, h, selectionIn, sevBadge, svg, time} from './dom.js';
 import {isPassed, lastTime, messageOf, millis, severityOf, statusOf} from './faultshape.js';
+import {MissedEvents} from './missed.js';
 import {followFaults} from './pagestream.js';
 import {entityIndex, entityOfFault} from './tree.js';
 
@@ -12,6 +13,7 @@ const TIMELINE_S = 600;
 const events = [];  // kept across visits of the view, newest last
 const seenIds = new Set();
 let lastSeen = '0';  // first visit: the gateway replays the events it keeps
+const missed = new MissedEvents();  // changes the stream did not bring (a robot's relay down)
 
 export function renderFleet(main) {
   const cards = h('div', {class: 'cards', id: 'robots'}, h('p', {class: 'muted'}, 'Loading…'));
@@ -41,16 +43,31 @@ export function renderFleet(main) {
         get('/faults').then((b) => b.items || []),
       ]);
       draw();
+      noteMissed(missed.read(faults));
     } catch (e) {
       clear(faultsBox, errorBox(e));
     }
   };
+  // A robot's events that reached the list but not the stream go on the timeline, marked,
+  // and the line above says whose events arrive late (e.g. its relay was refused a slot).
+  const missedNote = h('span', {class: 'behind', id: 'stream-missed', hidden: true});
+  const noteMissed = (found) => {
+    for (const f of found) {
+      const at = lastTime(f);
+      events.push({at: Number.isFinite(at) ? at : Date.now(), id: null, type: 'from-list',
+        data: {event_type: `fault_${statusOf(f).toLowerCase()}`, from_list: true, fault: f, [ctx.xv]: {peer: vx(f).peer}}});
+    }
+    if (found.length) { events.sort((a, b) => a.at - b.at); drawEvents(list); drawTimeline(line); }
+    const robots = [...missed.byRobot].map(([r, n]) => `${r} (${n})`);
+    missedNote.hidden = !robots.length;
+    missedNote.textContent = robots.length ? ` behind: changes the stream did not bring, read from the fault list instead: ${robots.join(', ')}` : '';
+  };
   const stopPoll = every(3000, load);
-  const tick = every(1000, () => { drawTimeline(line); if (health) drawRobots(cards, health, faults); });
+  const tick = every(1000, () => { drawTimeline(line); if (list.dataset.stale) drawEvents(list); if (health) drawRobots(cards, health, faults); });
   drawEvents(list);
   const live = document.getElementById('live');
   const behind = h('span', {class: 'behind', id: 'stream-behind', hidden: true});
-  status.after(behind);
+  status.after(behind, missedNote);
   const setBehind = (text) => { behind.hidden = !text; behind.textContent = text ? ` ${text}` : ''; };
   const stopStream = followFaults((ev) => {
     let data;
@@ -66,6 +83,7 @@ export function renderFleet(main) {
       load();
       return;
     }
+    missed.heardOf(data.fault, data[ctx.xv]);
     const at = millis(data.timestamp);
     events.push({at: Number.isFinite(at) ? at : Date.now(), id: ev.id, type: ev.event, data});
     events.sort((a, b) => a.at - b.at);
@@ -162,12 +180,15 @@ export function statusPill(f) {
 }
 
 function drawEvents(el) {
+  if (selectionIn(el)) { el.dataset.stale = '1'; return; }  // redrawn once the selection ends
+  delete el.dataset.stale;
   if (!events.length) { clear(el, h('p', {class: 'muted'}, 'No fault events since this page opened.')); return; }
   clear(el, h('table', {},
     events.slice(-100).reverse().map((e) => {
       const f = e.data.fault || {};
       const x = e.data[ctx.xv] || {};
-      return h('tr', {class: 'event'}, h('td', {}, time(e.at)), h('td', {}, e.data.event_type || e.type),
+      return h('tr', {class: 'event' + (e.data.from_list ? ' from-list' : '')}, h('td', {}, time(e.at)),
+        h('td', {}, e.data.event_type || e.type, e.data.from_list ? h('div', {class: 'muted'}, 'from the fault list') : null),
         h('td', {}, sevBadge(severityOf(f))), h('td', {class: 'mono'}, f.fault_code || ''), h('td', {}, x.peer || (x.entity_id || '')), h('td', {}, messageOf(f)));
     })));
 }
