@@ -69,7 +69,7 @@ lint: install
 		gateway/discovery/manifest.py gateway/discovery/validate.py gateway/discovery/inventory.py \
 		gateway/discovery/linker.py gateway/discovery/merge.py federation recorder \
 		gateway/app.py gateway/state.py gateway/cli.py gateway/auth gateway/control gateway/faults \
-		gateway/plugins gateway/push gateway/resources gateway/discovery/pipeline.py
+		gateway/plugins gateway/push gateway/resources gateway/discovery/pipeline.py gateway/updates
 
 # Benchmarks load the gateway with wrk (Debian package), installed here when missing.
 bench: install

@@ -23,8 +23,10 @@ if TYPE_CHECKING:  # the services' types; their modules import this one
 
     from .auth.enforce import AuthRuntime
     from .control.lifecycle_provider import LifecycleProvider
-    from .control.lockguard import LockConfig, LockService
+    from .control.lockguard import LockService
+    from .discovery.cache import EntityCache
     from .discovery.pipeline import ManifestDiscovery
+    from .discovery.poller import GraphPoller
     from .faults.service import FaultService
     from .faults.stream import SseSlots
     from .http.hot import HotAnswers, Run
@@ -34,11 +36,13 @@ if TYPE_CHECKING:  # the services' types; their modules import this one
     from .push.fault_engine import FaultTriggerEngine
     from .resources.scripts import ScriptService
     from .ros.actions import ActionManager
+    from .ros.bridge import RosBridge
     from .ros.described import DescribedTypes
     from .ros.param_events import ParameterEvents
     from .ros.parameters import ParameterStore
     from .ros.rosout import RosoutLog
     from .ros.services import ServiceCaller
+    from .ros.topics import SamplePool
     from .updates.manager import UpdateManager
     from .wire import Wire
 
@@ -55,10 +59,11 @@ class GatewayState:
     guard: Guard = field(default_factory=Guard)
     route_table: dict[Any, Route] = field(default_factory=dict)
     started_ns: int = field(default_factory=time.time_ns)
-    bridge: Any = None  # ros.bridge.RosBridge
-    pool: Any = None  # ros.topics.SamplePool
-    cache: Any = None  # discovery.cache.EntityCache
-    poller: Any = None  # discovery.poller.GraphPoller
+    # Set by the ROS lifecycle (app._ros_lifecycle) before the app serves a request.
+    bridge: RosBridge = None  # type: ignore[assignment]
+    pool: SamplePool = None  # type: ignore[assignment]
+    cache: EntityCache = None  # type: ignore[assignment]
+    poller: GraphPoller = None  # type: ignore[assignment]
     features: set[str] = field(default_factory=set)
     docs_route: Any = None  # the scoped /docs route (middleware sends `<item route>/docs` to it)
     events: EventBus = field(default_factory=EventBus)  # gateway/events.py
@@ -94,7 +99,8 @@ class GatewayState:
     fault_snapshot_providers: list[Callable[[GatewayState, Entity, Any], list[dict[str, Any]]]] \
         = field(default_factory=list)
     push_collections: dict[str, Callable[[Any, Entity], Any]] = field(default_factory=dict)
-    lock_entity_config: Callable[[str, str], LockConfig | None] | None = None  # manifest
+    # The manifest's per-entity `lock` block ({required_scopes, breakable, max_expiration}).
+    lock_entity_config: Callable[[str, str], dict[str, Any] | None] | None = None
     script_definitions: Callable[[], list[Any]] | None = None  # manifest `scripts` block
     # Caches of derived values.
     log_configuration: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)

@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -32,6 +32,9 @@ from .locking import (
     Target,
     resolve_config,
 )
+
+if TYPE_CHECKING:
+    from ..state import GatewayState
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +138,7 @@ def guard_fault_sources(request: web.Request, via: Any, sources: Any) -> None:
         svc.check_members(request, via, "faults", svc.source_apps(sources))
 
 
-def config_source(settings: Any, state: Any) -> Callable[[str, str], LockConfig]:
+def config_source(settings: Any, state: GatewayState) -> Callable[[str, str], LockConfig]:
     """Resolution: per-entity block (if a source is installed), then per-type, then global.
 
     The per-entity source is `state.lock_entity_config`: (kind, entity_id) -> the manifest
@@ -169,7 +172,7 @@ def config_source(settings: Any, state: Any) -> Callable[[str, str], LockConfig]
 class LockService:
     """The lock manager of a running gateway: guard check, clear filter, sweep, events."""
 
-    def __init__(self, state: Any) -> None:
+    def __init__(self, state: GatewayState) -> None:
         self.state = state
         self.enabled = bool(state.settings["locking.enabled"])
         self.manager = LockManager(config_source(state.settings, state))

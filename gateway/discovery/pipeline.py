@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import Settings
 from ..events import ENTITIES, Event
@@ -20,6 +20,9 @@ from . import linker, merge
 from .manifest import Manifest, ManifestError, file_stamp, load
 from .settle import Settle
 from .validate import Issue
+
+if TYPE_CHECKING:
+    from ..state import GatewayState
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +57,7 @@ class ManifestDiscovery:
         self.last_error: list[Issue] = []
         self._stamp = self._files_stamp()
         self._task: asyncio.Task[None] | None = None
-        self._state: Any = None
+        self._state: GatewayState | None = None
         self._logged_orphans: frozenset[str] = frozenset()
 
     def _load(self) -> Manifest:
@@ -105,7 +108,7 @@ class ManifestDiscovery:
                 log.log(level, "unmanifested node %s (policy %s)", fqn, report.policy)
 
     # ----- reload -----
-    def attach(self, state: Any) -> None:
+    def attach(self, state: GatewayState) -> None:
         """Make the cache build from the manifest; start watching the files."""
         self._state = state
         state.cache.builder = self.build

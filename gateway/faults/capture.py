@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -15,6 +15,9 @@ from .model import CLEARED, FaultRecord
 from .snapshots import SnapshotConfig, select_topics, stored_frame
 from .store import FaultStore
 from .writer import StoreWriter
+
+if TYPE_CHECKING:
+    from ..state import GatewayState
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +28,7 @@ CAPTURE_GRAPH_WAIT_S = 10.0
 class FrameCapture:
     """One capture task per fault code; a newer capture of the same code replaces the older."""
 
-    def __init__(self, state: Any, writer: StoreWriter, cfg: SnapshotConfig, timeout_s: float,
+    def __init__(self, state: GatewayState, writer: StoreWriter, cfg: SnapshotConfig, timeout_s: float,
                  retain_on_clear: bool, fault_of: Callable[[str], FaultRecord | None]) -> None:
         self.state = state
         self.writer = writer

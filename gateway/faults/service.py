@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 from collections.abc import Collection, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -33,6 +33,9 @@ from .store import FaultStore, StoreBatch
 from .stream import FaultStream, SseSlots
 from .upkeep import action_topics_loop, dedup_prune_loop, entity_of
 from .writer import StoreWriter
+
+if TYPE_CHECKING:
+    from ..state import GatewayState
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +59,7 @@ def _settings_debounce(s: Any) -> DebounceConfig:
 class FaultService:
     """Owns every fault; all methods run on the event loop unless marked otherwise."""
 
-    def __init__(self, state: Any) -> None:
+    def __init__(self, state: GatewayState) -> None:
         s = state.settings
         self.state = state
         self.xv: str = state.xv
@@ -125,8 +128,13 @@ class FaultService:
         bridge = self.state.bridge
         await bridge.run(self._create_ros, what="creating the fault report subscription")
         loop = bridge.loop
+        assert loop is not None  # the bridge started before the services
+
+        def submit(reports: list[Report]) -> None:  # a ROS thread: hand over to the loop
+            loop.call_soon_threadsafe(self.submit, reports)
+
         self.bridges = RosBridges(
-            bridge.node, lambda reports: loop.call_soon_threadsafe(self.submit, reports),
+            bridge.node, submit,
             self._node_fqns,
             rosout=s["faults.rosout_bridge.enabled"],
             diagnostics=s["faults.diagnostics_bridge.enabled"],

@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .bridges import ACTION_STATUS_SUFFIX, RosBridges
 from .model import FaultRecord
 from .scope import owns
 from .store import FaultStore
+
+if TYPE_CHECKING:
+    from ..state import GatewayState
 
 log = logging.getLogger(__name__)
 
@@ -19,7 +22,7 @@ ACTION_REFRESH_S = 1.0
 
 
 
-def entity_of(state: Any, fault: FaultRecord) -> tuple[str, str] | None:
+def entity_of(state: GatewayState, fault: FaultRecord) -> tuple[str, str] | None:
     """The app owning the fault's first source, resolved now (fixed in the event)."""
     if not fault.sources:
         return None
@@ -38,7 +41,7 @@ def entity_of(state: Any, fault: FaultRecord) -> tuple[str, str] | None:
     return "app", app_id
 
 
-async def action_topics_loop(state: Any, bridges: RosBridges | None) -> None:
+async def action_topics_loop(state: GatewayState, bridges: RosBridges | None) -> None:
     """Subscribe to the status topic of every action that appears in the graph."""
     assert bridges is not None
     seen_gen = -1

@@ -6,7 +6,7 @@ import logging
 import re
 import time
 from collections.abc import Awaitable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
 from aiohttp import web
@@ -19,6 +19,9 @@ from .errors import ApiError, bad_request, http_layer_error
 from .jsonutil import JSON_TYPE, dumps
 from .ranges import RangeError, parse_range
 from .routes import API_PREFIX, ENTITY_PARAM
+
+if TYPE_CHECKING:
+    from ..state import GatewayState
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +109,7 @@ def error_answer(request: web.BaseRequest, exc: Exception, vendor: str) -> web.S
                               "gateway log"), vendor)
 
 
-def make_middleware(state: Any) -> Any:
+def make_middleware(state: GatewayState) -> Any:
     """The gateway's single middleware; state gives vendor, max URI length, routes and guard."""
     vendor = state.settings.vendor
     max_uri = state.settings["server.max_uri_length"]
@@ -186,7 +189,7 @@ def make_middleware(state: Any) -> Any:
         except Exception as exc:
             return error_answer(request, exc, vendor)
 
-    async def run_routed(request: web.Request, call: Awaitable[web.StreamResponse]
+    async def run_routed(request: web.BaseRequest, call: Awaitable[web.StreamResponse]
                          ) -> web.StreamResponse:
         """A call of a request the fast path routed (gateway/http/hot.py): drained and with
         its errors rendered like the middleware's."""

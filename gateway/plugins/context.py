@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..events import Event
 from ..model.entities import Entity, EntitySet
+
+if TYPE_CHECKING:
+    from ..state import GatewayState
 
 
 def plugin_source(plugin: str, kind: str, entity_id: str) -> str:
@@ -25,7 +28,7 @@ def parse_plugin_source(source: str) -> tuple[str, str, str] | None:
 class PluginContext:
     """One per plugin; valid from set_context() until shutdown()."""
 
-    def __init__(self, state: Any, name: str) -> None:
+    def __init__(self, state: GatewayState, name: str) -> None:
         self._state = state
         self.name = name
 
@@ -112,12 +115,17 @@ class PluginContext:
     async def node_parameters(self, node_fqn: str) -> dict[str, Any]:
         """Every parameter value of a node (ros.parameters errors when it does not answer)."""
         store = self._state.parameters
+        if store is None:
+            raise RuntimeError("the gateway's ROS connection is not running")
         return {p.name: p.value for p in await store.params(node_fqn)}
 
     async def call_service(self, name: str, type_name: str, request: Any,
                            timeout: float = 2.0) -> Any:
         """Call a ROS service (e.g. lifecycle_msgs/srv/GetState) with a timeout."""
-        return await self._state.service_caller.call(name, type_name, request, timeout)
+        caller = self._state.service_caller
+        if caller is None:
+            raise RuntimeError("the gateway's ROS connection is not running")
+        return await caller.call(name, type_name, request, timeout)
 
     def topic_stats(self, topic: str) -> Any:
         """Receive statistics of a pooled topic (ros.topics.TopicStats) or None."""
@@ -131,7 +139,7 @@ class PluginContext:
         """Path of an uploaded bulk-data file, or None."""
         store = self._state.uploads
         up = store.get(category, upload_id) if store is not None else None
-        return store.path(up) if up is not None else None
+        return store.path(up) if store is not None and up is not None else None
 
     # events and health ----------------------------------------------------------------------
     def publish(self, event: Event) -> None:
@@ -148,7 +156,9 @@ class PluginContext:
         if not collection.startswith("x-"):
             raise ValueError(f"sampled collection {collection!r} must carry the 'x-' prefix")
         name = collection.replace("x-vendor", f"x-{self.vendor}")
-        caller = self._state.plugins.caller(self.name)
+        plugins = self._state.plugins
+        assert plugins is not None  # the plugin manager made this context
+        caller = plugins.caller(self.name)
 
         async def provide(state: Any, entity: Entity) -> Any:
             return await caller(sampler, entity.kind, entity.id, entity_id=entity.id,

@@ -7,7 +7,7 @@ import functools
 import inspect
 import logging
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -22,6 +22,9 @@ from .api import INTROSPECTION, UPDATES, PluginRoute
 from .calls import Caller
 from .context import PluginContext
 from .loader import Failure, Loaded, load_all
+
+if TYPE_CHECKING:
+    from ..state import GatewayState
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +44,7 @@ class PluginManager:
         self.owners: dict[tuple[str, str], str] = {}  # (kind, id) -> plugin
         self._layers: dict[str, dict[str, list[dict[str, Any]]]] = {}
         self._task: asyncio.Task[None] | None = None
-        self._state: Any = None
+        self._state: GatewayState | None = None
         self.started: list[str] = []
 
     # providers ------------------------------------------------------------------------------
@@ -120,7 +123,7 @@ class PluginManager:
         self.failures.append(Failure(p.name, reason))
 
     # lifecycle ------------------------------------------------------------------------------
-    async def start(self, state: Any) -> None:
+    async def start(self, state: GatewayState) -> None:
         """Give each plugin its context, start it, and begin merging plugin entities."""
         self._state = state
         state.health_warnings.append(self.warnings)

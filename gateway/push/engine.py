@@ -7,7 +7,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..events import DATA, FAULTS, LOCKS, LOGS, OPERATIONS, UPDATES, Event
 from ..http.errors import SERVICE_UNAVAILABLE, ApiError
@@ -20,6 +20,9 @@ from .sse import Channel, SseHub, data_frame, error_frame
 from .store import TriggerStore
 from .topics import TopicWatch
 from .uris import topic_matches
+
+if TYPE_CHECKING:
+    from ..state import GatewayState
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +40,7 @@ KIND_OF = {"data": DATA, "faults": FAULTS, "operations": OPERATIONS, "updates": 
 class PushEngine:
     """Owns every subscription and trigger of this gateway; runs on the event loop."""
 
-    def __init__(self, state: Any, hub: SseHub, topics: TopicWatch) -> None:
+    def __init__(self, state: GatewayState, hub: SseHub, topics: TopicWatch) -> None:
         s = state.settings
         self.state = state
         self.hub = hub
@@ -506,7 +509,7 @@ class PushEngine:
                 "watched_topics": len(self.topics.watched), **self.hub.health()}
 
 
-def _store_path(state: Any) -> Path | None:
+def _store_path(state: GatewayState) -> Path | None:
     """triggers.storage.path, else triggers.db beside the fault database (memory without one)."""
     configured = state.settings.get("triggers.storage.path", "")
     if configured:

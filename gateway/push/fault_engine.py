@@ -8,7 +8,7 @@ import logging
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..events import DATA, Event
 from ..faults.model import FAILED, Report
@@ -16,6 +16,9 @@ from ..http.errors import ApiError, invalid_parameter
 from ..model.runids import new_id
 from .fault_rules import SEVERITIES, Rule, crossed, extract, from_record, parse_rule
 from .topics import TopicWatch
+
+if TYPE_CHECKING:
+    from ..state import GatewayState
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +28,7 @@ MIN_POLL_MS = 50
 class FaultTriggerEngine:
     """Rules by id; DATA events latch them at once, a poll re-reports crossed ones."""
 
-    def __init__(self, state: Any, topics: TopicWatch) -> None:
+    def __init__(self, state: GatewayState, topics: TopicWatch) -> None:
         s = state.settings
         self.state = state
         self.topics = topics

@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..events import CONFIGURATIONS, LOGS, OPERATIONS, Event
 from .payloads import operation_event
+
+if TYPE_CHECKING:
+    from ..state import GatewayState
 
 log = logging.getLogger(__name__)
 
@@ -16,7 +19,7 @@ log = logging.getLogger(__name__)
 class LogTap:
     """Hands /rosout entries from the executor thread to the bus, one loop wake-up per batch."""
 
-    def __init__(self, state: Any) -> None:
+    def __init__(self, state: GatewayState) -> None:
         self.state = state
         self._lock = threading.Lock()
         self._batch: list[Any] = []
@@ -63,7 +66,7 @@ class LogTap:
         return index
 
 
-def watch_execution(state: Any, app_id: str | None, ex: Any) -> None:
+def watch_execution(state: GatewayState, app_id: str | None, ex: Any) -> None:
     """Publish an action goal's start and, when its result arrives, its completion."""
     bus = state.events
     if not bus.has_listeners(OPERATIONS):
@@ -80,7 +83,7 @@ def watch_execution(state: Any, app_id: str | None, ex: Any) -> None:
     task.add_done_callback(done)
 
 
-def service_completed(state: Any, app_id: str | None, path: str, ok: bool) -> None:
+def service_completed(state: GatewayState, app_id: str | None, path: str, ok: bool) -> None:
     """Publish a service call's completion."""
     bus = state.events
     if bus.has_listeners(OPERATIONS):
@@ -88,7 +91,7 @@ def service_completed(state: Any, app_id: str | None, path: str, ok: bool) -> No
                           {"service_path": path, "status": "completed" if ok else "failed"}))
 
 
-def parameter_changed(state: Any, node: str, names: list[str]) -> None:
+def parameter_changed(state: GatewayState, node: str, names: list[str]) -> None:
     """Publish parameter changes of a node (on the loop)."""
     entities = state.cache.entities
     app_id = next((a.id for a in entities.apps.values() if a.node_fqn == node), None)

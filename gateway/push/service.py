@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..faults.stream import SseSlots
 from .engine import PushEngine
@@ -12,10 +12,13 @@ from .publishers import LogTap, parameter_changed
 from .sse import SseHub
 from .topics import TopicWatch
 
+if TYPE_CHECKING:
+    from ..state import GatewayState
+
 log = logging.getLogger(__name__)
 
 
-async def start(state: Any) -> None:
+async def start(state: GatewayState) -> None:
     """Create the SSE hub, the engines and the publishers; register the /health block."""
     from ..ros.param_events import ParameterEvents
 
@@ -55,7 +58,7 @@ async def start(state: Any) -> None:
                                        **(engine.links.health() if engine.links else {})}
 
 
-async def on_shutdown(state: Any) -> None:
+async def on_shutdown(state: GatewayState) -> None:
     """End every push stream so the server stops without waiting for clients."""
     engine = state.push
     if engine is not None:
@@ -63,7 +66,7 @@ async def on_shutdown(state: Any) -> None:
         await engine.hub.close()
 
 
-async def stop(state: Any) -> None:
+async def stop(state: GatewayState) -> None:
     """Stop the engines and publishers."""
     rosout = state.rosout
     if rosout is not None:

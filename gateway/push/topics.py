@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..events import DATA, Event
 from .uris import topic_matches
+
+if TYPE_CHECKING:
+    from ..state import GatewayState
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +32,7 @@ class TopicWatch:
     on the bus as DATA events; topics only sampled by cyclic subscriptions are just kept fresh.
     """
 
-    def __init__(self, state: Any) -> None:
+    def __init__(self, state: GatewayState) -> None:
         self.state = state
         self._wants: dict[object, _Want] = {}
         self.watched: dict[str, str] = {}  # topic -> type pinned in the pool

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..events import UPDATES, Event
 from ..http.errors import ApiError, bad_request, vendor_error
@@ -13,6 +13,9 @@ from ..plugins.api import AlreadyExists, InvalidInput, NotFound, PluginError
 from ..plugins.calls import Caller, map_error
 from . import machine
 from .machine import UpdateStatus
+
+if TYPE_CHECKING:
+    from ..state import GatewayState
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +48,7 @@ class Reporter:
 class UpdateManager:
     """One per gateway with an update provider; every method runs on the event loop."""
 
-    def __init__(self, state: Any, provider: Any, caller: Caller, task_timeout_s: float) -> None:
+    def __init__(self, state: GatewayState, provider: Any, caller: Caller, task_timeout_s: float) -> None:
         self.state = state
         self.provider = provider
         self.call = caller
