@@ -107,6 +107,7 @@ class GatewayState:
     fault_entity_index: tuple[int, dict[str, str]] = (-1, {})  # generation, node fqn -> app
     openapi: dict[str, Any] | None = None  # the served OpenAPI document, built on first use
     described_types: DescribedTypes | None = None  # made on first use
+    service_type_builds: Any = None  # ros/callbuild.py ServiceTypeBuilds, on first use
     wire_cache: Wire | None = None
 
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -21,6 +22,7 @@ from ..model.entities import Entity
 from ..model.items import ItemLookupError, MemberItem, assign_ids, resolve
 from ..push.publishers import service_completed, watch_execution
 from ..ros.actions import ActionManager, Execution
+from ..ros.callbuild import ServiceTypeBuilds
 from ..ros.interface_paths import SETTING as INTERFACE_PATHS
 from ..ros.message import (
     UnknownTypeError,
@@ -183,6 +185,41 @@ def request_timeout(body: dict[str, Any], default: float) -> float:
     return float(value)
 
 
+def state_directory(setting: str) -> str:
+    """The gateway's state directory (setting `state_dir`, else the default)."""
+    from ..faults.store import default_state_dir
+
+    return str(Path(setting).expanduser() if setting else default_state_dir())
+
+
+async def built_type(state: GatewayState, op: OpRef, missing: str, timeout: float) -> Any:
+    """The class of a service type built from its server's description (ros/callbuild.py);
+    503 while it builds, 501 naming the reason and the setting when it cannot be built."""
+    reason = missing
+    if op.kind == "service" and state.bridge is not None:
+        builds = state.service_type_builds
+        if builds is None:
+            builds = state.service_type_builds = ServiceTypeBuilds(
+                state.bridge, state_directory(state.settings["state_dir"]))
+        status, why = await builds.ensure(op.type, op.path, timeout)
+        if status == "built":
+            try:
+                return import_type(op.type)
+            except UnknownTypeError as exc:
+                why = str(exc)
+        if status == "building":
+            raise vendor_error(
+                503, "x-vendor-ros2-type-build-pending",
+                f"The gateway is building the service type '{op.type}' from the description "
+                f"its server serves; try again shortly", operation_id=op.id, type=op.type)
+        reason = f"{missing}; not built from the server's description: {why}"
+    raise vendor_error(
+        501, "x-vendor-ros2-service-unavailable",
+        f"Cannot call {op.path}: the gateway has no {op.kind} type '{op.type}' ({reason}); "
+        f"give it the robot's install prefix in the setting '{INTERFACE_PATHS}'",
+        operation_id=op.id, type=op.type, setting=INTERFACE_PATHS)
+
+
 def _build(cls: Any, fields: dict[str, Any], op: OpRef, where: str) -> Any:
     return build_message(cls, fields, where, operation_id=op.id)
 
@@ -207,11 +244,7 @@ async def start_execution(request: web.Request) -> web.Response:
     try:
         cls = import_type(op.type)
     except UnknownTypeError as exc:
-        raise vendor_error(
-            501, "x-vendor-ros2-service-unavailable",
-            f"Cannot call {op.path}: the gateway has no {op.kind} type '{op.type}' ({exc}); "
-            f"give it the robot's install prefix in the setting '{INTERFACE_PATHS}'",
-            operation_id=op.id, type=op.type, setting=INTERFACE_PATHS) from None
+        cls = await built_type(state, op, str(exc), timeout)
     if op.kind == "service":
         answer = await _call_service(state, op, cls, body, timeout)
         # The next POSTs of this path run the same call before routing (gateway/http/hot.py)

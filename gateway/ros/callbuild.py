@@ -1,0 +1,235 @@
+"""Service types the gateway lacks, built once from a server's description (ros/typebuild.py).
+
+A call of a type the gateway lacks builds its package: every service of that package whose
+server publishes `<service>/_service_event` is described by that node, the sources are
+checked and built by a subprocess into `<state_dir>/types/<key>/` (reused when it holds
+`BUILT`), and the prefix is served through `interface_paths.serve()`. A package is served
+once per process: a service type of it that appears later answers 501 with the reason
+until a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from . import interface_paths
+from .typebuild import MAX_TYPES, BuildError, fields_of, service_spec, split_type
+
+log = logging.getLogger(__name__)
+
+BUILD_TIMEOUT_S = 300.0
+FETCH_TIMEOUT_S = 3.0
+RETRY_FAILED_AFTER_S = 30.0
+MAX_BUILDS = 32
+MAX_OUTPUT_BYTES = 64 << 20
+EVENT_SUFFIX = "/_service_event"
+
+
+class ServiceTypeBuilds:
+    """Builds of service types by name: state, background tasks, failures with reasons."""
+
+    def __init__(self, bridge: Any, state_dir: str) -> None:
+        self.bridge = bridge
+        self.root = Path(state_dir) / "types"
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._failed: dict[str, tuple[float, str]] = {}
+        self._built: set[str] = set()
+        self.builds = 0
+
+    def state(self, type_name: str) -> tuple[str, str]:
+        """("built" | "building" | "failed" | "unknown", reason)."""
+        if type_name in self._built:
+            return "built", ""
+        if type_name in self._tasks:
+            return "building", ""
+        failed = self._failed.get(type_name)
+        if failed is not None and time.monotonic() - failed[0] < RETRY_FAILED_AFTER_S:
+            return "failed", failed[1]
+        return "unknown", ""
+
+    async def ensure(self, type_name: str, service: str, timeout: float) -> tuple[str, str]:
+        """Start the build if needed and wait up to `timeout` for it; state() after."""
+        if self.state(type_name)[0] == "unknown":
+            if len(self._built) + len(self._tasks) >= MAX_BUILDS:
+                return "failed", f"more than {MAX_BUILDS} service types built this run"
+            task = asyncio.get_running_loop().create_task(self._run(type_name, service))
+            self._tasks[type_name] = task
+        task_now = self._tasks.get(type_name)
+        if task_now is not None:
+            await asyncio.wait([task_now], timeout=timeout)
+        return self.state(type_name)
+
+    async def _run(self, type_name: str, service: str) -> None:
+        try:
+            await self._build(type_name, service)
+            self._built.add(type_name)
+            self._failed.pop(type_name, None)
+        except Exception as exc:  # every failure is answered as 501 with its reason
+            reason = str(exc) or type(exc).__name__
+            self._failed[type_name] = (time.monotonic(), reason)
+            log.warning("service type %s: not built (%s)", type_name, reason)
+        finally:
+            self._tasks.pop(type_name, None)
+
+    async def _build(self, type_name: str, service: str) -> None:
+        pkg, kind, name = split_type(type_name)
+        if kind != "srv":
+            raise BuildError(f"{type_name} is not a service type")
+        events = await self._package_events(pkg)
+        if service not in events:
+            raise LookupError(
+                f"the server of {service} publishes no {service + EVENT_SUFFIX} (service "
+                "introspection is off): a node describes a service type only by its hash, "
+                "which the ROS graph does not carry")
+        if pkg in interface_paths.active().packages:
+            raise BuildError(f"package {pkg} is served already this run without {name}: "
+                             "a restart of the gateway builds it")
+        types: dict[str, list[Any]] = {}
+        expect: dict[str, str] = {}
+        for svc, (event_type, node_fqn, event_hash) in sorted(events.items()):
+            try:
+                described = await self._describe(node_fqn, event_type, event_hash)
+                hashes = await self._message_hashes(svc)
+            except Exception as exc:
+                if svc == service:
+                    raise
+                log.info("service %s: not described (%s); built without it", svc, exc)
+                continue
+            types.update(described)
+            expect[event_type] = event_hash
+            expect.update(hashes)
+        event_types = sorted({e for e, _, _ in events.values() if e in expect})
+        spec = service_spec(event_types, types, _gateway_has_package, expect)
+        prefix = self.root / spec.key()
+        started = time.monotonic()
+        if not (prefix / "BUILT").is_file():
+            await self._compile(spec.as_json(), prefix)
+            self.builds += 1
+            log.info("service types %s: built in %.1f s into %s",
+                     ", ".join(e[: -len("_Event")] for e in event_types),
+                     time.monotonic() - started, prefix)
+        else:
+            log.info("service types %s: served from the build in %s",
+                     ", ".join(e[: -len("_Event")] for e in event_types), prefix)
+        served = await self.bridge.run(interface_paths.serve, str(prefix))
+        if pkg not in served:
+            raise BuildError(f"the build of {type_name} served no package {pkg}")
+        self._built.update(e[: -len("_Event")] for e in event_types)
+
+    async def _package_events(self, pkg: str) -> dict[str, tuple[str, str, str]]:
+        """Service name -> (event type, publishing node, event type hash) of every service of
+        the package whose server publishes its service events."""
+        node = self.bridge.node
+        topics = await self.bridge.run(node.get_topic_names_and_types)
+        found: dict[str, tuple[str, str, str]] = {}
+        for topic, kinds in topics:
+            if not topic.endswith(EVENT_SUFFIX) or len(found) >= MAX_TYPES:
+                continue
+            event_type = next((k for k in kinds if k.startswith(f"{pkg}/srv/")
+                               and k.endswith("_Event")), None)
+            if event_type is None:
+                continue
+            infos = await self.bridge.run(node.get_publishers_info_by_topic, topic)
+            infos = [i for i in infos if i.topic_type == event_type]
+            if infos:
+                info = infos[0]
+                fqn = info.node_namespace.rstrip("/") + "/" + info.node_name
+                found[topic[: -len(EVENT_SUFFIX)]] = (event_type, fqn, str(info.topic_type_hash))
+        return found
+
+    async def _message_hashes(self, service: str) -> dict[str, str]:
+        """The request and response hashes the server announces (the build must match)."""
+        node = self.bridge.node
+        out: dict[str, str] = {}
+        name = service.lstrip("/")
+        for topic, get in ((f"rq/{name}Request", node.get_subscriptions_info_by_topic),
+                           (f"rr/{name}Reply", node.get_publishers_info_by_topic)):
+            infos = await self.bridge.run(get, topic, True)
+            for info in infos:
+                dds = info.topic_type  # pkg::srv::dds_::X_Request_
+                parts = dds.split("::")
+                if len(parts) == 4 and parts[2] == "dds_":
+                    out[f"{parts[0]}/{parts[1]}/{parts[3].rstrip('_')}"] = \
+                        str(info.topic_type_hash)
+        return out
+
+    async def _describe(self, node_fqn: str, type_name: str, type_hash: str
+                        ) -> dict[str, list[Any]]:
+        from type_description_interfaces.srv import GetTypeDescription
+
+        node = self.bridge.node
+        client = await self.bridge.run(node.create_client, GetTypeDescription,
+                                       node_fqn + "/get_type_description")
+        try:
+            request = GetTypeDescription.Request(type_name=type_name, type_hash=type_hash,
+                                                 include_type_sources=False)
+            response = None
+            for _ in range(3):  # a first request can go before the reply matches
+                future = client.call_async(request)
+                try:
+                    response = await asyncio.wait_for(self.bridge.wrap_future(future),
+                                                      FETCH_TIMEOUT_S)
+                    break
+                except asyncio.TimeoutError:
+                    client.remove_pending_request(future)
+            if response is None:
+                raise TimeoutError(f"{node_fqn} did not answer get_type_description")
+            if not response.successful:
+                raise LookupError(f"{node_fqn}: {response.failure_reason or 'no description'}")
+        finally:
+            await self.bridge.run(node.destroy_client, client)
+        td = response.type_description
+        types = {td.type_description.type_name: fields_of(td.type_description)}
+        for ref in td.referenced_type_descriptions:
+            types[ref.type_name] = fields_of(ref)
+        return types
+
+    async def _compile(self, spec: dict[str, Any], prefix: Path) -> None:
+        """Run the worker into a fresh directory, then move it to `prefix`."""
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = prefix.with_name(prefix.name + f".tmp{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(mode=0o700)
+        spec_path = tmp / "spec.json"
+        spec_path.write_text(json.dumps(spec))
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env["AMENT_PREFIX_PATH"] = sys.prefix
+        root = str(Path(__file__).resolve().parents[2])
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "gateway.ros._typebuild_worker", str(spec_path), str(tmp),
+            cwd=root, env=env, stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE, start_new_session=True)
+        try:
+            _, err = await asyncio.wait_for(proc.communicate(), BUILD_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            proc.kill()
+            await proc.wait()
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise TimeoutError(f"the build ran past {BUILD_TIMEOUT_S:g} s") from None
+        if proc.returncode != 0 or not (tmp / "BUILT").is_file():
+            shutil.rmtree(tmp, ignore_errors=True)
+            reason = err.decode(errors="replace").strip().splitlines()
+            raise BuildError(f"the build failed: {reason[-1] if reason else proc.returncode}")
+        size = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file())
+        if size > MAX_OUTPUT_BYTES:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise BuildError(f"the build wrote {size} bytes (more than {MAX_OUTPUT_BYTES})")
+        shutil.rmtree(prefix, ignore_errors=True)
+        tmp.rename(prefix)
+
+
+def _gateway_has_package(pkg: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(pkg) is not None
+    except (ImportError, ValueError):
+        return False
