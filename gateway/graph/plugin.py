@@ -11,7 +11,7 @@ import orjson
 from ..http.errors import not_found
 from ..plugins.api import NotFound, Plugin, PluginRoute
 from ..plugins.context import PluginContext
-from . import model
+from . import fleet, model
 from .model import AppView, GraphConfig, TopicMetrics
 from .ticker import Ticker
 
@@ -162,8 +162,10 @@ class GraphPlugin(Plugin):
 
     # route ----------------------------------------------------------------------------------
     async def graph(self, request: Any) -> dict[str, Any]:
-        """The graph snapshot of one function."""
-        return await self.snapshot_of(request.match_info["function_id"])
+        """The graph snapshot of one function (on a fleet primary, joined with the robots')."""
+        assert self.ctx is not None
+        return await self.snapshot_of(request.match_info["function_id"],
+                                      self.ctx.fans_out(request))
 
     async def sample(self, entity_type: str, entity_id: str) -> dict[str, Any]:
         """The graph snapshot a cyclic subscription on a function delivers each interval."""
@@ -171,8 +173,9 @@ class GraphPlugin(Plugin):
             raise NotFound(f"x-vendor-graph is served on functions, not {entity_type}")
         return await self.snapshot_of(entity_id)
 
-    async def snapshot_of(self, fid: str) -> dict[str, Any]:
-        """The graph snapshot of one function (404 when it does not exist)."""
+    async def snapshot_of(self, fid: str, fan_out: bool = True) -> dict[str, Any]:
+        """The graph snapshot of one function (404 when it does not exist); with `fan_out`,
+        joined with the snapshots of the fleet peers contributing the function."""
         assert self.ctx is not None
         func = self.ctx.entity("functions", fid)
         if func is None:
@@ -203,8 +206,14 @@ class GraphPlugin(Plugin):
             m = self.diag.get(topic) or self._pool_metrics(topic, now, source)
             if m is not None:
                 metrics[topic] = m
-        return model.snapshot(fid, apps, metrics, counts, self.cfg, now,
-                              f"x-{self.ctx.vendor}")
+        out = model.snapshot(fid, apps, metrics, counts, self.cfg, now, f"x-{self.ctx.vendor}")
+        key = f"x-{self.ctx.vendor}-graph"
+        peers = await self.ctx.peer_reads("functions", fid, f"/{key}") if fan_out else []
+        docs = [(p, b[key]) for p, b in peers if isinstance(b, dict)
+                and isinstance(b.get(key), dict)]
+        if docs:
+            out[key] = fleet.merge(out[key], docs, self.ctx.fleet_app_id)
+        return out
 
     def _pool_metrics(self, topic: str, now_ns: int, source: str | None) -> TopicMetrics | None:
         assert self.ctx is not None

@@ -55,6 +55,27 @@ class PluginContext:
         """The apps backing an entity."""
         return self.entities().member_apps(entity)
 
+    def fans_out(self, request: Any) -> bool:
+        """Whether a plugin route's answer may include fleet peers' (aggregation on, and the
+        caller did not ask for this gateway's answer alone)."""
+        fed = self._state.federation
+        return fed is not None and not fed.no_fan_out(request)
+
+    async def peer_reads(self, kind: str, entity_id: str, suffix: str) -> list[tuple[str, Any]]:
+        """(peer, JSON) of `GET /{kind}/{id}{suffix}` on each fleet peer contributing the
+        entity (empty without aggregation)."""
+        fed = self._state.federation
+        if fed is None:
+            return []
+        from federation.reads import peer_reads
+
+        return await peer_reads(fed, kind, entity_id, suffix)
+
+    def fleet_app_id(self, peer: str, app_id: str) -> str:
+        """The fleet id of an app as a peer names it."""
+        fed = self._state.federation
+        return app_id if fed is None else str(fed.rename(peer, app_id))
+
     def is_local_app(self, app_id: str) -> bool:
         """Whether an app runs on this gateway's robot (not on a fleet peer's)."""
         return app_id in self._state.cache.local.apps

@@ -17,7 +17,8 @@ from tests.harness import Gateway
 
 pytestmark = pytest.mark.integration
 
-ROBOT_NODES = ("temp_sensor", "lidar_sensor", "managed_lifecycle", "lifecycle_worker")
+ROBOT_NODES = ("temp_sensor", "lidar_sensor", "managed_lifecycle", "lifecycle_worker",
+               "rpm_sensor", "temp_monitor")
 # The primary declares apps `lifecycle` and `worker` of its own (never running), so the
 # robot's apps of those ids are `robot2__lifecycle` and `robot2__worker` in the fleet.
 PRIMARY = """\
@@ -52,12 +53,18 @@ apps:
   - id: worker
     is_located_on: robot-box
     ros_binding: {node_name: lifecycle_worker}
+  - id: rpm
+    is_located_on: robot-box
+    ros_binding: {node_name: rpm_sensor}
+  - id: monitor
+    is_located_on: robot-box
+    ros_binding: {node_name: temp_monitor}
   - id: front-lidar
     is_located_on: main-computer
     ros_binding: {node_name: lidar_sensor}
 functions:
   - id: sensing
-    hosted_by: [front-lidar]
+    hosted_by: [front-lidar, rpm, monitor]
 """
 FLEET_ID = "robot2__lifecycle"
 
@@ -91,7 +98,7 @@ def pair(robot: Robot, domain: int, tmp_path_factory: pytest.TempPathFactory
         primary.wait_for("/apps", lambda b: {i["id"]: i["x-vendor"]["is_online"]
                                              for i in b["items"]} == {
             "engine-temp": True, "lifecycle": False, FLEET_ID: True, "front-lidar": True,
-            "worker": False, "robot2__worker": True},
+            "worker": False, "robot2__worker": True, "rpm": True, "monitor": True},
             timeout=40)
         yield Pair(primary, peer)
     finally:
@@ -151,14 +158,23 @@ def test_lifecycle_of_a_robot_component_names_apps_by_fleet_id(pair: Pair) -> No
     assert body["id"] == "robot-box"
     assert [r["app_id"] for r in body["apps"]] == ["robot2__worker"]
     hosts = pair.primary.get("/components/robot-box/hosts").json()
-    assert [i["id"] for i in hosts["items"]] == ["robot2__worker"]
+    assert [i["id"] for i in hosts["items"]] == ["robot2__worker", "rpm", "monitor"]
 
 
 def test_function_graph_of_robot_apps_on_the_primary(pair: Pair) -> None:
-    # `sensing` merges the primary's engine-temp and the robot's front-lidar
+    # `sensing` merges the primary's engine-temp and the robot's front-lidar, rpm, monitor
     assert [i["id"] for i in pair.primary.get("/functions/sensing/hosts").json()["items"]] \
-        == ["engine-temp", "front-lidar"]
+        == ["engine-temp", "front-lidar", "rpm", "monitor"]
     doc = pair.primary.get("/functions/sensing/x-vendor-graph").json()["x-vendor-graph"]
-    assert doc["nodes"] == [{"entity_id": "engine-temp", "node_status": "reachable"},
-                            {"entity_id": "front-lidar", "node_status": "reachable"}]
-    assert doc["pipeline_status"] == "healthy"
+    assert doc["nodes"] == [{"entity_id": a, "node_status": "reachable"}
+                            for a in ("engine-temp", "front-lidar", "monitor", "rpm")]
+    # the robot's edge (its graph): rpm_sensor publishes what temp_monitor subscribes
+    topics = {t["topic_id"]: t["name"] for t in doc["topics"]}
+    assert len(topics) == len(doc["topics"])  # ids unique after the join
+    assert [(e["source"], e["target"], topics[e["topic_id"]]) for e in doc["edges"]
+            if e["source"] == "rpm"] == [("rpm", "monitor", "/powertrain/engine/rpm")]
+    assert len({e["edge_id"] for e in doc["edges"]}) == len(doc["edges"])
+    # asked for alone, the primary's answer has the robot's apps as nodes but not its edges
+    alone = pair.primary.get("/functions/sensing/x-vendor-graph",
+                             headers={"X-Vendor-No-Fan-Out": "1"}).json()["x-vendor-graph"]
+    assert len(alone["nodes"]) == 4 and not any(e["source"] == "rpm" for e in alone["edges"])

@@ -187,9 +187,11 @@ def test_configurations_of_an_app_that_inherits_no_resources(
         assert "restart" in status
         began = gw.request("PUT", "/apps/managed_lifecycle/status/start")  # active: no steps
         assert began.status == 202 and began.json()["status"] == "completed", began
-        graph = gw.get("/functions/engine-monitoring/x-vendor-graph").json()["x-vendor-graph"]
-        assert {n["entity_id"]: n["node_status"] for n in graph["nodes"]} == {
-            "temp_sensor": "reachable", "temp_monitor": "reachable", "rpm_sensor": "reachable"}
+        graph = gw.wait_for("/functions/engine-monitoring/x-vendor-graph", lambda b: all(
+            n["node_status"] == "reachable" for n in b["x-vendor-graph"]["nodes"]),
+            timeout=30)["x-vendor-graph"]  # (each app is linked once its node shows up)
+        assert {n["entity_id"] for n in graph["nodes"]} == {"temp_sensor", "temp_monitor",
+                                                            "rpm_sensor"}
         assert graph["edges"] == []  # the apps inherit no topics
     finally:
         gw.stop()
