@@ -201,6 +201,7 @@ async def built_type(state: GatewayState, op: OpRef, missing: str, timeout: floa
         if builds is None:
             builds = state.service_type_builds = ServiceTypeBuilds(
                 state.bridge, state_directory(state.settings["state_dir"]))
+            state.bridge.closers.append(builds.close)
         status, why = await builds.ensure(op.type, op.path, timeout)
         if status == "built":
             try:

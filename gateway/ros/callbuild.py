@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -42,7 +43,18 @@ class ServiceTypeBuilds:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._failed: dict[str, tuple[float, str]] = {}
         self._built: set[str] = set()
+        self._workers: set[int] = set()  # process groups of running builds
         self.builds = 0
+
+    def close(self) -> None:
+        """Stop the running builds (their workers and compilers) and their tasks."""
+        for pgid in list(self._workers):
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for task in list(self._tasks.values()):
+            task.cancel()
 
     def state(self, type_name: str) -> tuple[str, str]:
         """("built" | "building" | "failed" | "unknown", reason)."""
@@ -207,13 +219,16 @@ class ServiceTypeBuilds:
             sys.executable, "-m", "gateway.ros._typebuild_worker", str(spec_path), str(tmp),
             cwd=root, env=env, stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE, start_new_session=True)
+        self._workers.add(proc.pid)
         try:
             _, err = await asyncio.wait_for(proc.communicate(), BUILD_TIMEOUT_S)
         except asyncio.TimeoutError:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)  # the worker and the compilers it runs
             await proc.wait()
             shutil.rmtree(tmp, ignore_errors=True)
             raise TimeoutError(f"the build ran past {BUILD_TIMEOUT_S:g} s") from None
+        finally:
+            self._workers.discard(proc.pid)
         if proc.returncode != 0 or not (tmp / "BUILT").is_file():
             shutil.rmtree(tmp, ignore_errors=True)
             reason = err.decode(errors="replace").strip().splitlines()

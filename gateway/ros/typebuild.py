@@ -29,7 +29,7 @@ _BASIC = {2: "int8", 3: "uint8", 4: "int16", 5: "uint16", 6: "int32", 7: "uint32
 _NESTED, _ARRAY, _BOUNDED, _UNBOUNDED = 1, 48, 96, 144
 _STRING_BOUNDED = {19, 20, 21, 22}
 _PKG_RE = re.compile(r"^[a-z](?:[a-z0-9]|_(?!_))*(?<!_)$")
-_TYPE_RE = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+_TYPE_RE = re.compile(r"^[A-Z][A-Za-z0-9]*(?:_[A-Z][A-Za-z0-9]*)*$")  # X, X_Request
 _FIELD_RE = re.compile(r"^[a-z](?:[a-z0-9]|_(?!_))*(?<!_)$")
 _NUMBER_RE = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
 _PLAIN_TEXT_RE = re.compile(r"^[A-Za-z0-9 _.,:/+-]*$")
@@ -63,7 +63,7 @@ def split_type(name: str) -> tuple[str, str, str]:
     pkg, kind, base = parts
     if not _PKG_RE.match(pkg) or len(pkg) > 64:
         raise BuildError(f"invalid package name in {name!r}")
-    if not _TYPE_RE.match(base.replace("_", "")) or len(base) > 128:
+    if not _TYPE_RE.match(base) or len(base) > 128:
         raise BuildError(f"invalid type name in {name!r}")
     return pkg, kind, base
 

@@ -56,7 +56,7 @@ def test_anything_outside_the_grammar_is_refused(field: Field) -> None:
 
 @pytest.mark.parametrize("name", ["nav_msgs/srv", "../x/msg/T", "nav_msgs/msg/T/U",
                                   "nav-msgs/msg/T", "nav_msgs/foo/T", "nav_msgs/msg/t",
-                                  "nav_msgs/msg/T.x", "_nav/msg/T", 7])
+                                  "nav_msgs/msg/T.x", "_nav/msg/T", "nav_msgs/msg/_T", "nav_msgs/msg/T__U", 7])
 def test_type_names_are_checked(name: object) -> None:
     with pytest.raises(BuildError):
         split_type(name)  # type: ignore[arg-type]
