@@ -119,6 +119,11 @@ def call(gateway: Gateway, service: str, body: dict[str, object]) -> tuple[Respo
 
 
 def test_a_call_builds_the_type_from_the_description(gw: Gateway, state_dir: Path) -> None:
+    # a call whose budget ends before the build answers 503; the build goes on
+    early = gw.request("POST", op_path(gw, "get_map"), {"timeout": 0.05})
+    body = assert_error(early, 503, "vendor-error")
+    assert body["vendor_code"] == "x-vendor-ros2-type-build-pending"
+    assert "nav_msgs/srv/GetMap" in body["message"]
     resp, seen = call(gw, "get_map", {})
     assert resp.status == 200, (resp, seen)
     grid = resp.json()["parameters"]["map"]
