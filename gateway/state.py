@@ -104,7 +104,8 @@ class GatewayState:
     script_definitions: Callable[[], list[Any]] | None = None  # manifest `scripts` block
     # Caches of derived values.
     log_configuration: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
-    fault_entity_index: tuple[int, dict[str, str]] = (-1, {})  # generation, node fqn -> app
+    # entity generation, node fqn -> app id (faults/upkeep.py)
+    fault_entity_index: tuple[int, dict[str, str]] = field(default_factory=lambda: (-1, {}))
     openapi: dict[str, Any] | None = None  # the served OpenAPI document, built on first use
     described_types: DescribedTypes | None = None  # made on first use
     service_type_builds: Any = None  # ros/callbuild.py ServiceTypeBuilds, on first use
