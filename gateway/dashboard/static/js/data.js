@@ -7,6 +7,7 @@ import {History, numericArrays, numericLeaves, sparkline} from './spark.js';
 
 const POLL_MS = 1000;
 const MAX_POLLED = 24;
+const SILENT_MS = 5000;  // ten missed frames of the page stream's 500 ms interval
 const INTERVAL_MS = {fast: 50, normal: 200, slow: 500};
 const PAGE_INTERVAL = 'slow';  // the page stream's interval (gateway/dashboard/page_watch.py)
 
@@ -45,8 +46,15 @@ export function renderData(el, ent) {
     // Every watched topic rides the page's one stream; a refused one (or a stream that
     // cannot open, e.g. 503 at sse.max_clients) is polled instead.
     for (const row of watched) {
-      unwatch.push(watch(`${ent.path}/data/${enc(row.item.id)}`, (data) => row.show(data), (state, err) => {
+      const onSample = (data) => {
+        row.pushedAt = Date.now();
+        if (row.mode === 'poll' && row.silent) { row.silent = false; row.setMode('sse'); showMode(); }
+        row.show(data);
+      };
+      unwatch.push(watch(`${ent.path}/data/${enc(row.item.id)}`, onSample, (state, err) => {
         if (gone) return;
+        row.silent = false;
+        if (state === 'live') row.pushedAt = Date.now();  // accepted: frames are due from now
         row.setMode(state === 'live' ? 'sse' : 'poll');
         if (state !== 'live' && err) reason = describe(err);
         if (state === 'live' && watched.every((r) => r.mode === 'sse')) reason = null;
@@ -54,7 +62,20 @@ export function renderData(el, ent) {
       }));
     }
     // The mode line says "subscribing…" until the stream answers (live, refused or down).
-    stopPoll = every(POLL_MS, () => Promise.all(watched.filter((r) => r.mode !== 'sse').map((r) => r.refresh())));
+    // A topic accepted but silent (no frame for SILENT_MS) is polled until frames come: it is
+    // never shown "live" with a value that does not move.
+    stopPoll = every(POLL_MS, () => {
+      const now = Date.now();
+      for (const r of watched) {
+        if (r.mode === 'sse' && now - (r.pushedAt || now) > SILENT_MS) {
+          r.silent = true;
+          r.setMode('poll');
+          reason = `no pushed value for ${SILENT_MS / 1000} s: read instead`;
+          showMode();
+        }
+      }
+      return Promise.all(watched.filter((r) => r.mode !== 'sse').map((r) => r.refresh()));
+    });
   })();
   return () => { gone = true; stopPoll(); for (const off of unwatch) off(); };
 }

@@ -9,11 +9,17 @@ export const entityIndex = {apps: [], components: [], areas: [], functions: []};
 let treeEl = null;
 let selected = null;
 
+// The robots (peers of a primary) an app runs on; none on a robot's own gateway.
+export function robotsOf(e) {
+  return (vx(e).contributors || []).filter((c) => c !== 'local');
+}
+
 function link(type, e) {
   const x = vx(e);
   const off = x.available === false || x.is_online === false;
   const a = h('a', {href: `#/e/${type}/${encodeURIComponent(e.id)}`, 'data-entity': `${type}/${e.id}`,
-    title: off ? `${e.id}: not available` : e.id}, h('span', {class: 'kind'}, type.slice(0, -1)), e.name || e.id);
+    title: off ? `${e.id}: not available` : e.id}, h('span', {class: 'kind'}, type.slice(0, -1)), e.name || e.id,
+    type === 'apps' && robotsOf(e).length ? h('span', {class: 'robot-tag muted'}, ` · ${robotsOf(e).join(', ')}`) : null);
   return h('li', {class: off ? 'unavailable' : ''}, a);
 }
 
@@ -98,6 +104,15 @@ export function drawTree(el, m) {
     return li;
   };
   const sections = [];
+  // A fleet (apps relayed from robots): a robot level first, each robot with its own apps.
+  const robots = [...new Set(m.apps.flatMap(robotsOf))].sort();
+  if (robots.length) {
+    sections.push(h('li', {class: 'sec'}, 'Robots'), ...robots.map((r) => {
+      const mine = m.apps.filter((a) => robotsOf(a).includes(r));
+      return h('li', {class: 'robot', 'data-robot': r}, h('span', {class: 'robot-name'}, h('span', {class: 'kind'}, 'robot'), r),
+        h('ul', {}, mine.map((a) => link('apps', a))));
+    }));
+  }
   const nestedAreas = new Set(Object.values(m.subAreas || {}).flat());
   const topAreas = m.areas.filter((a) => !nestedAreas.has(a.id));
   if (m.areas.length) sections.push(h('li', {class: 'sec'}, 'Areas'), ...(topAreas.length ? topAreas : m.areas).map((a) => areaNode(a)));
