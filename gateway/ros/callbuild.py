@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 BUILD_TIMEOUT_S = 300.0
 FETCH_TIMEOUT_S = 3.0
+READY_WAIT_S = 2.0
 RETRY_FAILED_AFTER_S = 30.0
 MAX_BUILDS = 32
 MAX_OUTPUT_BYTES = 64 << 20
@@ -118,6 +119,12 @@ class ServiceTypeBuilds:
             types.update(described)
             expect[event_type] = event_hash
             expect.update(hashes)
+        for msg_type, (node_fqn, msg_hash) in sorted((await self._package_topics(pkg)).items()):
+            try:  # the package's topic types come along: typed reads and writes, schemas
+                types.update(await self._describe(node_fqn, msg_type, msg_hash))
+                expect[msg_type] = msg_hash
+            except Exception as exc:
+                log.info("topic type %s: not described (%s); built without it", msg_type, exc)
         event_types = sorted({e for e, _, _ in events.values() if e in expect})
         spec = service_spec(event_types, types, _gateway_has_package, expect)
         prefix = self.root / spec.key()
@@ -125,8 +132,9 @@ class ServiceTypeBuilds:
         if not (prefix / "BUILT").is_file():
             await self._compile(spec.as_json(), prefix)
             self.builds += 1
-            log.info("service types %s: built in %.1f s into %s",
+            log.info("service types %s (and %d message types): built in %.1f s into %s",
                      ", ".join(e[: -len("_Event")] for e in event_types),
+                     sum(len(p["sources"]["msg"]) for p in spec.packages.values()),
                      time.monotonic() - started, prefix)
         else:
             log.info("service types %s: served from the build in %s",
@@ -157,6 +165,24 @@ class ServiceTypeBuilds:
                 found[topic[: -len(EVENT_SUFFIX)]] = (event_type, fqn, str(info.topic_type_hash))
         return found
 
+    async def _package_topics(self, pkg: str) -> dict[str, tuple[str, str]]:
+        """Message type -> (node, type hash) of the package's types on topics of the graph."""
+        node = self.bridge.node
+        topics = await self.bridge.run(node.get_topic_names_and_types)
+        found: dict[str, tuple[str, str]] = {}
+        for topic, kinds in topics:
+            wanted = [k for k in kinds if k.startswith(f"{pkg}/msg/") and k not in found]
+            if not wanted or len(found) >= MAX_TYPES:
+                continue
+            infos = await self.bridge.run(node.get_publishers_info_by_topic, topic)
+            infos += await self.bridge.run(node.get_subscriptions_info_by_topic, topic)
+            for info in infos:
+                if info.topic_type in wanted and info.node_name != node.get_name() \
+                        and not info.node_name.startswith("_NODE_NAME_UNKNOWN_"):
+                    fqn = info.node_namespace.rstrip("/") + "/" + info.node_name
+                    found.setdefault(info.topic_type, (fqn, str(info.topic_type_hash)))
+        return found
+
     async def _message_hashes(self, service: str) -> dict[str, str]:
         """The request and response hashes the server announces (the build must match)."""
         node = self.bridge.node
@@ -181,6 +207,11 @@ class ServiceTypeBuilds:
         client = await self.bridge.run(node.create_client, GetTypeDescription,
                                        node_fqn + "/get_type_description")
         try:
+            deadline = time.monotonic() + READY_WAIT_S
+            while not client.service_is_ready():
+                if time.monotonic() > deadline:  # e.g. a node started without the service
+                    raise LookupError(f"{node_fqn} serves no get_type_description")
+                await asyncio.sleep(0.05)
             request = GetTypeDescription.Request(type_name=type_name, type_hash=type_hash,
                                                  include_type_sources=False)
             response = None

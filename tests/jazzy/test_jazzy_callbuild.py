@@ -3,7 +3,8 @@ time from the description a Jazzy server serves (gateway/ros/callbuild.py, typeb
 
 A real Jazzy process serves nav_msgs/srv/GetMap and nav_msgs/srv/SetMap with service
 introspection on (their `_service_event` topics carry the types' hashes) and
-nav_msgs/srv/LoadMap with it off; the gateway's venv has no nav_msgs.
+nav_msgs/srv/LoadMap with it off, and publishes nav_msgs/msg/Odometry; the gateway's venv
+has no nav_msgs.
 """
 
 from __future__ import annotations
@@ -29,9 +30,19 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import qos_profile_services_default
 from rclpy.service_introspection import ServiceIntrospectionState
+from nav_msgs.msg import Odometry
 from nav_msgs.srv import GetMap, LoadMap, SetMap
 rclpy.init()
 node = rclpy.create_node("jazzy_maps")
+odom = node.create_publisher(Odometry, "/maps_odom", 10)
+
+def tick():
+    msg = Odometry()
+    msg.child_frame_id = "base"
+    msg.pose.pose.position.x = 2.5
+    odom.publish(msg)
+
+node.create_timer(0.2, tick)
 
 def get_map(request, response):
     response.map.header.frame_id = "map"
@@ -144,6 +155,18 @@ def test_the_package_build_serves_every_introspected_service(gw: Gateway, maps: 
     while b"SET 4 1.5" not in maps.read_bytes():
         assert time.monotonic() < deadline, maps.read_text()
         time.sleep(0.1)
+
+
+def test_the_build_brings_the_packages_topic_types(gw: Gateway) -> None:
+    call(gw, "get_map", {})  # built (whatever ran before)
+    items = {i["id"]: i for i in gw.get("/apps/jazzy_maps/data").json()["items"]}
+    vendor = items["/maps_odom"]["x-vendor"]
+    assert vendor["ros2"]["type"] == "nav_msgs/msg/Odometry"
+    assert "type_available" not in vendor and "type_info" in vendor, vendor
+    body = gw.wait_for(f"/apps/jazzy_maps/data/{enc('/maps_odom')}",
+                       lambda b: b["x-vendor"]["status"] == "data", timeout=30)
+    assert "type_source" not in body["x-vendor"]  # read by a typed subscription
+    assert body["data"]["pose"]["pose"]["position"]["x"] == 2.5
 
 
 def test_an_invalid_request_field_is_a_400_naming_it(gw: Gateway) -> None:
