@@ -244,7 +244,8 @@ class ServiceTypeBuilds:
         spec_path = tmp / "spec.json"
         spec_path.write_text(json.dumps(spec))
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        env["AMENT_PREFIX_PATH"] = sys.prefix
+        # Nothing written outside the build directory: no bytecode, the compilers' temp files
+        env.update(AMENT_PREFIX_PATH=sys.prefix, PYTHONDONTWRITEBYTECODE="1", TMPDIR=str(tmp))
         root = str(Path(__file__).resolve().parents[2])
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "gateway.ros._typebuild_worker", str(spec_path), str(tmp),
