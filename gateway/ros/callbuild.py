@@ -45,6 +45,7 @@ class ServiceTypeBuilds:
         self._failed: dict[str, tuple[float, str]] = {}
         self._built: set[str] = set()
         self._workers: set[int] = set()  # process groups of running builds
+        self._lock = asyncio.Lock()
         self.builds = 0
 
     def close(self) -> None:
@@ -82,7 +83,9 @@ class ServiceTypeBuilds:
 
     async def _run(self, type_name: str, service: str) -> None:
         try:
-            await self._build(type_name, service)
+            async with self._lock:  # one build at a time: a package's build serves many types
+                if type_name not in self._built:
+                    await self._build(type_name, service)
             self._built.add(type_name)
             self._failed.pop(type_name, None)
         except Exception as exc:  # every failure is answered as 501 with its reason
@@ -238,7 +241,7 @@ class ServiceTypeBuilds:
     async def _compile(self, spec: dict[str, Any], prefix: Path) -> None:
         """Run the worker into a fresh directory, then move it to `prefix`."""
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = prefix.with_name(prefix.name + f".tmp{os.getpid()}")
+        tmp = prefix.with_name(f"{prefix.name}.tmp{os.getpid()}-{self.builds}")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(mode=0o700)
         spec_path = tmp / "spec.json"

@@ -10,6 +10,7 @@ has no nav_msgs.
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -207,3 +208,23 @@ def test_a_build_that_cannot_run_answers_501_naming_the_reason(
     assert body["vendor_code"] == "x-vendor-ros2-service-unavailable"
     assert "not built from the server's description" in body["message"], body
     assert "types" in body["message"], body
+
+
+def test_concurrent_calls_of_one_package_share_one_build(maps: Path, domain: int,
+                                                         tmp_path: Path) -> None:
+    answers: dict[str, tuple[Response, list[int]]] = {}
+    with Gateway(free_port(), domain, [f"state_dir={tmp_path}"],
+                 log_path=tmp_path / "gateway.log") as gateway:
+        op_path(gateway, "set_map")
+        workers = [threading.Thread(target=lambda s=s, b=b: answers.__setitem__(
+            s, call(gateway, s, b))) for s, b in (("get_map", {}), ("set_map", {}))]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(BUILD_BUDGET_S + 30)
+    assert answers["get_map"][0].status == 200, answers["get_map"]
+    assert answers["set_map"][0].status == 200, answers["set_map"]
+    assert answers["set_map"][0].json()["parameters"] == {"success": False}  # width 0
+    assert [p.name for p in (tmp_path / "types").iterdir()] == \
+        [p.name for p in (tmp_path / "types").iterdir() if (p / "BUILT").is_file()]
+    assert len(list((tmp_path / "types").iterdir())) == 1
