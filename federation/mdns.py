@@ -23,6 +23,7 @@ from .settings import MdnsOptions, peer_name
 log = logging.getLogger(__name__)
 
 RESOLVE_TIMEOUT_MS = 3000
+ADDRESS_CHECK_S = 1.0  # how often an announcing gateway on every interface checks its addresses
 
 
 def interface_addresses(entries: tuple[str, ...]) -> list[str] | InterfaceChoice:
@@ -50,12 +51,18 @@ def interface_addresses(entries: tuple[str, ...]) -> list[str] | InterfaceChoice
 
 
 def announced_addresses(host: str, interfaces: list[str] | InterfaceChoice) -> list[str]:
-    """Addresses to announce: the bind address, else the mDNS interfaces' addresses."""
+    """Addresses to announce: the bind address, else the mDNS interfaces' addresses (also
+    for a loopback bind address when mDNS is on other interfaces: a gateway behind a local
+    proxy or relay, reached on the LAN through `aggregation.announce_port`)."""
     if host and host not in ("0.0.0.0", "::", ""):
         try:
-            return [str(ipaddress.IPv4Address(host))]
+            bound = str(ipaddress.IPv4Address(host))
         except ValueError:
-            return [socket.gethostbyname(host)]
+            bound = socket.gethostbyname(host)
+        if not ipaddress.IPv4Address(bound).is_loopback or (
+                isinstance(interfaces, list)
+                and all(ipaddress.IPv4Address(a).is_loopback for a in interfaces)):
+            return [bound]
     if isinstance(interfaces, list):
         return interfaces
     import psutil
@@ -101,6 +108,8 @@ class Mdns:
         self.browser: AsyncServiceBrowser | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.known: dict[str, str] = {}  # full service name -> peer name
+        self.addresses: list[str] = []
+        self._follow: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         """Register the service and/or start browsing."""
@@ -110,17 +119,58 @@ class Mdns:
             log.warning(warning)
         self.azc = AsyncZeroconf(interfaces=interfaces, ip_version=IPVersion.V4Only)
         if self.opts.announce:
-            addresses = announced_addresses(self.host, interfaces)
+            self.addresses = announced_addresses(self.host, interfaces)
+            port = self.opts.announce_port or self.port
             self.info = AsyncServiceInfo(
                 self.opts.service, f"{self.opts.name}.{self.opts.service}",
-                addresses=[socket.inet_aton(a) for a in addresses], port=self.port,
+                addresses=[socket.inet_aton(a) for a in self.addresses], port=port,
                 properties={"name": self.opts.name, "api": "/api/v1"})
             await (await self.azc.async_register_service(self.info))
-            log.info("mDNS: announced %s on %s:%d", self.opts.name, ",".join(addresses),
-                     self.port)
+            log.info("mDNS: announced %s on %s:%d", self.opts.name, ",".join(self.addresses),
+                     port)
+            if not isinstance(interfaces, list):  # every interface: follow address changes
+                self._follow = asyncio.get_running_loop().create_task(self._follow_addresses())
         if self.opts.discover:
             self.browser = AsyncServiceBrowser(self.azc.zeroconf, self.opts.service,
                                                handlers=[self._on_change])
+
+    async def _follow_addresses(self) -> None:
+        """Re-announce on the new addresses when the host's addresses change (DHCP, roaming)."""
+        while True:
+            await asyncio.sleep(ADDRESS_CHECK_S)
+            now = announced_addresses(self.host, InterfaceChoice.All)
+            if sorted(now) == sorted(self.addresses) or not now:
+                continue
+            log.info("mDNS: addresses changed (%s -> %s): announcing again",
+                     ",".join(self.addresses), ",".join(now))
+            await self._close_zeroconf()
+            await self._open(InterfaceChoice.All, now)
+
+    async def _open(self, interfaces: list[str] | InterfaceChoice, addresses: list[str]) -> None:
+        """A new zeroconf instance announcing (and browsing) on the current addresses."""
+        assert self.info is not None
+        self.azc = AsyncZeroconf(interfaces=interfaces, ip_version=IPVersion.V4Only)
+        self.addresses = addresses
+        self.info = AsyncServiceInfo(
+            self.opts.service, self.info.name,
+            addresses=[socket.inet_aton(a) for a in addresses], port=self.info.port,
+            properties={"name": self.opts.name, "api": "/api/v1"})
+        await (await self.azc.async_register_service(self.info))
+        if self.opts.discover:
+            self.browser = AsyncServiceBrowser(self.azc.zeroconf, self.opts.service,
+                                               handlers=[self._on_change])
+
+    async def _close_zeroconf(self) -> None:
+        if self.browser is not None:
+            await self.browser.async_cancel()
+            self.browser = None
+        if self.azc is not None:
+            if self.info is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(
+                        await self.azc.async_unregister_service(self.info), 2.0)
+            await self.azc.async_close()
+            self.azc = None
 
     def _on_change(self, zeroconf: Any, service_type: str, name: str,
                    state_change: ServiceStateChange) -> None:
@@ -150,12 +200,10 @@ class Mdns:
 
     async def stop(self) -> None:
         """Send goodbyes and close."""
+        if self._follow is not None:
+            self._follow.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._follow
         for task in list(self._tasks):
             task.cancel()
-        if self.browser is not None:
-            await self.browser.async_cancel()
-        if self.azc is not None:
-            if self.info is not None:
-                with contextlib.suppress(Exception):
-                    await (await self.azc.async_unregister_service(self.info))
-            await self.azc.async_close()
+        await self._close_zeroconf()

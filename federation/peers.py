@@ -15,12 +15,14 @@ import orjson
 
 from gateway.model.entities import EntitySet
 
+from .beacon import BeaconReader
 from .client import PeerClient, PeerError, base_url
 from .fleet import PeerSet
 from .health import (
     ERROR_STATUS,
     INVALID_RESPONSE,
     PROBE_BUDGET_S,
+    TIMEOUT,
     PeerHealth,
     is_health_document,
 )
@@ -54,6 +56,7 @@ class Peer:
     added: float = field(default_factory=time.monotonic)  # loop.time() clock
     # fan-out answers by path: (status, body bytes, the answer made of them) (fanout.py)
     answers: dict[str, tuple[int, bytes, Any]] = field(default_factory=dict)
+    beacon: BeaconReader | None = None  # liveness and ETag stream of an idle peer (beacon.py)
 
     @property
     def online(self) -> bool:
@@ -86,6 +89,8 @@ class PeerTable:
         self.settings = settings
         self.auth = auth
         self.entities_path = f"/x-{vendor}-entities"
+        self.beacon_path = f"/x-{vendor}-beacon"
+        self.no_fan_out = f"X-{vendor.capitalize()}-No-Fan-Out"
         self.xv = f"x-{vendor}"
         self.on_change = on_change
         self.peers: dict[str, Peer] = {}
@@ -116,6 +121,8 @@ class PeerTable:
         self.on_change()
 
     async def _retire(self, peer: Peer) -> None:
+        if peer.beacon is not None:
+            await peer.beacon.stop()
         if peer.task is not None:
             peer.task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -143,7 +150,8 @@ class PeerTable:
         """The /health `peers` block; x-vendor says since when the status holds (and why)."""
         wall, mono = time.time(), time.monotonic()
         return [{"name": p.name, "url": p.url, "status": p.health.status,
-                 self.xv: status_since(p, wall, mono)}
+                 self.xv: {**status_since(p, wall, mono),
+                           "beacon": p.beacon is not None and p.beacon.fresh(mono)}}
                 for p in sorted(self.peers.values(), key=lambda p: p.name)]
 
     def stats(self) -> dict[str, Any]:
@@ -154,7 +162,13 @@ class PeerTable:
                 for p in self.peers.values()}
 
     async def probe(self, peer: Peer) -> tuple[bool, str | None]:
-        """One health check: (passed, failure reason)."""
+        """One health check: (passed, failure reason); a fresh beacon stands in for it."""
+        beacon = peer.beacon
+        if beacon is not None:
+            if beacon.verdict():
+                return False, TIMEOUT
+            if beacon.stands_in(time.monotonic()):
+                return True, None
         peer.probes += 1
         try:
             status, body = await peer.client.get_body(
@@ -178,6 +192,11 @@ class PeerTable:
 
         A refresh that cannot be read is discarded whole: the last complete set stays.
         """
+        beacon = peer.beacon
+        if peer.etag and beacon is not None and beacon.fresh(time.monotonic()) \
+                and beacon.etag == peer.etag:
+            peer.not_modified += 1  # the beacon says unchanged: no request
+            return False
         headers = peer.own_headers(self.auth)
         if peer.etag:
             headers["If-None-Match"] = peer.etag
@@ -201,6 +220,21 @@ class PeerTable:
         peer.refreshes += 1
         return True
 
+    def _beacon(self, peer: Peer) -> BeaconReader:
+        """The peer's beacon reader (made on first use; beacon.py)."""
+        if peer.beacon is None:
+            def changed() -> None:  # a new ETag: refresh now
+                peer.last_refresh = float("-inf")
+                peer.wake.set()
+            headers = {**peer.own_headers(self.auth), self.no_fan_out: "1"}
+            interval_ms = round(self.settings.health_interval_s * 1000)
+            peer.beacon = BeaconReader(
+                peer.client.session, peer.client.api(f"{self.beacon_path}?interval_ms="
+                                                     f"{min(interval_ms, 10000)}"),
+                headers, self.settings.health_interval_s, self.settings.budgets.health_s,
+                peer.wake.set, changed)
+        return peer.beacon
+
     async def _run(self, peer: Peer) -> None:
         loop = asyncio.get_running_loop()
         interval = self.settings.health_interval_s
@@ -216,6 +250,8 @@ class PeerTable:
                 changed = await self.refresh(peer) or changed
             if changed:
                 self.on_change()
+            if ok and self.settings.beacon:
+                self._beacon(peer).start()
             peer.wake.clear()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(peer.wake.wait(), peer.health.delay(interval))

@@ -37,4 +37,5 @@ def register(reg: Registry) -> None:
     reg.add("GET", "/x-vendor-entities", entity_declaration, tag="discovery",
             response="Object", summary="This gateway's local entity set (peer refresh)")
     reg.add("GET", "/x-vendor-beacon", beacon_stream, tag="discovery", streaming=True,
+            response="BeaconEvent",
             summary="A primary's liveness and entity ETag stream (one line per interval)")

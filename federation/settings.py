@@ -97,6 +97,7 @@ class MdnsOptions:
     interfaces: tuple[str, ...] = ("127.0.0.1",)
     max_peers: int = 50
     scheme: str = "http"
+    announce_port: int = 0  # the port peers connect to (0: the gateway's own)
 
 
 def service_type(text: str) -> str:
@@ -120,6 +121,7 @@ class FederationSettings:
     health_interval_s: float = 0.5
     refresh_interval_s: float = 1.0
     max_response_bytes: int = 16 * 1024 * 1024
+    beacon: bool = True  # idle peers' liveness and ETag from their beacon stream (beacon.py)
     self_name: str = ""
     warnings: tuple[str, ...] = ()
 
@@ -135,11 +137,13 @@ class FederationSettings:
             service=service_type(str(s["aggregation.mdns_service"])), name=peer_name(name),
             interfaces=tuple(s["aggregation.mdns_interfaces"]),
             max_peers=int(s["aggregation.max_discovered_peers"]),
-            scheme=str(s["aggregation.peer_scheme"]))
+            scheme=str(s["aggregation.peer_scheme"]),
+            announce_port=int(s["aggregation.announce_port"]))
         return cls(
             enabled=bool(s["aggregation.enabled"]), budgets=b,
             peers=tuple(static_peers(s["aggregation.peer_urls"], s["aggregation.peer_names"])),
             mdns=mdns, health_interval_s=s["aggregation.health_interval_ms"] / 1000.0,
             refresh_interval_s=s["aggregation.refresh_interval_ms"] / 1000.0,
             max_response_bytes=int(s["aggregation.max_response_bytes"]),
+            beacon=bool(s["aggregation.beacon"]),
             self_name=peer_name(name), warnings=tuple(warnings))

@@ -25,6 +25,17 @@ log = logging.getLogger(__name__)
 STARTUP_UNDEBOUNCED_S = 3.0
 # Until ready the graph is polled this often (at most), so the first listing is complete early.
 STARTING_POLL_S = 0.05
+# A graph unchanged this long is idle: polled every discovery.idle_poll_interval_ms.
+IDLE_AFTER_S = 10.0
+
+
+def poll_delay(interval_s: float, idle_interval_s: float, unchanged_s: float,
+               pending: bool) -> float:
+    """Seconds to the next poll of a ready gateway: the idle period once the graph has not
+    changed for IDLE_AFTER_S and nothing waits to be applied."""
+    if pending or unchanged_s < IDLE_AFTER_S:
+        return interval_s
+    return max(interval_s, idle_interval_s)
 
 
 def _starting_poll(node: Any, own_topics: frozenset[str], domain_id: int | None
@@ -39,8 +50,9 @@ class GraphPoller:
     """Background task: graph poll every interval; entity refresh at most once per debounce."""
 
     def __init__(self, bridge: RosBridge, pool: SamplePool, cache: EntityCache,
-                 interval_s: float, debounce_s: float) -> None:
+                 interval_s: float, debounce_s: float, idle_interval_s: float = 0.0) -> None:
         self.bridge = bridge
+        self.idle_interval_s = idle_interval_s
         self.pool = pool
         self.cache = cache
         self.interval_s = interval_s
@@ -104,6 +116,7 @@ class GraphPoller:
         last_apply = 0.0
         started = time.monotonic()
         census_changed = False
+        last_change = started
         run_clock = RunClock()  # of the event-loop thread (readiness.py)
         while True:
             starting = not self.ready.is_set()
@@ -120,6 +133,8 @@ class GraphPoller:
                 await asyncio.sleep(self.interval_s)
                 continue
             changed = snap != self._last
+            if changed or starting:
+                last_change = time.monotonic()
             if changed:
                 if self._last is not None:
                     self.events += 1
@@ -149,7 +164,8 @@ class GraphPoller:
                          now - self.readiness.start)
                 self.ready.set()
             if self.ready.is_set():
-                await asyncio.sleep(self.interval_s)
+                await asyncio.sleep(poll_delay(self.interval_s, self.idle_interval_s,
+                                               now - last_change, pending is not None))
             else:  # fast, but a big graph's polls take at most a third of the time
                 await asyncio.sleep(min(self.interval_s,
                                         max(STARTING_POLL_S, 2 * (now - began))))

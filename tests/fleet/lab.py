@@ -1,0 +1,311 @@
+"""A fleet lab: robots as hosts in network namespaces on one LAN bridge (root only).
+
+The bridge lives in a namespace of its own; each host gets a namespace with a veth `eth0`
+into it, an address on one private /24 and a multicast route for mDNS, and every process of a
+host runs under `unshare -m -u` with its own /dev/shm and host name, so every robot can use
+ROS domain 0 like a real robot. The test process reaches the LAN through one more veth (the
+"workstation", `.1`). Everything is deleted on exit, also after a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+_SHELL = 'mount -t tmpfs tmpfs /dev/shm && hostname "$0" && exec "$@"'
+
+
+def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    """Run the ip tool (raises with its message on failure when check)."""
+    done = subprocess.run(["ip", *args], capture_output=True, timeout=30)
+    if check and done.returncode != 0:
+        raise RuntimeError(f"ip {' '.join(args)}: {done.stderr.decode().strip()}")
+    return done
+
+
+def lab_unusable() -> str | None:
+    """Why this machine cannot run the lab (None when it can)."""
+    if os.geteuid() != 0:
+        return "network namespaces need root"
+    if shutil.which("ip") is None or shutil.which("unshare") is None:
+        return "the ip and unshare tools are needed"
+    probe = f"dglp{os.getpid() % 100000}"
+    if ip("netns", "add", probe, check=False).returncode != 0:
+        return "ip netns add is not permitted here"
+    ip("netns", "del", probe, check=False)
+    return None
+
+
+@dataclass
+class Host:
+    """One namespaced host on the lab's LAN."""
+
+    name: str
+    ns: str
+    address: str
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    holder: subprocess.Popen[bytes] | None = None
+
+    def _holder_pid(self) -> int:
+        """The process holding this host's mount and UTS namespaces (started on first use):
+        every process of the host shares its /dev/shm, as Fast DDS's shared memory needs."""
+        if self.holder is None or self.holder.poll() is not None:
+            self.holder = subprocess.Popen(
+                ["ip", "netns", "exec", self.ns, "unshare", "-m", "-u", "sh", "-c", _SHELL,
+                 self.name, "sleep", "infinity"], start_new_session=True,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wait_until(lambda: Path(f"/proc/{self.holder.pid}/cmdline").read_bytes()  # type: ignore[union-attr]
+                       .startswith(b"sleep"), 20, f"{self.name}'s namespaces", every=0.02)
+        return self.holder.pid
+
+    def run(self, argv: Sequence[str], log: Path, env: dict[str, str] | None = None
+            ) -> subprocess.Popen[bytes]:
+        """Start a process on this host (own session; the host's /dev/shm and host name)."""
+        full = ["nsenter", "-t", str(self._holder_pid()), "-m", "-u", "-n", *argv]
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(full, cwd=ROOT, env=env, stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs.append(proc)
+        return proc
+
+    def ip(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+        """The ip tool inside this host's namespace."""
+        return ip("-n", self.ns, *args, check=check)
+
+    def stop(self, proc: subprocess.Popen[bytes], timeout: float = 8.0) -> None:
+        """SIGINT, then SIGKILL of the process group this host started."""
+        if proc.poll() is None:
+            with _quiet():
+                os.killpg(proc.pid, signal.SIGINT)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                with _quiet():
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+        with _quiet():  # children that outlived their leader (same session, own group)
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    def stop_all(self) -> None:
+        """Stop every process started on this host, newest first."""
+        for proc in reversed(self.procs):
+            self.stop(proc)
+        self.procs.clear()
+        if self.holder is not None:
+            self.stop(self.holder, timeout=2.0)
+            self.holder = None
+
+
+class _quiet:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, *_: object) -> bool:
+        return kind is not None and issubclass(kind, ProcessLookupError | PermissionError)
+
+
+class Lab:
+    """A LAN of namespaced hosts; `with Lab(["primary", "r1", ...]) as lab:`."""
+
+    def __init__(self, names: Sequence[str], tag: int | None = None) -> None:
+        tag = os.getpid() % 100000 if tag is None else tag
+        self.tag = tag
+        self.prefix = f"dgl{tag}"
+        self.subnet = f"10.{150 + tag % 100}.{tag // 100 % 250}"
+        self.switch = f"{self.prefix}sw"
+        self.uplink = f"{self.prefix}c"  # the workstation's veth in the root namespace
+        self.client_address = f"{self.subnet}.1"
+        self.hosts = {name: Host(name, f"{self.prefix}-{name}", f"{self.subnet}.{k + 10}")
+                      for k, name in enumerate(names)}
+        if len(self.hosts) > 200:
+            raise ValueError("at most 200 hosts on the lab's /24")
+
+    def __getitem__(self, name: str) -> Host:
+        return self.hosts[name]
+
+    def __enter__(self) -> Lab:
+        try:
+            ip("netns", "add", self.switch)
+            ip("-n", self.switch, "link", "add", "br0", "type", "bridge")
+            ip("-n", self.switch, "link", "set", "br0", "up")
+            ip("link", "add", self.uplink, "type", "veth", "peer", "name", "up0",
+               "netns", self.switch)
+            ip("-n", self.switch, "link", "set", "up0", "master", "br0", "up")
+            ip("addr", "add", f"{self.client_address}/24", "dev", self.uplink)
+            ip("link", "set", self.uplink, "up")
+            for k, host in enumerate(self.hosts.values()):
+                self._add_host(k, host)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def _add_host(self, k: int, host: Host) -> None:
+        ip("netns", "add", host.ns)
+        ip("-n", self.switch, "link", "add", f"h{k}", "type", "veth", "peer", "name", "eth0",
+           "netns", host.ns)
+        ip("-n", self.switch, "link", "set", f"h{k}", "master", "br0", "up")
+        host.ip("addr", "add", f"{host.address}/24", "dev", "eth0")
+        host.ip("link", "set", "eth0", "up")
+        host.ip("link", "set", "lo", "up")
+        host.ip("route", "add", "224.0.0.0/4", "dev", "eth0")
+
+    def __exit__(self, *exc: object) -> None:
+        for host in self.hosts.values():
+            host.stop_all()
+        for host in self.hosts.values():
+            ip("netns", "del", host.ns, check=False)
+        ip("link", "del", self.uplink, check=False)
+        ip("netns", "del", self.switch, check=False)
+
+    def move(self, host: Host, address: str) -> None:
+        """Give a host a new address on the LAN (the old one goes)."""
+        old = host.address  # deleting a primary address deletes its secondaries: old first
+        host.ip("addr", "del", f"{old}/24", "dev", "eth0")
+        host.ip("addr", "add", f"{address}/24", "dev", "eth0")
+        host.ip("route", "replace", "224.0.0.0/4", "dev", "eth0")
+        host.address = address
+
+    def free_address(self) -> str:
+        """An address on the LAN no host uses."""
+        used = {h.address for h in self.hosts.values()}
+        return next(f"{self.subnet}.{k}" for k in range(250, 10, -1)
+                    if f"{self.subnet}.{k}" not in used)
+
+
+def python_argv(*args: str) -> list[str]:
+    """This interpreter running args."""
+    return [sys.executable, *args]
+
+
+def wait_until(check: Callable[[], Any], timeout: float, what: str, every: float = 0.1) -> Any:
+    """Poll check() until it returns a true value; AssertionError naming `what` on timeout."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+        except (OSError, ValueError) as exc:
+            last = exc
+        else:
+            if last:
+                return last
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
+
+
+GATEWAY_PORT = 8081  # each robot's gateway, on its own loopback
+LAN_PORT = 8080  # the robot's link emulator on the LAN (what peers connect to)
+DEMO_NODES = ("temp_sensor", "status_sensor")
+
+
+def host_env(domain: int = 0) -> dict[str, str]:
+    """The environment of a lab host's ROS processes (domain 0, like every real robot)."""
+    from gateway.demo.robot import ros_env
+
+    env = ros_env(domain)
+    env["PYTHONPATH"] = str(ROOT)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def gateway_argv(host: str, port: int, settings: Sequence[str]) -> list[str]:
+    """A gateway process on domain 0 bound to host:port."""
+    argv = python_argv("-m", "gateway", "run", "--host", host, "--port", str(port),
+                       "--domain", "0")
+    for s in settings:
+        argv += ["--set", s]
+    return argv
+
+
+@dataclass
+class LabRobot:
+    """A robot host: demo nodes, its gateway on loopback, a link emulator on the LAN port."""
+
+    host: Host
+    logs: Path
+    gateway: subprocess.Popen[bytes] | None = None
+    link: subprocess.Popen[bytes] | None = None
+
+    @property
+    def control(self) -> Path:
+        return self.logs / f"{self.host.name}.link.sock"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host.address}:{LAN_PORT}"
+
+    def start(self, settings: Sequence[str] = (), nodes: Sequence[str] = DEMO_NODES,
+              rtt_ms: float = 0.0, jitter_ms: float = 0.0, rate_bps: float = 0.0) -> LabRobot:
+        """Start nodes, link and gateway (returns at once; see `ready`)."""
+        env = host_env()
+        for node in nodes:
+            self.host.run(python_argv("-m", "gateway.demo.nodes", node),
+                          self.logs / f"{self.host.name}.{node}.log", env)
+        self.link = self.host.run(python_argv(
+            "-m", "tests.fleet.linkemu", "--listen", f"0.0.0.0:{LAN_PORT}",
+            "--target", f"127.0.0.1:{GATEWAY_PORT}", "--control", str(self.control),
+            "--rtt-ms", str(rtt_ms), "--jitter-ms", str(jitter_ms),
+            "--rate-bps", str(rate_bps)), self.logs / f"{self.host.name}.link.log", env)
+        self.gateway = self.host.run(gateway_argv("127.0.0.1", GATEWAY_PORT, [
+            f"state_dir={self.logs / (self.host.name + '-state')}",
+            f"aggregation.announce_port={LAN_PORT}", *settings]),
+            self.logs / f"{self.host.name}.gateway.log", env)
+        return self
+
+    def link_command(self, line: str) -> str:
+        """One control line to this robot's link emulator."""
+        from tests.fleet.linkemu import command
+
+        return command(self.control, line)
+
+
+def request(method: str, url: str, body: Any = None, headers: dict[str, str] | None = None,
+         timeout: float = 10.0) -> tuple[int, dict[str, str], bytes]:
+    """One HTTP exchange from the workstation: (status, lower-case headers, body)."""
+    import http.client
+    import json
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname or "", parts.port or 80, timeout=timeout)
+    hdrs = dict(headers or {})
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        hdrs["Content-Type"] = "application/json"
+    try:
+        conn.request(method, parts.path + (f"?{parts.query}" if parts.query else ""), data,
+                     hdrs)
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+    finally:
+        conn.close()
+
+
+def on_host(host: Host, method: str, port: int, path: str, body: Any = None,
+            timeout: float = 20.0) -> tuple[int, Any]:
+    """One HTTP exchange made on the host itself (its loopback): (status, JSON body)."""
+    import json
+
+    code = ("import sys, json, http.client\n"
+            "c = http.client.HTTPConnection('127.0.0.1', int(sys.argv[1]), timeout=15)\n"
+            "b = sys.argv[4] or None\n"
+            "c.request(sys.argv[2], sys.argv[3], b and b.encode(),"
+            " {'Content-Type': 'application/json'} if b else {})\n"
+            "r = c.getresponse(); print(r.status); print(r.read().decode())\n")
+    done = subprocess.run(["ip", "netns", "exec", host.ns, sys.executable, "-c", code,
+                           str(port), method, "/api/v1" + path,
+                           "" if body is None else json.dumps(body)],
+                          capture_output=True, timeout=timeout, check=True)
+    status, _, text = done.stdout.decode().partition("\n")
+    return int(status), json.loads(text) if text.strip() else None
