@@ -47,6 +47,7 @@ class ServiceTypeBuilds:
         self._workers: set[int] = set()  # process groups of running builds
         self._lock = asyncio.Lock()
         self.builds = 0
+        self.attempts = 0  # compiles started (MAX_BUILDS per run, failed ones too)
 
     def close(self) -> None:
         """Stop the running builds (their workers and compilers) and their tasks."""
@@ -72,8 +73,8 @@ class ServiceTypeBuilds:
     async def ensure(self, type_name: str, service: str, timeout: float) -> tuple[str, str]:
         """Start the build if needed and wait up to `timeout` for it; state() after."""
         if self.state(type_name)[0] == "unknown":
-            if len(self._built) + len(self._tasks) >= MAX_BUILDS:
-                return "failed", f"more than {MAX_BUILDS} service types built this run"
+            if self.attempts >= MAX_BUILDS:
+                return "failed", f"{MAX_BUILDS} builds ran already this run"
             task = asyncio.get_running_loop().create_task(self._run(type_name, service))
             self._tasks[type_name] = task
         task_now = self._tasks.get(type_name)
@@ -240,8 +241,9 @@ class ServiceTypeBuilds:
 
     async def _compile(self, spec: dict[str, Any], prefix: Path) -> None:
         """Run the worker into a fresh directory, then move it to `prefix`."""
+        self.attempts += 1
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = prefix.with_name(f"{prefix.name}.tmp{os.getpid()}-{self.builds}")
+        tmp = prefix.with_name(f"{prefix.name}.tmp{os.getpid()}-{self.attempts}")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(mode=0o700)
         spec_path = tmp / "spec.json"
