@@ -144,6 +144,8 @@ def test_a_call_builds_the_type_from_the_description(gw: Gateway, state_dir: Pat
     assert set(seen) <= {200, 503}, seen
     builds = [p for p in (state_dir / "types").iterdir() if (p / "BUILT").is_file()]
     assert len(builds) == 1, builds
+    served = gw.get("/health").json()["x-vendor-ros-types"]["interface_paths"]
+    assert "nav_msgs" in served["packages"] and str(builds[0]) in served["prefixes"], served
 
 
 def test_the_package_build_serves_every_introspected_service(gw: Gateway, maps: Path) -> None:
