@@ -5,8 +5,8 @@ dependencies; the compiled converter reads CDR from such definitions. To receive
 the gateway needs a reader whose DDS type name is the remote one: the rmw only uses a
 typesupport's names and hash for a reader that takes serialized data, so a compiled
 typesupport (std_msgs/String's) is borrowed with the type's own names and hash
-(`BorrowedTypeSupport`); its (de)serializers are never called. Writes and calls would need a
-JSON->CDR encoder and a service typesupport: not served this way (501).
+(`BorrowedTypeSupport`); its (de)serializers are never called. Writes encode JSON to CDR
+(described_encode.py) for a raw writer; service calls build the package (callbuild.py).
 """
 
 from __future__ import annotations
