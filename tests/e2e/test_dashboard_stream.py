@@ -123,3 +123,15 @@ def test_medkit_profile_fleet_counts_badges_and_times(browser: Browser, medkit: 
             year=now.year, month=now.month, day=now.day)
         assert abs(shown - now) < timedelta(minutes=15) or abs(shown - now) > timedelta(hours=23)
     browser.shot("medkit-fleet")
+
+
+def test_a_dead_gateway_is_not_shown_online(browser: Browser, medkit: Gateway) -> None:
+    browser.open(f"http://127.0.0.1:{medkit.port}/#/fleet")
+    card = browser.text_of('.card.robot[data-robot="this gateway"]', "the gateway's card")
+    assert "online" in card  # named after the gateway, not after a component
+    medkit.stop()
+    # the next read fails at once (connection refused): within two reads the card says so
+    gone = browser.text_in(".card.robot.unreachable", "not answering", timeout=10).text
+    assert "online" not in gone and "ERROR" not in gone  # no old counts
+    assert "the stream is down" in browser.text_of("#stream-behind", "the timeline's note")
+    browser.shot("gateway-down")

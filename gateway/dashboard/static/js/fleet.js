@@ -1,7 +1,7 @@
 // Fleet view: each robot (peer) with status and confirmed faults, the fleet's fault list, and a
 // live timeline from /faults/stream. A single gateway shows itself as the one robot.
 import {ctx, get, vx} from './api.js';
-import {ago, clear, errorBox, every, h, selectionIn, sevBadge, svg, time} from './dom.js';
+import {ago, clear, describe, duration, errorBox, every, h, selectionIn, sevBadge, svg, time} from './dom.js';
 import {isPassed, lastTime, messageOf, millis, severityOf, statusOf} from './faultshape.js';
 import {MissedEvents} from './missed.js';
 import {followFaults} from './pagestream.js';
@@ -32,8 +32,9 @@ export function renderFleet(main) {
   let health = null;
   let refreshTimer = null;
 
+  let down = null;  // {since, error} while this gateway does not answer
   const draw = () => {
-    drawRobots(cards, health, faults);
+    drawRobots(cards, health, faults, down);
     drawFaults(faultsBox, faults);
   };
   const load = async () => {
@@ -42,9 +43,13 @@ export function renderFleet(main) {
         get('/health'),
         get('/faults').then((b) => b.items || []),
       ]);
+      down = null;
       draw();
       noteMissed(missed.read(faults));
     } catch (e) {
+      // The gateway itself is not answering: no card may go on saying online with old counts.
+      down = {since: down ? down.since : Date.now(), error: e};
+      drawRobots(cards, health, faults, down);
       clear(faultsBox, errorBox(e));
     }
   };
@@ -63,7 +68,7 @@ export function renderFleet(main) {
     missedNote.textContent = robots.length ? ` behind: changes the stream did not bring, read from the fault list instead: ${robots.join(', ')}` : '';
   };
   const stopPoll = every(3000, load);
-  const tick = every(1000, () => { drawTimeline(line); if (list.dataset.stale) drawEvents(list); if (health) drawRobots(cards, health, faults); });
+  const tick = every(1000, () => { drawTimeline(line); if (list.dataset.stale) drawEvents(list); if (health) drawRobots(cards, health, faults, down); });
   drawEvents(list);
   const live = document.getElementById('live');
   const behind = h('span', {class: 'behind', id: 'stream-behind', hidden: true});
@@ -111,8 +116,7 @@ function robotsOf(health) {
   const robots = [];
   const localApps = entityIndex.apps.filter((a) => (vx(a).contributors || ['local']).includes('local'));
   if (!peers || localApps.length) {
-    const host = entityIndex.components[0];
-    robots.push({name: peers ? 'local' : (host ? host.id : 'this gateway'), key: 'local', status: health && health.status === 'healthy' ? 'online' : (health ? health.status : '?'), url: location.origin, since: null});
+    robots.push({name: peers ? 'local' : 'this gateway', key: 'local', status: health && health.status === 'healthy' ? 'online' : (health ? health.status : '?'), url: location.origin, since: null});
   }
   for (const p of peers || []) {
     robots.push({name: p.name, key: p.name, status: p.status, url: p.url, since: vx(p).status_since, reason: vx(p).last_reason});
@@ -120,8 +124,16 @@ function robotsOf(health) {
   return robots;
 }
 
-export function drawRobots(el, health, faults) {
+export function drawRobots(el, health, faults, down = null) {
   const robots = robotsOf(health);
+  if (down) {
+    clear(el, robots.map((r) => h('div', {class: 'card robot offline unreachable', 'data-robot': r.name},
+      h('div', {}, h('span', {class: 'dot off'}), h('strong', {}, r.name)),
+      h('div', {class: 'muted status'}, `unknown: the gateway is not answering (for ${duration((Date.now() - down.since) / 1000)})`),
+      h('div', {class: 'muted mono'}, r.url),
+      h('div', {class: 'error'}, describe(down.error)))));
+    return;
+  }
   const counts = new Map(robots.map((r) => [r.key, Object.fromEntries(SEVERITIES.map((s) => [s, 0]))]));
   for (const f of faults) {
     if (statusOf(f) !== 'CONFIRMED') continue;
