@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,8 @@ from .common import envelope, href, list_collection, resolve_entity
 
 # Longest budget a request's own `timeout` may ask for.
 MAX_TIMEOUT_S = 3600.0
+# A call right after its type was built gets at least this much time (s) of its own.
+BUILT_CALL_MIN_S = 1.0
 # Capabilities of the execution PUT that exist in SOVD but do not apply to ROS actions.
 INAPPLICABLE = ("execute", "freeze", "reset")
 
@@ -245,7 +248,10 @@ async def start_execution(request: web.Request) -> web.Response:
     try:
         cls = import_type(op.type)
     except UnknownTypeError as exc:
+        began = time.monotonic()
         cls = await built_type(state, op, str(exc), timeout)
+        # the call gets what the build left of the budget, at least a second (or the budget)
+        timeout = max(timeout - (time.monotonic() - began), min(timeout, BUILT_CALL_MIN_S))
     if op.kind == "service":
         answer = await _call_service(state, op, cls, body, timeout)
         # The next POSTs of this path run the same call before routing (gateway/http/hot.py)
