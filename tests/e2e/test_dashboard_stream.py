@@ -135,3 +135,42 @@ def test_a_dead_gateway_is_not_shown_online(browser: Browser, medkit: Gateway) -
     assert "online" not in gone and "ERROR" not in gone  # no old counts
     assert "the stream is down" in browser.text_of("#stream-behind", "the timeline's note")
     browser.shot("gateway-down")
+
+
+def test_every_polled_row_is_marked_polled(browser: Browser, demo: Gateway) -> None:
+    from tests.e2e.test_dashboard import hold_sse_slots
+
+    comp = demo.get("/components").json()["items"][0]["id"]
+    browser.open("about:blank")  # no stream of the page holds a slot
+    demo.wait_for("/health", lambda b: b["x-vendor-sse"]["connected_clients"] == 0, timeout=30)
+    held = hold_sse_slots(demo)
+    try:
+        go(browser, demo, f"#/e/components/{comp}/data")
+        browser.css('#panel .mode[data-mode="polling"]', "the polling mode")
+        rows = browser.driver.find_elements(By.CSS_SELECTOR, "tr[data-topic]")
+        assert len(rows) >= 3
+        for row in rows[:24]:
+            assert row.get_attribute("data-mode") == "poll"
+            assert row.find_element(By.CSS_SELECTOR, ".pill").text == "polled"
+    finally:
+        for conn in held:
+            conn.close()
+
+
+def test_passed_faults_look_passed_in_the_page(browser: Browser, demo: Gateway) -> None:
+    go(browser, demo, "#/fleet")
+    browser.driver.set_script_timeout(30)
+    got = browser.driver.execute_async_script("""
+      const done = arguments[arguments.length - 1];
+      import('/dashboard/js/fleet.js').then(({drawFaults}) => {
+        const el = document.createElement('div');
+        const f = (code, status) => ({fault_code: code, severity: 'ERROR', message: code,
+          timestamp: '2026-01-01T00:00:00Z', source: '/n', 'x-vendor': {status}});
+        drawFaults(el, [f('HEALED_ONE', 'HEALED'), f('ACTIVE_ONE', 'CONFIRMED'),
+                        f('PASSING_ONE', 'PREPASSED')]);
+        done([...el.querySelectorAll('tr[data-fault]')].map((tr) => [tr.dataset.fault,
+          tr.classList.contains('passed'), tr.querySelector('.pill').textContent]));
+      }, (e) => done(String(e)));""")
+    assert got == [["ACTIVE_ONE", False, "confirmed"],
+                   ["HEALED_ONE", True, "passed (healed)"],
+                   ["PASSING_ONE", True, "passed (prepassed)"]]
