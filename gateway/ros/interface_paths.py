@@ -218,11 +218,13 @@ def serve(prefix: str) -> list[str]:
     """Add the interface packages of one more prefix (a run-time build) to those served;
     the names it serves (a package already served or the gateway's own is not replaced)."""
     global _active
-    found = scan([prefix], have=lambda name: _gateway_has(name) or name in _active.packages)
     finder = next((f for f in sys.meta_path if isinstance(f, _Finder)), None)
     if finder is None:
-        sys.meta_path.append(_Finder(_active))
-    _active.packages.update(found.packages)
-    _active.prefixes = (*_active.prefixes, prefix)
+        finder = _Finder(_active)
+        sys.meta_path.append(finder)  # last: the gateway's own packages come first
+    _active = served = finder.found
+    found = scan([prefix], have=lambda name: _gateway_has(name) or name in served.packages)
+    served.packages.update(found.packages)
+    served.prefixes = (*served.prefixes, prefix)
     importlib.invalidate_caches()
     return sorted(found.packages)

@@ -77,3 +77,22 @@ def test_the_first_prefix_wins(tmp_path: Path) -> None:
         _package(root / "lib" / PY / "site-packages", root / "lib", "nav_msgs")
     found = scan([str(tmp_path / "a"), str(tmp_path / "b")], have=_lacks("nav_msgs"))
     assert found.packages["nav_msgs"].site_dir.startswith(str(tmp_path / "a"))
+
+
+def test_serve_adds_a_run_time_build_without_replacing_anything(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gateway.ros import interface_paths
+
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    monkeypatch.setattr(interface_paths, "_active", interface_paths.InterfacePaths())
+    first, second = tmp_path / "first", tmp_path / "second"
+    for prefix in (first, second):
+        site, lib = prefix / "lib" / PY / "site-packages", prefix / "lib"
+        _package(site, lib, "zz_built_msgs", ("msg", "srv"))
+        _package(site, lib, "std_msgs")  # the gateway's own: never served from a build
+    assert interface_paths.serve(str(first)) == ["zz_built_msgs"]
+    assert interface_paths.serve(str(second)) == []  # served already: the first one stays
+    served = interface_paths.active()
+    assert served.packages["zz_built_msgs"].site_dir.startswith(str(first))
+    assert served.prefixes == (str(first), str(second))
+    assert sum(isinstance(f, interface_paths._Finder) for f in sys.meta_path) == 1
