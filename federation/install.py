@@ -20,8 +20,12 @@ def install(app: web.Application, state: GatewayState) -> FederationService | No
     A robot that only announces itself (aggregation.announce without .enabled) runs mDNS
     alone: it serves its entity declaration to whichever primary finds it.
     """
+    from .connect_out import install_connect_out
+
+    install_connect_out(app, state)  # aggregation.connect_to: a robot joining by connecting out
     if not state.settings["aggregation.enabled"]:
-        _install_announcer(app, state)
+        if state.settings["aggregation.announce"]:
+            _install_announcer(app, state)
         return None
     service = FederationService(state)
     state.federation = service

@@ -14,6 +14,7 @@ from gateway.http.routes import Registry
 from gateway.state import state_of
 
 from .beacon import beacon_stream
+from .connect_in import connect
 from .wire import dump, etag
 
 
@@ -39,3 +40,6 @@ def register(reg: Registry) -> None:
     reg.add("GET", "/x-vendor-beacon", beacon_stream, tag="discovery", streaming=True,
             response="BeaconEvent",
             summary="A primary's liveness and entity ETag stream (one line per interval)")
+    reg.add("GET", "/x-vendor-connect", connect, tag="discovery", streaming=True,
+            response="Object",
+            summary="A robot's tunnel to this primary (WebSocket; aggregation.connect_token)")

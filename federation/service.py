@@ -62,6 +62,7 @@ class FederationService:
         self.relay = FaultRelay(self.table, self._relay_headers, self.xv, self.rename)
         self.fan_out_path_header = f"X-{state.vendor.capitalize()}-Fan-Out-Path"
         self.mdns: Any = None
+        self.tunnels: dict[str, Any] = {}  # robots connected out to this gateway (connect_in.py)
         self.discovered_refused = 0
         # aggregation.cache.*: merged reads served from peers' cached answers (readcache.py)
         self.read_cache: ReadCache | None = None
@@ -99,6 +100,8 @@ class FederationService:
     async def stop(self) -> None:
         """Stop mDNS and every peer."""
         self._cache_signals.close()
+        for ws in list(self.tunnels.values()):
+            await ws.close()
         if self.mdns is not None:
             await self.mdns.stop()
         await self.relay.close()

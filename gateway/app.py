@@ -126,7 +126,8 @@ def make_app(settings: Settings) -> web.Application:
         module.install(app, state)
     if plugins.provider("scripts") is not None:  # a plugin backend serves its entities' scripts
         state.features.add("scripts")
-    if settings["aggregation.enabled"] or settings["aggregation.announce"]:
+    if settings["aggregation.enabled"] or settings["aggregation.announce"] \
+            or settings["aggregation.connect_to"]:
         from federation.install import install as install_federation  # docs/federation.md
         install_federation(app, state)
     return app

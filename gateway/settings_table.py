@@ -282,6 +282,12 @@ SETTINGS: tuple[Setting, ...] = (
     _s("aggregation.refresh_interval_ms", int, 1000,
        "period of each peer's entity refresh (one conditional request)",
        minimum=100, maximum=600000),
+    _s("aggregation.connect_to", str, "",
+       "a robot the primary cannot reach (NAT, cellular): the primary's base URL to connect "
+       "out to and keep a tunnel open (empty: off)"),
+    _s("aggregation.connect_token", str, "",
+       "shared secret of robots connecting out: a robot presents it, a primary accepts "
+       "robots presenting it (empty on a primary: none accepted)", secret=True),
     _s("aggregation.beacon", bool, True,
        "an online peer's liveness and entity ETag come from one stream it writes a line to "
        "every health_interval_ms (a /health probe still every 10 s); false: a /health probe "

@@ -245,17 +245,20 @@ class LabRobot:
         return f"http://{self.host.address}:{LAN_PORT}"
 
     def start(self, settings: Sequence[str] = (), nodes: Sequence[str] = DEMO_NODES,
-              rtt_ms: float = 0.0, jitter_ms: float = 0.0, rate_bps: float = 0.0) -> LabRobot:
-        """Start nodes, link and gateway (returns at once; see `ready`)."""
+              rtt_ms: float = 0.0, jitter_ms: float = 0.0, rate_bps: float = 0.0,
+              link: bool = True) -> LabRobot:
+        """Start nodes, link and gateway (returns at once). Without a link nothing listens
+        on the LAN: the robot reaches out, nobody reaches in."""
         env = host_env()
         for node in nodes:
             self.host.run(python_argv("-m", "gateway.demo.nodes", node),
                           self.logs / f"{self.host.name}.{node}.log", env)
-        self.link = self.host.run(python_argv(
-            "-m", "tests.fleet.linkemu", "--listen", f"0.0.0.0:{LAN_PORT}",
-            "--target", f"127.0.0.1:{GATEWAY_PORT}", "--control", str(self.control),
-            "--rtt-ms", str(rtt_ms), "--jitter-ms", str(jitter_ms),
-            "--rate-bps", str(rate_bps)), self.logs / f"{self.host.name}.link.log", env)
+        if link:
+            self.link = self.host.run(python_argv(
+                "-m", "tests.fleet.linkemu", "--listen", f"0.0.0.0:{LAN_PORT}",
+                "--target", f"127.0.0.1:{GATEWAY_PORT}", "--control", str(self.control),
+                "--rtt-ms", str(rtt_ms), "--jitter-ms", str(jitter_ms),
+                "--rate-bps", str(rate_bps)), self.logs / f"{self.host.name}.link.log", env)
         self.gateway = self.host.run(gateway_argv("127.0.0.1", GATEWAY_PORT, [
             f"state_dir={self.logs / (self.host.name + '-state')}",
             f"aggregation.announce_port={LAN_PORT}", *settings]),

@@ -1,0 +1,104 @@
+"""A robot joins a primary it can reach but that cannot reach it (NAT, cellular links).
+
+With `aggregation.connect_to` set, the robot's gateway keeps one WebSocket open to the
+primary's `/x-vendor-connect` (connect_in.py), named `aggregation.mdns_name` (default: the host
+name) and authenticated by `aggregation.connect_token` (and `aggregation.peer_auth_header`,
+when the primary requires tokens). Every stream the primary opens over it is connected to
+this gateway's own port (tunnel.py). A lost connection is opened again with backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from urllib.parse import quote, urlsplit
+
+import aiohttp
+from aiohttp import web
+
+from gateway.config import ConfigError
+from gateway.state import GatewayState
+
+from .settings import FederationSettings
+from .tunnel import Mux
+
+log = logging.getLogger(__name__)
+
+BACKOFF_S = (0.5, 1.0, 2.0, 5.0)
+HEARTBEAT_S = 10.0
+
+
+class ConnectOut:
+    """The robot's end: the WebSocket to the primary, kept open."""
+
+    def __init__(self, state: GatewayState) -> None:
+        s = state.settings
+        self.url = str(s["aggregation.connect_to"]).rstrip("/")
+        self.name = FederationSettings.from_settings(s).self_name
+        vendor = state.vendor.capitalize()
+        self.headers = {f"X-{vendor}-Connect-Token": str(s["aggregation.connect_token"])}
+        if s["aggregation.peer_auth_header"]:
+            self.headers["Authorization"] = str(s["aggregation.peer_auth_header"])
+        host = str(s["server.host"])
+        self.target = ("127.0.0.1" if host in ("", "0.0.0.0", "::") else host,
+                       int(s["server.port"]))
+        self.path = f"/api/v1/x-{state.vendor}-connect?name={quote(self.name, safe='')}"
+        self.connected = False
+        self.task: asyncio.Task[None] | None = None
+
+    async def _open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        return await asyncio.open_connection(*self.target)
+
+    async def run(self) -> None:
+        """Connect, serve the tunnel, reconnect with backoff; forever."""
+        failures = 0
+        async with aiohttp.ClientSession() as session:
+            while True:
+                try:
+                    async with session.ws_connect(
+                            self.url + self.path, headers=self.headers, heartbeat=HEARTBEAT_S,
+                            max_msg_size=1 << 20,
+                            timeout=aiohttp.ClientWSTimeout(ws_close=5.0)) as ws:
+                        log.info("connected to primary %s as %s", self.url, self.name)
+                        self.connected, failures = True, 0
+                        await Mux(ws, self._open).run()
+                    log.info("connection to primary %s closed", self.url)
+                except aiohttp.WSServerHandshakeError as exc:
+                    failures += 1
+                    log.warning("primary %s refused the connection: %s %s", self.url,
+                                exc.status, exc.message)
+                except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+                    failures += 1
+                    log.info("primary %s not reached: %r", self.url, exc)
+                self.connected = False
+                await asyncio.sleep(BACKOFF_S[min(failures, len(BACKOFF_S) - 1)])
+
+
+def install_connect_out(app: web.Application, state: GatewayState) -> None:
+    """Keep the robot connected to aggregation.connect_to while the app runs."""
+    url = str(state.settings["aggregation.connect_to"])
+    if not url:
+        return
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"setting 'aggregation.connect_to': {url!r} is not an http(s) URL "
+                          "of the primary (e.g. https://fleet.example.com:8443)")
+    if parts.scheme == "http" and state.settings["aggregation.require_tls"]:
+        raise ConfigError(f"setting 'aggregation.require_tls': {url!r} is not https://")
+    if not state.settings["aggregation.connect_token"]:
+        raise ConfigError("setting 'aggregation.connect_token' must be set with "
+                          "aggregation.connect_to (the primary accepts robots presenting it)")
+    out = ConnectOut(state)
+
+    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
+        out.task = asyncio.get_running_loop().create_task(out.run(), name="connect-out")
+        try:
+            yield
+        finally:
+            out.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await out.task
+
+    app.cleanup_ctx.append(lifecycle)
