@@ -32,7 +32,8 @@ _PKG_RE = re.compile(r"^[a-z](?:[a-z0-9]|_(?!_))*(?<!_)$")
 _TYPE_RE = re.compile(r"^[A-Z][A-Za-z0-9]*(?:_[A-Z][A-Za-z0-9]*)*$")  # X, X_Request
 _FIELD_RE = re.compile(r"^[a-z](?:[a-z0-9]|_(?!_))*(?<!_)$")
 _NUMBER_RE = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
-_PLAIN_TEXT_RE = re.compile(r"^[A-Za-z0-9 _.,:/+-]*$")
+# String defaults kept: no quote, backslash, comment or control character can reach a file.
+_PLAIN_TEXT_RE = re.compile(r"^[A-Za-z0-9 _.,:/+!?@%=()<>&^~|;-]*$")
 MAX_TYPES = 64
 MAX_FIELDS = 256
 MAX_BOUND = 1 << 24
@@ -69,29 +70,30 @@ def split_type(name: str) -> tuple[str, str, str]:
 
 
 def _default(field: Field, base: str) -> str:
-    """The field's default as .msg text; BuildError for anything but plain literals."""
+    """The field's default as .msg text, or "" when it is not a plain literal: defaults are
+    not part of the type hash nor of the wire format, so one left out changes only what an
+    absent field of a request holds (its zero value)."""
     value = field.default.strip()
     if not value:
         return ""
-    if field.type_id >= _ARRAY:
-        items = value.strip("[]").split(",") if value.startswith("[") else [None]
-        if not value.startswith("[") or not all(i is not None and _NUMBER_RE.match(i.strip())
-                                                for i in items):
-            raise BuildError(f"field {field.name}: default {value!r} is not a plain list")
-        return " " + value
+    if field.type_id >= _ARRAY:  # the description holds a Python tuple: (1, 2) or (True,)
+        if value[0] + value[-1] not in ("()", "[]") or base in ("string", "wstring"):
+            return ""
+        items = [i.strip() for i in value[1:-1].split(",") if i.strip()]
+        rendered = [_scalar(i, base) for i in items]
+        return "" if not items or "" in rendered else " [" + ", ".join(rendered) + "]"
+    rendered = _scalar(value, base)
+    return " " + rendered if rendered else ""
+
+
+def _scalar(value: str, base: str) -> str:
+    """One plain default value as .msg text ("" when it is not one)."""
     if base in ("string", "wstring"):
-        text = value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"" \
-            else value
-        if not _PLAIN_TEXT_RE.match(text):
-            raise BuildError(f"field {field.name}: default {value!r} is not plain text")
-        return f' "{text}"'
+        return f'"{value}"' if _PLAIN_TEXT_RE.match(value) else ""
     if base == "bool":
-        if value.lower() not in ("true", "false", "0", "1"):
-            raise BuildError(f"field {field.name}: default {value!r} is not a bool")
-        return " " + value.lower()
-    if not _NUMBER_RE.match(value):
-        raise BuildError(f"field {field.name}: default {value!r} is not a number")
-    return " " + value
+        return {"true": "true", "false": "false", "1": "true", "0": "false"}.get(
+            value.lower(), "")
+    return value if _NUMBER_RE.match(value) else ""
 
 
 def field_line(field: Field) -> str:
