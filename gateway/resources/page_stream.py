@@ -27,12 +27,13 @@ from ..dashboard.page_watch import (
     watching_frame,
 )
 from ..faults.stream import SSE_HEADERS
-from ..http.errors import SERVICE_UNAVAILABLE, ApiError, not_found
+from ..http.errors import INVALID_PARAMETER, SERVICE_UNAVAILABLE, ApiError, not_found
 from ..http.routes import Registry
 from ..push.rules import subscription_create
 from ..state import state_of
 from .common import federation
 from .faults import service
+from .subscriptions import TYPES as SUBSCRIBABLE
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +130,10 @@ class _Watches:
         """Subscribe one watch (raises ApiError when refused)."""
         if self.engine is None:
             raise ApiError(503, SERVICE_UNAVAILABLE, "Push delivery is not running yet")
+        if watch.entity_type not in SUBSCRIBABLE:
+            raise ApiError(400, INVALID_PARAMETER,
+                           f"{watch.entity_type} have no cyclic subscriptions: read "
+                           f"{watch.resource} instead", parameters={"parameter": "watch"})
         entity = self.state.cache.entities.get(watch.entity_type, watch.entity_id)
         if entity is None:
             raise not_found(f"{watch.entity_type} '{watch.entity_id}' not found",

@@ -79,3 +79,35 @@ def test_declared_apps_that_do_not_run_are_greyed(browser: Browser, hybrid: Gate
     browser.driver.execute_script("location.hash = '#/e/apps/rpm_sensor'")
     browser.text_in("#main h2.unavailable", "(not available)")
     assert browser.console_errors() == []
+
+
+def test_each_module_drawn_once_and_the_card_names_the_gateway(browser: Browser,
+                                                               hybrid: Gateway) -> None:
+    browser.open(f"http://127.0.0.1:{hybrid.port}/#/fleet")
+    browser.css('#tree a[data-entity="apps/temp_sensor"]', "the tree")
+    browser.wait(lambda d: tree_path(browser, "components/door-module-fl")[:2] == [
+        "areas/body", "areas/doors"], "the door module in its subarea")
+    drawn = [a.get_attribute("data-entity") for a in browser.driver.find_elements(
+        By.CSS_SELECTOR, '#tree a[data-entity^="components/"]')]
+    assert len(drawn) == len(set(drawn)), sorted(drawn)  # no module drawn twice
+    # the card is the gateway's, online (it answers), not named after a component
+    card = browser.text_of('.card.robot[data-robot="this gateway"]', "the gateway's card")
+    assert "online" in card and "offline" not in card
+
+
+def test_a_component_shows_its_nameplate(browser: Browser, hybrid: Gateway) -> None:
+    browser.open(f"http://127.0.0.1:{hybrid.port}/#/e/components/engine-ecu")
+    plate = browser.css("table.nameplate", "the nameplate")
+    assert {"Bosch", "MED17", "ECU-EN-0042", "4.2.1"} <= set(plate.text.split())
+
+
+def test_an_area_data_tab_reads_its_topics_without_errors(browser: Browser,
+                                                         hybrid: Gateway) -> None:
+    browser.open(f"http://127.0.0.1:{hybrid.port}/#/e/areas/powertrain/data")
+    row = '[data-topic="/powertrain/engine/temperature"]'
+    value = browser.text_of(f"{row} [data-field='temperature']", "the area's temperature")
+    assert float(value) > 0
+    browser.css(f'{row}[data-mode="poll"]', "polled: areas have no cyclic subscriptions")
+    assert hybrid.get("/health").json()["x-vendor-sse"]["connected_clients"] <= 1
+    errors = [e for e in browser.console_errors() if "404" in e["message"]]
+    assert errors == []

@@ -50,6 +50,7 @@ export function renderEntity(main, type, id, tab, item) {
         off ? h('small', {}, ' (not available)') : null),
       h('div', {class: 'muted'}, x.ros2 && x.ros2.node ? h('span', {class: 'mono'}, x.ros2.node + '  ') : null,
         detail.description || '', x.contributors ? ` gateways: ${x.contributors.join(', ')}` : ''),
+      nameplate(x.identity),
       h('nav', {class: 'tabs'}, tabs.map(([k, label]) =>
         h('a', {href: `#/e/${type}/${encodeURIComponent(id)}/${k}`, class: current && current[0] === k ? 'sel' : '', 'data-tab': k}, label))),
       body);
@@ -57,6 +58,18 @@ export function renderEntity(main, type, id, tab, item) {
     stop = current[2](body, {type, id, path, detail}, item);
   })();
   return () => { gone = true; if (stop) stop(); };
+}
+
+// A component's nameplate (manifest or inventory: x-vendor.identity), where it has one.
+const PLATE = [['manufacturer', 'Manufacturer'], ['model', 'Model'], ['serialNumber', 'Serial number'],
+  ['hardwareRevision', 'Hardware revision'], ['firmwareVersion', 'Firmware'], ['softwareVersion', 'Software']];
+
+function nameplate(identity) {
+  if (!identity || typeof identity !== 'object') return null;
+  const rows = PLATE.filter(([k]) => identity[k] != null && identity[k] !== '').map(([k, label]) =>
+    h('tr', {}, h('th', {}, label), h('td', {class: 'mono', 'data-field': k}, String(identity[k]))));
+  for (const [k, v] of Object.entries(identity.extra || {})) rows.push(h('tr', {}, h('th', {}, k), h('td', {class: 'mono'}, String(v))));
+  return rows.length ? h('table', {class: 'nameplate box'}, rows) : null;
 }
 
 // The root lists built routes only (features answering 501 are left out).

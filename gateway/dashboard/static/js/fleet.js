@@ -116,7 +116,9 @@ function robotsOf(health) {
   const robots = [];
   const localApps = entityIndex.apps.filter((a) => (vx(a).contributors || ['local']).includes('local'));
   if (!peers || localApps.length) {
-    robots.push({name: peers ? 'local' : 'this gateway', key: 'local', status: health && health.status === 'healthy' ? 'online' : (health ? health.status : '?'), url: location.origin, since: null});
+    // it answered /health, so it is online; a status other than healthy is said beside it
+    robots.push({name: peers ? 'local' : 'this gateway', key: 'local', status: health ? 'online' : '?', url: location.origin, since: null,
+      reason: health && health.status && health.status !== 'healthy' ? health.status : null});
   }
   for (const p of peers || []) {
     robots.push({name: p.name, key: p.name, status: p.status, url: p.url, since: vx(p).status_since, reason: vx(p).last_reason});

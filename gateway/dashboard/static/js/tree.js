@@ -84,7 +84,7 @@ export function drawTree(el, m) {
   const compNode = (c, seen = new Set()) => {
     shown.add(c.id);
     const li = link('components', c);
-    const subs = (m.subComps[c.id] || []).filter((id) => !seen.has(id) && id !== c.id);
+    const subs = (m.subComps[c.id] || []).filter((id) => !seen.has(id) && id !== c.id && !shown.has(id));
     const ids = m.hosts[c.id] || [];
     ids.forEach((id) => placed.add(id));
     const kids = [...subs.map((id) => compNode(byId(m.components, id), new Set([...seen, c.id]))),
@@ -98,8 +98,10 @@ export function drawTree(el, m) {
     const comps = m.areaComps[a.id] || [];
     // a subcomponent whose parent is in the same area is drawn under its parent only
     const own = comps.filter((id) => !comps.some((p) => p !== id && (m.subComps[p] || []).includes(id)));
+    // each component is drawn once, where it is met first (a subarea's module is not drawn
+    // again under its parent component elsewhere)
     const kids = [...subs.map((id) => areaNode(byId(m.areas, id), new Set([...seen, a.id]))),
-      ...own.map((id) => compNode(byId(m.components, id)))];
+      ...own.filter((id) => !shown.has(id)).map((id) => compNode(byId(m.components, id)))];
     if (kids.length) li.append(h('ul', {}, kids));
     return li;
   };
