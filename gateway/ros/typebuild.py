@@ -82,8 +82,8 @@ def _default(field: Field, base: str) -> str:
         items = [i.strip() for i in value[1:-1].split(",") if i.strip()]
         rendered = [_scalar(i, base) for i in items]
         return "" if not items or "" in rendered else " [" + ", ".join(rendered) + "]"
-    rendered = _scalar(value, base)
-    return " " + rendered if rendered else ""
+    scalar = _scalar(value, base)
+    return " " + scalar if scalar else ""
 
 
 def _scalar(value: str, base: str) -> str:
