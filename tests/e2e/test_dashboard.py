@@ -258,7 +258,7 @@ def test_logs_tail_with_severity_filter(browser: Browser, demo: Gateway) -> None
     Select(browser.css('select[name="severity"]')).select_by_value("error")
 
     def only_errors(d: object) -> bool:
-        rows = browser.driver.find_elements(By.CSS_SELECTOR, "tr.log")
+        rows = browser.driver.find_elements(By.CSS_SELECTOR, "tr.log:not([hidden])")
         sev = {r.get_attribute("data-severity") for r in rows}
         return bool(rows) and sev <= {"error", "fatal"}
 

@@ -174,3 +174,29 @@ def test_passed_faults_look_passed_in_the_page(browser: Browser, demo: Gateway) 
     assert got == [["ACTIVE_ONE", False, "confirmed"],
                    ["HEALED_ONE", True, "passed (healed)"],
                    ["PASSING_ONE", True, "passed (prepassed)"]]
+
+
+def test_logs_search_and_a_selection_survive_the_live_tail(browser: Browser,
+                                                           demo: Gateway) -> None:
+    go(browser, demo, "#/e/apps/lidar_sensor/logs")
+    browser.css("tr.log:not([hidden])", "a log entry")
+    cell = "tr.log:not([hidden]) td:last-child"
+    selected = browser.driver.execute_script(
+        "const el = document.querySelector(arguments[0]);"
+        "const r = document.createRange(); r.selectNodeContents(el);"
+        "const s = getSelection(); s.removeAllRanges(); s.addRange(r); return s.toString();",
+        cell)
+    assert selected
+    total = len(browser.driver.find_elements(By.CSS_SELECTOR, "tr.log"))
+    # the lidar logs its complaints every few seconds: new entries arrive meanwhile
+    browser.wait(lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr.log")) > total,
+                 "new log entries")
+    assert browser.driver.execute_script("return getSelection().toString()") == selected
+    search = browser.css('input[name="search"]', "the search box")
+    search.send_keys("scan_frequency")
+
+    def only_matches(d: object) -> bool:
+        rows = d.find_elements(By.CSS_SELECTOR, "tr.log:not([hidden])")  # type: ignore[attr-defined]
+        return bool(rows) and all("scan_frequency" in r.text for r in rows)
+
+    browser.wait(only_matches, "only entries that match the search")
