@@ -3,6 +3,7 @@
 import {ctx, get, vx} from './api.js';
 import {ago, clear, describe, duration, errorBox, every, h, selectionIn, sevBadge, svg, time} from './dom.js';
 import {isPassed, lastTime, messageOf, millis, severityOf, statusOf} from './faultshape.js';
+import {filterBar, filterFaults, filterState, groupByCode, severityName} from './faultfilter.js';
 import {MissedEvents} from './missed.js';
 import {followFaults} from './pagestream.js';
 import {entityIndex, entityOfFault} from './tree.js';
@@ -26,22 +27,25 @@ export function renderFleet(main) {
     cards,
     h('h3', {}, 'Fault timeline ', status, h('small', {class: 'muted'}, ` last ${TIMELINE_S / 60} min, live over this page's one stream`)),
     line, list,
-    h('h3', {}, 'Confirmed and pending faults'),
+    h('h3', {}, 'Faults'),
     faultsBox);
   let faults = [];
   let health = null;
   let refreshTimer = null;
 
   let down = null;  // {since, error} while this gateway does not answer
+  const bar = filterBar(() => drawFaultView(faultsBox, faults), () => robotsOf(health).map((r) => r.key));
+  faultsBox.before(bar);
   const draw = () => {
     drawRobots(cards, health, faults, down);
-    drawFaults(faultsBox, faults);
+    bar.refreshRobots();
+    if (!selectionIn(faultsBox)) drawFaultView(faultsBox, faults);  // never under a selection
   };
   const load = async () => {
     try {
       [health, faults] = await Promise.all([
         get('/health'),
-        get('/faults').then((b) => b.items || []),
+        get('/faults?status=all').then((b) => b.items || []),
       ]);
       down = null;
       draw();
@@ -165,6 +169,25 @@ const MAX_LISTED = 200;  // a fleet of 32 robots can hold thousands; the worst c
 function rank(f) {
   const i = SEVERITIES.indexOf(severityOf(f));
   return i < 0 ? SEVERITIES.length : i;
+}
+
+// The fleet's faults as the filter bar asks: a list, or one row per code across robots.
+export function drawFaultView(el, faults) {
+  const shown = filterFaults(faults, filterState);
+  if (filterState.group) drawGroups(el, shown.filter((f) => statusOf(f) !== 'CLEARED'));
+  else drawFaults(el, shown);
+  if (shown.length < faults.length) el.prepend(h('p', {class: 'muted filtered'}, `${shown.length} of ${faults.length} faults match the filters.`));
+}
+
+function drawGroups(el, faults) {
+  const groups = groupByCode(faults);
+  if (!groups.length) { clear(el, h('p', {class: 'ok'}, 'No faults.')); return; }
+  clear(el, h('table', {class: 'faults grouped'},
+    h('tr', {}, h('th', {}, 'Worst'), h('th', {}, 'Code'), h('th', {}, 'Robots'), h('th', {}, 'Active'), h('th', {}, 'Passed'), h('th', {}, 'Message'), h('th', {}, 'Last')),
+    groups.map((g) => h('tr', {class: 'group', 'data-code': g.code, 'data-robots': String(g.robots.size)},
+      h('td', {}, sevBadge(severityName(g.worst))), h('td', {class: 'mono'}, g.code),
+      h('td', {}, `${g.robots.size}: ${[...g.robots].sort().join(', ')}`), h('td', {class: 'num'}, String(g.active)),
+      h('td', {class: 'num'}, String(g.passed)), h('td', {}, g.message), h('td', {}, time(g.last))))));
 }
 
 export function drawFaults(el, faults) {
