@@ -28,6 +28,7 @@ from gateway.http.errors import invalid_parameter, vendor_error
 from gateway.state import state_of
 
 from .health import PROBE_BUDGET_S
+from .sites import declared
 from .wire import etag
 
 log = logging.getLogger(__name__)
@@ -63,13 +64,13 @@ async def beacon_stream(request: web.Request) -> web.StreamResponse:
         await response.prepare(request)
         await response.write(b": beacon\n\n")  # the headers and the first chunk go out
         transport = request.transport
-        cache, started = state.cache, state.started_ns
+        started = state.started_ns
         loop = asyncio.get_running_loop()
         due = loop.time()
         while transport is not None and not transport.is_closing():
             # One chunk of the chunked body straight to the socket: aiohttp's writer costs
             # more than the rest of the beacon, and twice a second on every idle robot.
-            line = b"data: %b\n\n" % etag(started, cache.local_generation).encode()
+            line = b"data: %b\n\n" % etag(started, declared(state)[1]).encode()
             transport.write(b"%x\r\n%b\r\n" % (len(line), line) if chunked else line)
             if transport.get_write_buffer_size() > MAX_UNREAD_BYTES:
                 break  # the primary stopped reading: it will reopen the stream

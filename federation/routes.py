@@ -15,6 +15,7 @@ from gateway.state import state_of
 
 from .beacon import beacon_stream
 from .connect_in import connect
+from .sites import declared
 from .wire import dump, etag
 
 
@@ -22,14 +23,15 @@ async def entity_declaration(request: web.Request) -> web.Response:
     """The local entity set (areas, components, apps, functions); 304 when unchanged."""
     state = state_of(request)
     cache = state.cache
-    tag = etag(state.started_ns, cache.local_generation)
+    entities, generation = declared(state)  # a site primary declares its whole site
+    tag = etag(state.started_ns, generation)
     headers = {"ETag": tag, "Cache-Control": "no-cache"}
     if tag in (t.strip() for t in request.headers.get("If-None-Match", "").split(",")):
         return web.Response(status=304, headers=headers)
     fed = state.federation
     name = fed.settings.self_name if fed is not None else ""
-    body = cache.body(("declaration", cache.local_generation),
-                      lambda: dumps(dump(cache.local, name, cache.local_generation)))
+    body = cache.body(("declaration", entities is cache.local, generation),
+                      lambda: dumps(dump(entities, name, generation)))
     return web.Response(body=body, content_type="application/json", headers=headers)
 
 

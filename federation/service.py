@@ -157,8 +157,9 @@ class FederationService:
     # -- requests -------------------------------------------------------------------------
 
     def no_fan_out(self, request: web.Request) -> bool:
-        """True when the caller asked for this gateway's answer alone (presence only)."""
-        return self.no_fan_out_header in request.headers
+        """True when the caller asked for this gateway's answer alone (presence only); a site
+        primary (aggregation.reexport) answers for its whole site even then (sites.py)."""
+        return not self.settings.reexport and self.no_fan_out_header in request.headers
 
     def peer_headers(self, request: web.Request | None, peer: Peer) -> dict[str, str]:
         """X-Client-Id and the Authorization this call to the peer carries."""

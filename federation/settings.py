@@ -122,6 +122,7 @@ class FederationSettings:
     refresh_interval_s: float = 1.0
     max_response_bytes: int = 16 * 1024 * 1024
     beacon: bool = True  # idle peers' liveness and ETag from their beacon stream (beacon.py)
+    reexport: bool = False  # a site primary: its peers' entities served on to a fleet primary
     self_name: str = ""
     warnings: tuple[str, ...] = ()
 
@@ -146,4 +147,5 @@ class FederationSettings:
             refresh_interval_s=s["aggregation.refresh_interval_ms"] / 1000.0,
             max_response_bytes=int(s["aggregation.max_response_bytes"]),
             beacon=bool(s["aggregation.beacon"]),
+            reexport=bool(s["aggregation.reexport"]),
             self_name=peer_name(name), warnings=tuple(warnings))

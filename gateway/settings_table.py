@@ -288,6 +288,10 @@ SETTINGS: tuple[Setting, ...] = (
     _s("aggregation.connect_token", str, "",
        "shared secret of robots connecting out: a robot presents it, a primary accepts "
        "robots presenting it (empty on a primary: none accepted)", secret=True),
+    _s("aggregation.reexport", bool, False,
+       "a site primary under a fleet primary: its entity declaration holds its peers' "
+       "entities too and calls marked no-fan-out still reach its peers (docs/federation.md, "
+       "Sites)"),
     _s("aggregation.beacon", bool, True,
        "an online peer's liveness and entity ETag come from one stream it writes a line to "
        "every health_interval_ms (a /health probe still every 10 s); false: a /health probe "

@@ -1,0 +1,23 @@
+"""Sites: a site primary (aggregation.reexport) is itself a peer of a fleet primary.
+
+It declares its merged set (its robots' entities with its own fleet ids) to the primary
+above, and answers that primary's calls, which are marked no-fan-out, for its whole site
+(`FederationService.no_fan_out`): merged reads, forwarding, the fault stream, triggers,
+locks and downloads then pass through two levels. The fleet primary renames only on
+collisions, so an id is qualified by the site's renaming or the fleet's, not both, unless
+both collide.
+"""
+
+from __future__ import annotations
+
+from gateway.model.entities import EntitySet
+from gateway.state import GatewayState
+
+
+def declared(state: GatewayState) -> tuple[EntitySet, int]:
+    """The entity set this gateway declares to a primary, and its generation."""
+    fed = state.federation
+    cache = state.cache
+    if fed is not None and fed.settings.reexport:
+        return cache.entities, cache.generation
+    return cache.local, cache.local_generation
