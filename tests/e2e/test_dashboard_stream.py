@@ -240,3 +240,39 @@ def test_fleet_faults_filter_search_and_group(browser: Browser, demo: Gateway) -
       }, (e) => done(String(e)));""")
     assert got == [["X", ["r1", "r2", "r3"], 1, 2, 1]]
     browser.shot("fleet-filters")
+
+
+def test_fields_plot_on_one_chart_with_units_hover_and_zoom(browser: Browser,
+                                                            demo: Gateway) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    go(browser, demo, "#/e/apps/temp_sensor/data")
+    browser.css(f'{TOPIC}[data-mode="sse"]', "the topic pushed")
+    browser.click(f'{TOPIC} [data-plot="temperature"]', "the temperature field")
+    browser.click(f'{TOPIC} [data-plot="variance"]', "the variance field")
+    browser.css(".plot .uplot canvas", "the chart")
+    labels = [e.text for e in browser.driver.find_elements(
+        By.CSS_SELECTOR, ".plot .u-legend .u-series .u-label")]
+    assert "temperature temperature [°C]" in labels and "temperature variance" in labels
+    assert browser.driver.find_elements(By.CSS_SELECTOR, ".plot .u-axis")  # axes drawn
+
+    # hover: the legend shows the values under the cursor
+    over = browser.css(".plot .u-over", "the chart's plot area")
+    browser.wait(lambda d: (ActionChains(d).move_to_element_with_offset(over, 10, 5)
+                            .move_to_element(over).perform() or True) and any(
+        v.text not in ("", "--") for v in d.find_elements(
+            By.CSS_SELECTOR, ".plot .u-legend .u-series:nth-child(2) .u-value")),
+        "a value under the cursor")
+    # zoom with the wheel: the chart stops following, a button brings it back
+    browser.driver.execute_script(
+        "const o = document.querySelector('.plot .u-over');"
+        "o.dispatchEvent(new WheelEvent('wheel', {deltaY: -100, clientX: o.getBoundingClientRect().x + 50,"
+        " clientY: o.getBoundingClientRect().y + 20, bubbles: true, cancelable: true}));")
+    follow = browser.css(".plot button.follow", "the follow-live button")
+    browser.driver.execute_script("arguments[0].click()", follow)
+    browser.wait(lambda d: not follow.is_displayed(), "following live again")
+    browser.shot("data-plot")
+    browser.click(f'{TOPIC} [data-plot="temperature"]', "the temperature field again")
+    browser.click(f'{TOPIC} [data-plot="variance"]', "the variance field again")
+    browser.wait(lambda d: not d.find_element(By.CSS_SELECTOR, ".plot").is_displayed(),
+                 "the chart gone with its last field")

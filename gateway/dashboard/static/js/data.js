@@ -4,6 +4,7 @@ import {clear, describe, errorBox, every, h, pretty, selectionIn, setText} from 
 import {buildForm} from './form.js';
 import {watch} from './pagestream.js';
 import {History, numericArrays, numericLeaves, sparkline} from './spark.js';
+import {Series, plotPanel, unitOf} from './plot.js';
 
 const POLL_MS = 1000;
 const MAX_POLLED = 24;
@@ -13,6 +14,9 @@ const PAGE_INTERVAL = 'slow';  // the page stream's interval (gateway/dashboard/
 
 export function renderData(el, ent) {
   const history = new History(60);
+  const series = new Series();  // 10 minutes per numeric field, for the plot
+  const plot = plotPanel(series);
+  const redraw = setInterval(() => plot.update(), 1000);
   let stopPoll = () => {};
   let gone = false;
   const unwatch = [];
@@ -22,9 +26,9 @@ export function renderData(el, ent) {
     try { items = (await get(`${ent.path}/data`)).items || []; } catch (e) { clear(el, errorBox(e)); return; }
     if (gone) return;
     if (!items.length) { clear(el, h('p', {class: 'muted'}, 'No topics.')); return; }
-    const rows = items.map((it) => dataRow(ent, it, history));
+    const rows = items.map((it) => dataRow(ent, it, history, series, plot));
     const mode = h('p', {class: 'mode muted', 'data-mode': 'starting'}, 'Live values: subscribing…');
-    clear(el, mode, h('table', {class: 'data'},
+    clear(el, mode, plot.el, h('table', {class: 'data'},
       h('tr', {}, h('th', {}, 'Topic'), h('th', {}, 'Type'), h('th', {}, 'Value'), h('th', {}, '')),
       rows.map((r) => r.tr)),
     items.length > MAX_POLLED ? h('p', {class: 'muted'}, `Live values for the first ${MAX_POLLED} topics; open a topic's entity for the rest.`) : null);
@@ -77,12 +81,12 @@ export function renderData(el, ent) {
       return Promise.all(watched.filter((r) => r.mode !== 'sse').map((r) => r.refresh()));
     });
   })();
-  return () => { gone = true; stopPoll(); for (const off of unwatch) off(); };
+  return () => { gone = true; stopPoll(); clearInterval(redraw); plot.destroy(); for (const off of unwatch) off(); };
 }
 
 // A row's value cell is built once per shape of message and then updated in place: an open
 // "message" stays open, and nothing is redrawn while text in the cell is selected.
-function dataRow(ent, item, history) {
+function dataRow(ent, item, history, series, plot) {
   const x = vx(item);
   const ros = x.ros2 || {};
   const valueCell = h('td', {class: 'value'}, h('span', {class: 'muted'}, '…'));
@@ -105,7 +109,10 @@ function dataRow(ent, item, history) {
         const spark = h('span', {class: 'sparkbox'});
         parts.nums.push(num);
         parts.sparks.push(spark);
-        return h('div', {class: 'leaf'}, h('span', {class: 'muted'}, k + ' '), num, ' ', spark);
+        const key = item.id + '|' + k;
+        const name = h('span', {class: 'muted plot-field' + (plot.has(key) ? ' plotted' : ''), 'data-plot': k, title: 'plot this field',
+          onclick: () => name.classList.toggle('plotted', plot.toggle(key, `${item.id.split('/').pop()} ${k}`, unitOf(ros.type, k)))}, k + ' ');
+        return h('div', {class: 'leaf'}, name, num, ' ', spark);
       }),
       leaves.length > 8 ? h('div', {class: 'muted'}, `+${leaves.length - 8} more numeric fields`) : null,
       texts.map(([k]) => { const t = h('span', {class: 'mono', 'data-field': k}); parts.texts.push(t); return h('div', {class: 'leaf'}, h('span', {class: 'muted'}, k + ' '), t); }),
@@ -116,7 +123,7 @@ function dataRow(ent, item, history) {
     const leaves = numericLeaves(data);
     const texts = textLeaves(data).slice(0, 4);
     const arrays = numericArrays(data).slice(0, 2);
-    leaves.slice(0, 8).forEach(([k, v]) => history.push(item.id + '|' + k, v));
+    leaves.slice(0, 8).forEach(([k, v]) => { history.push(item.id + '|' + k, v); series.push(item.id + '|' + k, v); });
     // While the person selects text in the cell, its text stays still (the charts move on).
     const still = selectionIn(valueCell);
     const next = JSON.stringify([leaves.slice(0, 8).map((l) => l[0]), leaves.length, texts.map((t) => t[0]), arrays.map((a) => a[0])]);
