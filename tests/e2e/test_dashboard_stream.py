@@ -276,3 +276,39 @@ def test_fields_plot_on_one_chart_with_units_hover_and_zoom(browser: Browser,
     browser.click(f'{TOPIC} [data-plot="variance"]', "the variance field again")
     browser.wait(lambda d: not d.find_element(By.CSS_SELECTOR, ".plot").is_displayed(),
                  "the chart gone with its last field")
+
+
+def test_dark_theme_follows_the_system_and_the_switch(browser: Browser, demo: Gateway) -> None:
+    d = browser.driver
+    d.execute_cdp_cmd("Emulation.setEmulatedMedia", {
+        "features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+    try:
+        browser.open(f"http://127.0.0.1:{demo.port}/#/fleet")
+        browser.css('#fleet-faults tr[data-fault="LIDAR_RANGE_INVALID"]', "the fault list")
+        bg = "return getComputedStyle(document.body).backgroundColor"
+        assert d.execute_script("return document.documentElement.dataset.theme") == "dark"
+        assert d.execute_script(bg) == "rgb(13, 17, 23)"
+        browser.shot("dark")
+        browser.click("#theme-btn", "the theme switch")
+        browser.wait(lambda _: d.execute_script(bg) == "rgb(246, 247, 249)", "the light theme")
+    finally:
+        d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+        d.execute_script("localStorage.removeItem('dashboard-theme')")
+
+
+def test_the_layout_works_at_800_px(browser: Browser, demo: Gateway) -> None:
+    d = browser.driver
+    d.set_window_size(800, 900)
+    try:
+        for fragment, ready in (("#/fleet", '#fleet-faults tr[data-fault]'),
+                                ("#/e/apps/lidar_sensor/data", "tr[data-topic] .leaf"),
+                                ("#/e/functions/powertrain/graph", ".graph svg")):
+            go(browser, demo, fragment)
+            browser.css(ready, f"{fragment} drawn")
+            width = d.execute_script("return window.innerWidth")
+            assert d.execute_script("return document.documentElement.scrollWidth") <= width
+            # the page uses the width: the tree is above it, not beside it
+            assert d.execute_script("return document.getElementById('main').offsetWidth") > 700
+        browser.shot("narrow")
+    finally:
+        d.set_window_size(1400, 1000)

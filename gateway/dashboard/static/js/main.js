@@ -69,7 +69,27 @@ function route() {
   }
 }
 
+// The theme: the person's choice (kept in this browser), else the system's preference.
+function applyTheme(choice) {
+  const dark = choice ? choice === 'dark' : matchMedia('(prefers-color-scheme: dark)').matches;
+  document.documentElement.dataset.theme = dark ? 'dark' : 'light';
+  document.getElementById('theme-btn').textContent = dark ? 'Light' : 'Dark';
+}
+
+function setupTheme() {
+  let choice = null;
+  try { choice = localStorage.getItem('dashboard-theme'); } catch (e) { /* storage off */ }
+  applyTheme(choice);
+  matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => applyTheme(choice));
+  document.getElementById('theme-btn').addEventListener('click', () => {
+    choice = document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark';
+    try { localStorage.setItem('dashboard-theme', choice); } catch (e) { /* storage off */ }
+    applyTheme(choice);
+  });
+}
+
 async function start() {
+  setupTheme();
   setSignInPrompt(signInDialog);
   onAuthChange(showAuth);
   document.getElementById('signin-btn').addEventListener('click', () => signInDialog().catch(() => {}));
