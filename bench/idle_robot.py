@@ -58,6 +58,9 @@ def main() -> None:
     ap.add_argument("--robots", type=int, default=2, help="robots per half")
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--dds-default", action="store_true",
+                    help="robots without the demo's Fast DDS profile (lease announced every "
+                         "second): Fast DDS's defaults, as on a robot without that profile")
     args = ap.parse_args()
     why = lab_unusable()
     if why:
@@ -66,8 +69,9 @@ def main() -> None:
     halves = {"new": NEW, "old": OLD}
     names = {h: [f"{h}{k}" for k in range(args.robots)] for h in halves}
     with Lab(["pnew", "pold", *names["new"], *names["old"]]) as lab:
-        robots = {h: [LabRobot(lab[n], logs).start(halves[h]["robot"]) for n in names[h]]
-                  for h in halves}
+        robots = {h: [LabRobot(lab[n], logs).start(halves[h]["robot"],
+                                                   dds_profile=not args.dds_default)
+                      for n in names[h]] for h in halves}
         for half in robots.values():
             for r in half:
                 wait_until(lambda r=r: health(r.host.address, 8080), 120, r.host.name)

@@ -246,10 +246,13 @@ class LabRobot:
 
     def start(self, settings: Sequence[str] = (), nodes: Sequence[str] = DEMO_NODES,
               rtt_ms: float = 0.0, jitter_ms: float = 0.0, rate_bps: float = 0.0,
-              link: bool = True) -> LabRobot:
+              link: bool = True, dds_profile: bool = True) -> LabRobot:
         """Start nodes, link and gateway (returns at once). Without a link nothing listens
-        on the LAN: the robot reaches out, nobody reaches in."""
+        on the LAN: the robot reaches out, nobody reaches in. dds_profile: the demo's Fast
+        DDS profile (3 s lease), else Fast DDS's defaults."""
         env = host_env()
+        if not dds_profile:
+            env.pop("FASTDDS_DEFAULT_PROFILES_FILE", None)
         for node in nodes:
             self.host.run(python_argv("-m", "gateway.demo.nodes", node),
                           self.logs / f"{self.host.name}.{node}.log", env)
