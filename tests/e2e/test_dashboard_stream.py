@@ -312,3 +312,27 @@ def test_the_layout_works_at_800_px(browser: Browser, demo: Gateway) -> None:
         browser.shot("narrow")
     finally:
         d.set_window_size(1400, 1000)
+
+
+def test_locks_view_acquire_extend_and_release(browser: Browser, demo: Gateway) -> None:
+    go(browser, demo, "#/e/apps/temp_sensor/locks")
+    browser.css('[data-locks="0"]', "not locked")
+    scopes = browser.css('select[name="scopes"]', "the scopes")
+    browser.driver.execute_script(
+        "[...arguments[0].options].forEach((o) => { o.selected = o.value === 'configurations'; })",
+        scopes)
+    browser.click(".lock-form button[type=submit]", "acquire")
+    row = browser.text_in("tr.lock", "this page")
+    assert "configurations" in row.text and "(in " in row.text
+    lock = demo.get("/apps/temp_sensor/locks").json()["items"]
+    assert len(lock) == 1 and lock[0]["scopes"] == ["configurations"]
+    first = lock[0]["lock_expiration"]
+    browser.click("tr.lock button.extend", "extend")
+    demo.wait_for("/apps/temp_sensor/locks",
+                  lambda b: b["items"] and b["items"][0]["lock_expiration"] != first, timeout=30)
+    # another client sees the lock as someone else's
+    assert demo.get("/apps/temp_sensor/locks").json()["items"][0]["owned"] is False
+    browser.shot("locks")
+    browser.click("tr.lock button.release", "release")
+    browser.css('[data-locks="0"]', "not locked again")
+    assert demo.get("/apps/temp_sensor/locks").json()["items"] == []

@@ -7,6 +7,7 @@ import {renderConfigurations} from './config.js';
 import {renderFaults} from './faults.js';
 import {renderLogs} from './logs.js';
 import {renderBulk} from './bulk.js';
+import {renderLocks} from './locks.js';
 import {renderGraph, graphPath} from './graph.js';
 
 const TABS = [
@@ -16,6 +17,7 @@ const TABS = [
   ['faults', 'Faults', renderFaults],
   ['logs', 'Logs', renderLogs],
   ['bulk-data', 'Bulk data', renderBulk],
+  ['locks', 'Locks', renderLocks],
 ];
 
 export function renderEntity(main, type, id, tab, item) {
