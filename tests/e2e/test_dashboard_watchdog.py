@@ -24,7 +24,8 @@ def watched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     """The powertrain nodes (temp_monitor asks rpm for TRANSIENT_LOCAL) and the watchdog."""
     logs: Path = tmp_path_factory.mktemp("dash-watchdog")
     dom = next(_domains)
-    with Robot.start(dom, nodes=("temp_sensor", "temp_monitor", "rpm_sensor"),
+    with Robot.start(dom, nodes=("temp_sensor", "temp_monitor", "rpm_sensor",
+                                 "managed_lifecycle"),
                      log_dir=logs / "robot"):
         gw = start_gateway(dom, logs, "gw", [
             "plugins=[graph_provider,graph_watchdog]",
@@ -66,3 +67,22 @@ def test_the_graph_marks_the_edge_the_watchdog_flags(browser: Browser, watched: 
     assert "watchdog flags 1 edge" in note and CODE in note
     assert "TRANSIENT_LOCAL" in browser.text_of(".graph .finding", "the finding's message")
     browser.shot("graph-watchdog")
+
+
+def test_lifecycle_state_and_a_restart_from_the_status_tab(browser: Browser,
+                                                           watched: Gateway) -> None:
+    browser.open(f"http://127.0.0.1:{watched.port}/#/e/apps/managed_lifecycle/status")
+    browser.css('.status .state[data-state="active"]', "the active state")
+    buttons = [b.get_attribute("data-transition") for b in browser.driver.find_elements(
+        "css selector", ".transitions button")]
+    assert buttons == ["start", "restart", "force-restart", "shutdown", "force-shutdown"]
+    browser.click('.transitions button[data-transition="restart"]', "restart")
+    browser.text_in("#panel .ok", "restart requested")
+    done = browser.text_in('.status .transition[data-transition="completed"]',
+                           "deactivate, cleanup, configure, activate")
+    assert "restart" in done.text
+    browser.css('.status .state[data-state="active"]', "active again")
+    # a plain node says it has no lifecycle control
+    browser.open(f"http://127.0.0.1:{watched.port}/#/e/apps/temp_sensor/status")
+    browser.text_in(".status", "No lifecycle control")
+    browser.shot("status")

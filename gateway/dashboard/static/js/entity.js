@@ -8,6 +8,7 @@ import {renderFaults} from './faults.js';
 import {renderLogs} from './logs.js';
 import {renderBulk} from './bulk.js';
 import {renderLocks} from './locks.js';
+import {renderStatus} from './lifecycle.js';
 import {renderGraph, graphPath} from './graph.js';
 
 const TABS = [
@@ -18,6 +19,7 @@ const TABS = [
   ['logs', 'Logs', renderLogs],
   ['bulk-data', 'Bulk data', renderBulk],
   ['locks', 'Locks', renderLocks],
+  ['status', 'Status', renderStatus],
 ];
 
 export function renderEntity(main, type, id, tab, item) {

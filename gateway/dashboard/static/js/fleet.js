@@ -112,7 +112,7 @@ export function renderFleet(main) {
     }
     live.hidden = state === 'closed';
   }, lastSeen === '0' ? '0' : lastSeen);
-  return () => { stopPoll(); tick(); stopStream(); clearTimeout(refreshTimer); };
+  return () => { stopPoll(); tick(); stopStream(); clearTimeout(refreshTimer); live.hidden = true; };
 }
 
 function robotsOf(health) {
