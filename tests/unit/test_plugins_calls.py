@@ -151,8 +151,9 @@ def test_lifecycle_status_links_the_advertised_transitions() -> None:
     from gateway.plugins.entity_lifecycle import status_body
 
     body = status_body("/apps/plc_1", {"status": "notReady", "start": True, "restart": False,
-                                       "other": True, "force-restart": True})  # not routed
-    assert body == {"status": "notReady", "start": "/api/v1/apps/plc_1/status/start"}
+                                       "other": True, "force-restart": True})  # other: not routed
+    assert body == {"status": "notReady", "start": "/api/v1/apps/plc_1/status/start",
+                    "force-restart": "/api/v1/apps/plc_1/status/force-restart"}
     for bad in ({"status": "running"}, None, ["ready"]):
         with pytest.raises(ValueError):
             status_body("/apps/plc_1", bad)

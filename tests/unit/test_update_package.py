@@ -7,7 +7,7 @@ import io
 import os
 import tarfile
 import zipfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 
@@ -75,17 +75,14 @@ def test_swap_link_replaces_the_target_and_refuses_foreign_trees(tmp_path: Path)
 
 
 def test_post_install_script(tmp_path: Path) -> None:
-    ok = tmp_path / "ok.sh"
-    ok.write_text('echo "$UPDATE_ID" > marker\n')
-    package.run_script(ok, tmp_path, {"UPDATE_ID": "u7"}, 10)
+    (tmp_path / "ok.sh").write_text('echo "$UPDATE_ID" > marker\n')
+    package.run_script(tmp_path, PurePosixPath("ok.sh"), {"UPDATE_ID": "u7"}, 10)
     assert (tmp_path / "marker").read_text().strip() == "u7"
-    bad = tmp_path / "bad.sh"
-    bad.write_text("echo oops >&2; exit 4\n")
+    (tmp_path / "bad.sh").write_text("echo oops >&2; exit 4\n")
     with pytest.raises(PackageError, match="exited with 4: oops"):
-        package.run_script(bad, tmp_path, {}, 10)
-    slow = tmp_path / "slow.sh"
-    slow.write_text("sleep 5\n")
+        package.run_script(tmp_path, PurePosixPath("bad.sh"), {}, 10)
+    (tmp_path / "slow.sh").write_text("sleep 5\n")
     with pytest.raises(PackageError, match="did not finish"):
-        package.run_script(slow, tmp_path, {}, 0.2)
+        package.run_script(tmp_path, PurePosixPath("slow.sh"), {}, 0.2)
     with pytest.raises(PackageError, match="not in the package"):
-        package.run_script(tmp_path / "none.sh", tmp_path, {}, 1)
+        package.run_script(tmp_path, PurePosixPath("none.sh"), {}, 1)
