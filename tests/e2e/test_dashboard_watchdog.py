@@ -1,5 +1,5 @@
 """The dashboard with the graph watchdog (as `diag-gateway demo` runs it): its fault opens from
-the fleet list, and the function graph marks the edge the watchdog flags."""
+the fleet list, the function graph marks the edge the watchdog flags; lifecycle and scripts."""
 
 from __future__ import annotations
 
@@ -23,6 +23,10 @@ CODE = "GRAPH_QOS_MISMATCH"
 def watched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     """The powertrain nodes (temp_monitor asks rpm for TRANSIENT_LOCAL) and the watchdog."""
     logs: Path = tmp_path_factory.mktemp("dash-watchdog")
+    scripts = logs / "scripts"
+    scripts.mkdir()
+    (scripts / "count.sh").write_text(
+        'for i in $(seq 1 60); do echo "line $i"; sleep 0.5; done\n')
     dom = next(_domains)
     with Robot.start(dom, nodes=("temp_sensor", "temp_monitor", "rpm_sensor",
                                  "managed_lifecycle"),
@@ -31,7 +35,8 @@ def watched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
             "plugins=[graph_provider,graph_watchdog]",
             "plugins.graph_watchdog.warmup_cycles=2",
             "plugins.graph_watchdog.tick_interval_ms=500",
-            "plugins.graph_watchdog.qos_mismatch.grace=2"])
+            "plugins.graph_watchdog.qos_mismatch.grace=2",
+            f"scripts.scripts_dir={scripts}", "scripts.allow_anonymous=true"])
         try:
             gw.wait_for("/faults", lambda b: any(f["fault_code"] == CODE for f in b["items"]),
                         timeout=60)
@@ -86,3 +91,16 @@ def test_lifecycle_state_and_a_restart_from_the_status_tab(browser: Browser,
     browser.open(f"http://127.0.0.1:{watched.port}/#/e/apps/temp_sensor/status")
     browser.text_in(".status", "No lifecycle control")
     browser.shot("status")
+
+
+def test_a_script_runs_streams_its_output_and_stops(browser: Browser, watched: Gateway) -> None:
+    browser.open(f"http://127.0.0.1:{watched.port}/#/e/apps/temp_sensor/scripts")
+    browser.click('.script[data-script="count"] button[type=submit]', "run")
+    browser.text_in('.script[data-script="count"] pre.stdout', "line 2")
+    browser.text_in('.script[data-script="count"] .exec-status', "running")
+    browser.click('.script[data-script="count"] button.stop', "stop")
+    status = browser.css('.script[data-script="count"] .exec-status:not([data-status="running"])',
+                         "the run ended")
+    assert "stop" in status.text, status.text
+    assert "line 60" not in browser.text_of('.script[data-script="count"] pre.stdout')
+    browser.shot("scripts")

@@ -9,6 +9,7 @@ import {renderLogs} from './logs.js';
 import {renderBulk} from './bulk.js';
 import {renderLocks} from './locks.js';
 import {renderStatus} from './lifecycle.js';
+import {renderScripts} from './scripts.js';
 import {renderGraph, graphPath} from './graph.js';
 
 const TABS = [
@@ -20,6 +21,7 @@ const TABS = [
   ['bulk-data', 'Bulk data', renderBulk],
   ['locks', 'Locks', renderLocks],
   ['status', 'Status', renderStatus],
+  ['scripts', 'Scripts', renderScripts],
 ];
 
 export function renderEntity(main, type, id, tab, item) {
