@@ -115,10 +115,11 @@ def test_a_node_frozen_past_its_lease_comes_back(gw: Gateway,
     resumed = time.monotonic()
     wait_until(lambda: "frozen_talker" in apps(gw), 15, "the resumed node to be listed again")
     back_after = time.monotonic() - resumed
-    data = {i["id"] for i in gw.get("/apps/frozen_talker/data").json()["items"]}
-    ops = {i["id"] for i in gw.get("/apps/frozen_talker/operations").json()["items"]}
-    assert "/frozen/chatter" in data
-    assert any("reset" in op for op in ops), ops
+    # its endpoints come back with it, each as DDS rediscovers it (later under load)
+    gw.wait_for("/apps/frozen_talker/data", lambda b: any(
+        i["id"] == "/frozen/chatter" for i in b["items"]), timeout=20)
+    gw.wait_for("/apps/frozen_talker/operations", lambda b: any(
+        "reset" in i["id"] for i in b["items"]), timeout=20)
     body = gw.wait_for(f"/apps/frozen_talker/data/{enc('/frozen/chatter')}",
                        lambda b: b["x-vendor"]["status"] == "data", timeout=20)
     assert body["data"] == {"data": "tick"}
