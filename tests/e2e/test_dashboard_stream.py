@@ -293,7 +293,6 @@ def test_dark_theme_follows_the_system_and_the_switch(browser: Browser, demo: Ga
         browser.wait(lambda _: d.execute_script(bg) == "rgb(246, 247, 249)", "the light theme")
     finally:
         d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
-        d.execute_script("localStorage.removeItem('dashboard-theme')")
 
 
 def test_the_layout_works_at_800_px(browser: Browser, demo: Gateway) -> None:
@@ -336,3 +335,27 @@ def test_locks_view_acquire_extend_and_release(browser: Browser, demo: Gateway) 
     browser.click("tr.lock button.release", "release")
     browser.css('[data-locks="0"]', "not locked again")
     assert demo.get("/apps/temp_sensor/locks").json()["items"] == []
+
+
+def test_subscriptions_and_triggers_view_lists_and_deletes(browser: Browser,
+                                                           demo: Gateway) -> None:
+    resource = "/api/v1/apps/temp_sensor/data/powertrain/engine/temperature"
+    sub = demo.request("POST", "/apps/temp_sensor/cyclic-subscriptions", {
+        "resource": resource, "interval": "slow", "duration": 300})
+    assert sub.status == 201, sub
+    trig = demo.request("POST", "/apps/temp_sensor/triggers", {
+        "resource": resource, "path": "/temperature", "multishot": True,
+        "trigger_condition": {"condition_type": "OnChange"}})
+    assert trig.status == 201, trig
+    sub_id, trig_id = sub.json()["id"], trig.json()["id"]
+    go(browser, demo, "#/e/apps/temp_sensor/cyclic-subscriptions")
+    row = browser.css(f'tr.sub[data-sub="{sub_id}"]', "the subscription")
+    assert resource in row.text and "slow" in row.text
+    trow = browser.css(f'tr.trigger[data-trigger="{trig_id}"]', "the trigger")
+    assert "OnChange" in trow.text and "/temperature" in trow.text
+    browser.shot("subscriptions")
+    browser.click(f'tr.sub[data-sub="{sub_id}"] button.danger', "delete the subscription")
+    browser.click(f'tr.trigger[data-trigger="{trig_id}"] button.danger', "delete the trigger")
+    demo.wait_for("/apps/temp_sensor/cyclic-subscriptions", lambda b: b["items"] == [],
+                  timeout=30)
+    demo.wait_for("/apps/temp_sensor/triggers", lambda b: b["items"] == [], timeout=30)

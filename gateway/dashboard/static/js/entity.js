@@ -10,6 +10,7 @@ import {renderBulk} from './bulk.js';
 import {renderLocks} from './locks.js';
 import {renderStatus} from './lifecycle.js';
 import {renderScripts} from './scripts.js';
+import {renderPush} from './pushlist.js';
 import {renderGraph, graphPath} from './graph.js';
 
 const TABS = [
@@ -22,6 +23,7 @@ const TABS = [
   ['locks', 'Locks', renderLocks],
   ['status', 'Status', renderStatus],
   ['scripts', 'Scripts', renderScripts],
+  ['cyclic-subscriptions', 'Subscriptions', renderPush],
 ];
 
 export function renderEntity(main, type, id, tab, item) {

@@ -69,7 +69,8 @@ function route() {
   }
 }
 
-// The theme: the person's choice (kept in this browser), else the system's preference.
+// The theme: the person's choice on this page (in memory: the page stores nothing), else
+// the system's preference.
 function applyTheme(choice) {
   const dark = choice ? choice === 'dark' : matchMedia('(prefers-color-scheme: dark)').matches;
   document.documentElement.dataset.theme = dark ? 'dark' : 'light';
@@ -78,12 +79,10 @@ function applyTheme(choice) {
 
 function setupTheme() {
   let choice = null;
-  try { choice = localStorage.getItem('dashboard-theme'); } catch (e) { /* storage off */ }
   applyTheme(choice);
   matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => applyTheme(choice));
   document.getElementById('theme-btn').addEventListener('click', () => {
     choice = document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark';
-    try { localStorage.setItem('dashboard-theme', choice); } catch (e) { /* storage off */ }
     applyTheme(choice);
   });
 }
