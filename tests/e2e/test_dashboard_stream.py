@@ -359,3 +359,13 @@ def test_subscriptions_and_triggers_view_lists_and_deletes(browser: Browser,
     demo.wait_for("/apps/temp_sensor/cyclic-subscriptions", lambda b: b["items"] == [],
                   timeout=30)
     demo.wait_for("/apps/temp_sensor/triggers", lambda b: b["items"] == [], timeout=30)
+
+
+def test_the_timeline_has_time_labels(browser: Browser, demo: Gateway) -> None:
+    go(browser, demo, "#/fleet")
+    labels = browser.wait(lambda d: [s.text for s in d.find_elements(
+        By.CSS_SELECTOR, "#timeline-axis span")] or False, "the timeline's time labels")
+    assert labels[0] == "now" and len(labels) == 6
+    ten_ago = (datetime.now() - timedelta(minutes=10))
+    assert labels[-1] in (ten_ago.strftime("%I:%M %p"), ten_ago.strftime("%I:%M %p").lstrip("0"),
+                          (ten_ago - timedelta(minutes=1)).strftime("%I:%M %p"))

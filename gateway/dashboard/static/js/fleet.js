@@ -21,12 +21,13 @@ export function renderFleet(main) {
   const faultsBox = h('div', {id: 'fleet-faults'}, h('p', {class: 'muted'}, 'Loading faults…'));
   const line = svg('svg', {class: 'timeline', id: 'timeline', viewBox: '0 0 1000 46', preserveAspectRatio: 'none'});
   const list = h('div', {class: 'events', id: 'events'});
+  const axis = h('div', {class: 'timeline-axis', id: 'timeline-axis'});
   const status = h('span', {class: 'pill', id: 'stream-state'}, 'connecting');
   clear(main,
     h('h2', {}, 'Fleet'),
     cards,
     h('h3', {}, 'Fault timeline ', status, h('small', {class: 'muted'}, ` last ${TIMELINE_S / 60} min, live over this page's one stream`)),
-    line, list,
+    line, axis, list,
     h('h3', {}, 'Faults'),
     faultsBox);
   let faults = [];
@@ -72,7 +73,7 @@ export function renderFleet(main) {
     missedNote.textContent = robots.length ? ` behind: changes the stream did not bring, read from the fault list instead: ${robots.join(', ')}` : '';
   };
   const stopPoll = every(3000, load);
-  const tick = every(1000, () => { drawTimeline(line); if (list.dataset.stale) drawEvents(list); if (health) drawRobots(cards, health, faults, down); });
+  const tick = every(1000, () => { drawTimeline(line); drawAxis(axis); if (list.dataset.stale) drawEvents(list); if (health) drawRobots(cards, health, faults, down); });
   drawEvents(list);
   const live = document.getElementById('live');
   const behind = h('span', {class: 'behind', id: 'stream-behind', hidden: true});
@@ -228,6 +229,19 @@ function drawEvents(el) {
         h('td', {}, e.data.event_type || e.type, e.data.from_list ? h('div', {class: 'muted'}, 'from the fault list') : null),
         h('td', {}, sevBadge(severityOf(f))), h('td', {class: 'mono'}, f.fault_code || ''), h('td', {}, x.peer || (x.entity_id || '')), h('td', {}, messageOf(f)));
     })));
+}
+
+// Clock times under the timeline, every 2 minutes back from now.
+function drawAxis(el) {
+  const now = Date.now();
+  const marks = [];
+  for (let m = 0; m <= TIMELINE_S / 60; m += 2) {
+    const at = new Date(now - m * 60000);
+    const left = (1 - (m * 60) / TIMELINE_S) * 100;
+    marks.push(h('span', {'data-left': left.toFixed(1)}, m ? at.toLocaleTimeString([], {hour: '2-digit', minute: '2-digit'}) : 'now'));
+  }
+  el.replaceChildren(...marks);
+  for (const s of el.children) s.style.left = `${s.dataset.left}%`;
 }
 
 function drawTimeline(el) {
