@@ -32,7 +32,7 @@ def watched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
                                  "managed_lifecycle"),
                      log_dir=logs / "robot"):
         gw = start_gateway(dom, logs, "gw", [
-            "plugins=[graph_provider,graph_watchdog]",
+            "plugins=[graph_provider,graph_watchdog,update_provider]",
             "plugins.graph_watchdog.warmup_cycles=2",
             "plugins.graph_watchdog.tick_interval_ms=500",
             "plugins.graph_watchdog.qos_mismatch.grace=2",
@@ -104,3 +104,19 @@ def test_a_script_runs_streams_its_output_and_stops(browser: Browser, watched: G
     assert "stop" in status.text, status.text
     assert "line 60" not in browser.text_of('.script[data-script="count"] pre.stdout')
     browser.shot("scripts")
+
+
+def test_updates_register_prepare_and_execute(browser: Browser, watched: Gateway) -> None:
+    browser.open(f"http://127.0.0.1:{watched.port}/#/fleet")
+    browser.click("#nav-updates", "the updates link")
+    browser.text_in("#updates", "No updates registered")
+    browser.click(".update-form button[type=submit]", "register the example")
+    row = 'tr.update[data-update="nav_2_1"]'
+    browser.css(row, "the registered update")
+    browser.click(f'{row} button[data-op="prepare"]', "prepare")
+    browser.css(f'{row}[data-phase="prepared"]', "prepared")
+    browser.click(f'{row} button[data-op="execute"]', "execute")
+    browser.css(f'{row}[data-status="completed"][data-phase="executed"]', "executed")
+    browser.shot("updates")
+    browser.click(f'{row} button[data-op="delete"]', "delete")
+    browser.text_in("#updates", "No updates registered")

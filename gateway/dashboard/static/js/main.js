@@ -4,6 +4,7 @@ import {clear, errorBox, h} from './dom.js';
 import {loadTree, selectInTree} from './tree.js';
 import {renderFleet} from './fleet.js';
 import {renderEntity} from './entity.js';
+import {renderUpdates} from './updates.js';
 
 const main = document.getElementById('main');
 let cleanup = null;
@@ -59,8 +60,12 @@ function showAuth(info) {
 function route() {
   if (cleanup) { cleanup(); cleanup = null; }
   const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
-  document.getElementById('nav-fleet').classList.toggle('sel', parts[0] !== 'e');
-  if (parts[0] === 'e' && parts[1] && parts[2]) {
+  document.getElementById('nav-fleet').classList.toggle('sel', parts[0] !== 'e' && parts[0] !== 'updates');
+  document.getElementById('nav-updates').classList.toggle('sel', parts[0] === 'updates');
+  if (parts[0] === 'updates') {
+    selectInTree(null, null);
+    cleanup = renderUpdates(main);
+  } else if (parts[0] === 'e' && parts[1] && parts[2]) {
     selectInTree(parts[1], parts[2]);
     cleanup = renderEntity(main, parts[1], parts[2], parts[3] || '', parts.slice(4).join('/'));
   } else {
@@ -103,6 +108,8 @@ async function start() {
     return;
   }
   showAuth();
+  // Updates appear in the header where an update provider serves them (the root lists built routes).
+  document.getElementById('nav-updates').hidden = !((ctx.root && ctx.root.endpoints) || []).some((p) => / \/api\/v1\/updates$/.test(p));
   loadTree(document.getElementById('tree'), document.getElementById('tree-filter'));
   window.addEventListener('hashchange', route);
   route();
