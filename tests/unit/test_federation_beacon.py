@@ -1,0 +1,49 @@
+"""The primary's end of a peer beacon (federation/beacon.py): when it stands in for a probe."""
+
+import asyncio
+from typing import Any
+
+from federation.beacon import FULL_PROBE_S, BeaconReader
+from federation.health import PROBE_BUDGET_S
+
+
+def _reader() -> BeaconReader:
+    return BeaconReader(session=None, url="", headers={}, interval_s=0.5,  # type: ignore[arg-type]
+                        connect_s=1.0, on_stale=lambda: None, on_change=lambda: None)
+
+
+def _with_open_stream(check: Any) -> None:
+    async def run() -> None:
+        reader = _reader()
+        reader.task = asyncio.get_running_loop().create_task(asyncio.sleep(3600))
+        try:
+            check(reader)
+        finally:
+            reader.task.cancel()
+    asyncio.run(run())
+
+
+def test_fresh_while_lines_arrive_in_time() -> None:
+    def check(reader: BeaconReader) -> None:
+        reader.last_line = 100.0
+        assert reader.fresh(100.0 + 0.5 + PROBE_BUDGET_S)
+        assert not reader.fresh(100.0 + 0.5 + PROBE_BUDGET_S + 0.01)
+    _with_open_stream(check)
+
+
+def test_a_full_probe_still_goes_every_full_probe_period() -> None:
+    def check(reader: BeaconReader) -> None:
+        reader.last_line = 100.0
+        assert not reader.stands_in(100.1)  # the first: a real probe
+        assert reader.stands_in(100.2)
+        reader.last_line = 100.0 + FULL_PROBE_S
+        assert not reader.stands_in(100.1 + FULL_PROBE_S)
+    _with_open_stream(check)
+
+
+def test_no_stream_no_stand_in_and_a_silent_stream_is_one_timeout() -> None:
+    reader = _reader()
+    reader.last_line = 100.0
+    assert not reader.fresh(100.1)  # no stream open
+    reader.timed_out = True
+    assert reader.verdict() and not reader.verdict()
