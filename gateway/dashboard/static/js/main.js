@@ -1,5 +1,5 @@
 // Boot, sign-in, hash routing: #/fleet, #/e/<type>/<id>[/<tab>[/<item>]].
-import {boot, ctx, get, authorize, signOut, onAuthChange, setSignInPrompt, signedIn} from './api.js';
+import {boot, ctx, authorize, signOut, onAuthChange, setSignInPrompt, signedIn} from './api.js';
 import {clear, errorBox, h} from './dom.js';
 import {loadTree, selectInTree} from './tree.js';
 import {renderFleet} from './fleet.js';
@@ -108,8 +108,8 @@ async function start() {
     return;
   }
   showAuth();
-  // Updates appear in the header where an update provider serves them (501 without one).
-  get('/updates', {noAuthRetry: true}).then(() => { document.getElementById('nav-updates').hidden = false; }, () => {});
+  // Updates appear in the header where an update provider serves them (the root's capability).
+  document.getElementById('nav-updates').hidden = !((ctx.root && ctx.root.capabilities) || {}).updates;
   loadTree(document.getElementById('tree'), document.getElementById('tree-filter'));
   window.addEventListener('hashchange', route);
   route();
