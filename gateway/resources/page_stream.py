@@ -250,4 +250,5 @@ def _last_event_id(value: str | None) -> int | None:
 def register(reg: Registry) -> None:
     """Declare the page stream route."""
     reg.add("GET", "/x-vendor-page-stream", page_stream, tag="server", streaming=True,
+            response="Object",  # events: watching, sample, watch-error, watch-end, faults
             summary="One SSE stream for a dashboard page: watched resources and fault events")
