@@ -58,6 +58,19 @@ node.create_service(Trigger, "/frozen/reset", lambda req, resp: resp)
 print("READY", flush=True)
 rclpy.spin(node)
 """
+# A fresh participant: does the DDS layer still show the node to a newcomer?
+PROBE = r"""
+import time
+import rclpy
+rclpy.init()
+node = rclpy.create_node("_frozen_probe")
+deadline = time.monotonic() + 5
+while time.monotonic() < deadline:
+    if ("frozen_talker", "/") in node.get_node_names_and_namespaces():
+        print("SEEN", flush=True)
+        break
+    time.sleep(0.1)
+"""
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
@@ -113,7 +126,15 @@ def test_a_node_frozen_past_its_lease_comes_back(gw: Gateway,
                "the gateway to drop the stopped node (lease expiry)")
     os.kill(talker.pid, signal.SIGCONT)
     resumed = time.monotonic()
-    wait_until(lambda: "frozen_talker" in apps(gw), 15, "the resumed node to be listed again")
+    try:
+        wait_until(lambda: "frozen_talker" in apps(gw), 15, "the resumed node to be listed again")
+    except AssertionError as exc:
+        seen = fresh_participant_sees_talker(gw.domain)
+        figures = gw.get("/health").json()["x-vendor-ros-types"]["discovery_info"]
+        raise AssertionError(
+            f"{exc}; a fresh DDS participant {'sees' if seen else 'does not see'} the node; "
+            f"participants_returned={figures['participants_returned']} (0: the gateway's DDS "
+            f"participant never rediscovered the resumed one)") from None
     back_after = time.monotonic() - resumed
     # its endpoints come back with it, each as DDS rediscovers it (later under load)
     gw.wait_for("/apps/frozen_talker/data", lambda b: any(
@@ -126,6 +147,14 @@ def test_a_node_frozen_past_its_lease_comes_back(gw: Gateway,
     print(f"listed again {back_after:.2f} s after SIGCONT")
     figures = gw.get("/health").json()["x-vendor-ros-types"]["discovery_info"]
     assert figures["participants_returned"] >= 1
+
+
+def fresh_participant_sees_talker(domain: int) -> bool:
+    """Whether a new ROS process in `domain` lists frozen_talker within 5 s."""
+    env = ros_env(domain)
+    done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True,
+                          text=True, timeout=60)
+    return "SEEN" in done.stdout
 
 
 class HumbleSide:
