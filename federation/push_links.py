@@ -24,6 +24,7 @@ import aiohttp
 import orjson
 
 from gateway import client_tls
+from gateway.push.uris import ResourceRef
 
 from .fleet import FleetView, Origin
 from .relay import parse_frames
@@ -123,18 +124,24 @@ class PeerLinks:
     async def link(self, owner: Any, collection_word: str, body: dict[str, Any],
                    request: Any) -> None:
         """Create the owner's copy on each contributing peer (in parallel, within budget)."""
-        peers = self.peers_of(owner.entity_type, owner.entity_id)
         if self.fed.no_fan_out(request):  # a peer's own copy, or a caller wanting this robot
             self._by_owner[id(owner)] = _Links(owner, local_only=True)
             return
-        if not peers:
+        targets = self.targets(owner)
+        if not targets:
             return
         entry = _Links(owner)
         self._by_owner[id(owner)] = entry
-        links = [Link(o.gateway, _base(owner, o.remote_id, collection_word)) for o in peers]
+        links = [Link(t.peer, f"{t.entity_path}/{collection_word}") for t in targets]
         entry.links.extend(links)
-        body = copy_body(collection_word, body)
-        await asyncio.gather(*(self._create(entry, link, body, request) for link in links))
+        bodies = [{**copy_body(collection_word, body), "resource": t.resource} for t in targets]
+        await asyncio.gather(*(self._create(entry, link, b, request)
+                               for link, b in zip(links, bodies, strict=True)))
+
+    def targets(self, owner: Any) -> list[CopyTarget]:
+        """Where the owner's copies go (see copy_targets)."""
+        ref = owner.ref if hasattr(owner, "ref") else owner.spec.ref
+        return copy_targets(self.fed.view, owner.entity_type, owner.entity_id, ref)
 
     def reconcile(self, owners: list[Any],
                   body_of: Callable[[Any], tuple[str, dict[str, Any]]]) -> None:
@@ -144,15 +151,17 @@ class PeerLinks:
         now = time.monotonic()
         self.sweeps += 1
         for owner in owners:
-            peers = self.peers_of(owner.entity_type, owner.entity_id)
-            if not peers:
+            entry = self._by_owner.get(id(owner))
+            if entry is not None and entry.local_only:
                 continue
-            entry = self._by_owner.setdefault(id(owner), _Links(owner))
-            if entry.local_only:
+            targets = self.targets(owner)
+            if not targets:
                 continue
+            if entry is None:
+                entry = self._by_owner[id(owner)] = _Links(owner)
             have = {link.peer: link for link in entry.links}
-            for origin in peers:
-                link = have.get(origin.gateway)
+            for target in targets:
+                link = have.get(target.peer)
                 if link is not None and link.state == "linked" and link.leased \
                         and now - link.renewed >= COPY_LEASE_S / 3:
                     link.renewed = now  # the copy's lease: expiry = now + lease
@@ -161,14 +170,14 @@ class PeerLinks:
                 if link is not None and (link.state in ("linking", "linked") or now - link.since
                                          < relink_delay(entry.failures.get(link.peer, 0))):
                     continue
-                peer = self.fed.table.peers.get(origin.gateway)
+                peer = self.fed.table.peers.get(target.peer)
                 if peer is None or not peer.online:
                     continue
                 if link is not None:
                     entry.links.remove(link)
                 word, body = body_of(owner)
-                body = copy_body(word, body)
-                fresh = Link(origin.gateway, _base(owner, origin.remote_id, word))
+                body = {**copy_body(word, body), "resource": target.resource}
+                fresh = Link(target.peer, f"{target.entity_path}/{word}")
                 entry.links.append(fresh)
                 self._spawn(self._create(entry, fresh, body, None))
 
@@ -349,11 +358,6 @@ class PeerLinks:
                 "peer_link_failures": self.peer_errors, "peer_link_sweeps": self.sweeps}
 
 
-def _base(owner: Any, remote_id: str, word: str) -> str:
-    """The collection path of an owner's copies on a peer."""
-    return f"/{owner.entity_type}/{quote(remote_id, safe='')}/{word}"
-
-
 def relink_delay(failures: int) -> float:
     """Seconds before a link is created again after `failures` failed links in a row."""
     return min(RELINK_MAX_S, RELINK_S * 2 ** max(0, failures - 1))
@@ -364,6 +368,48 @@ def copy_body(word: str, body: dict[str, Any]) -> dict[str, Any]:
     if word != "triggers":
         return dict(body)
     return {**body, "persistent": False, "lifetime": COPY_LEASE_S}
+
+
+@dataclass(frozen=True)
+class CopyTarget:
+    """One copy of a trigger or subscription: on which peer, on which of its entities, and the
+    observed resource in that peer's own ids."""
+
+    peer: str
+    entity_path: str  # /{kind}/{id on the peer}
+    resource: str
+
+
+def copy_targets(view: FleetView, entity_type: str, entity_id: str,
+                 ref: ResourceRef) -> list[CopyTarget]:
+    """The copies an owner answered here needs: one per contributing peer of a mixed entity,
+    one on the owning peer of a peer-owned entity (a page stream's watch is answered here, not
+    forwarded); an item a fleet member qualifies (`<app id>:<item>`) only on that member's
+    peer, observed on the member app itself (a peer names its items without qualifier)."""
+    owner = view.owner(entity_type, entity_id)
+    origins = [owner] if owner is not None else mixed_peers(view, entity_type, entity_id)
+    if not origins:
+        return []
+    member, sep, item = ref.path[1:].partition(":")
+    entity = view.entities.get(entity_type, entity_id)
+    if sep and entity is not None and ref.entity_id == entity_id and member in {
+            a.id for a in view.entities.member_apps(entity)}:
+        app = view.app_origin(member)
+        if app is None or app.is_local or app.gateway not in {o.gateway for o in origins}:
+            return []  # a local member (sampled here) or a peer that left
+        app_id = quote(app.remote_id, safe="")
+        return [CopyTarget(app.gateway, f"/apps/{app_id}", ResourceRef(
+            "apps", app.remote_id, ref.collection, "/" + item.lstrip("/")).uri)]
+    out = []
+    for origin in origins:
+        remote = ref.entity_id
+        if (ref.entity_type, ref.entity_id) == (entity_type, entity_id):
+            remote = origin.remote_id
+        out.append(CopyTarget(origin.gateway,
+                              f"/{entity_type}/{quote(origin.remote_id, safe='')}",
+                              ResourceRef(ref.entity_type, remote, ref.collection,
+                                          ref.path).uri))
+    return out
 
 
 def mixed_peers(view: FleetView, entity_type: str, entity_id: str) -> list[Origin]:

@@ -74,6 +74,11 @@ class TopicWatch:
         if entity is None:
             return None
         topics = entity_topics(self.state, entity)
+        member, sep, item = want.path[1:].partition(":")
+        if sep and item.startswith("/"):  # `<app id>:<topic>`: that member's topic only
+            ref = topics.get(item)
+            return (ref.topic, ref.type) if ref is not None and member in ref.member_ids \
+                else None
         ref = topics.get(want.path)
         if ref is None:
             matches = [r for t, r in topics.items() if topic_matches(t, want.path)]
