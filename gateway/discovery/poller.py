@@ -17,6 +17,7 @@ from ..ros.topics import SamplePool
 from .cache import EntityCache
 from .readiness import Readiness
 from .runclock import RunClock
+from .unseen import CHECK_EVERY_S, UnseenParticipants
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,12 @@ def _starting_poll(node: Any, own_topics: frozenset[str], domain_id: int | None
     return take_snapshot(node, own_topics), take_census(node), local
 
 
+def _unseen_check(node: Any, domain_id: int) -> tuple[int | None, int]:
+    # The ports first: a participant bound after them is then counted as discovered anyway.
+    bound = portcensus.local_participants(domain_id)
+    return bound, len(take_census(node).participants)
+
+
 class GraphPoller:
     """Background task: graph poll every interval; entity refresh at most once per debounce."""
 
@@ -66,6 +73,8 @@ class GraphPoller:
         self._census: Census | None = None
         self._local: int | None = None  # participants bound on this host (ros/portcensus.py)
         self._local_why: str | None = None  # why they could not be counted
+        self.unseen = UnseenParticipants()  # bound here but not discovered (unseen.py)
+        self._unseen_checked = 0.0
         self._last: GraphSnapshot | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -92,7 +101,27 @@ class GraphPoller:
                 "participants_on_this_host": self._local,
                 # checks that could not run (readiness decided without them), and why
                 "checks_not_run": [] if self._local_why is None else [
-                    {"check": "port_census", "reason": self._local_why}]}
+                    {"check": "port_census", "reason": self._local_why}],
+                **self.unseen.health()}
+
+    async def _check_unseen(self) -> None:
+        """Compare the participants bound on this host with those discovered; warn once when
+        some stay unseen past the window (unseen.py)."""
+        domain_id = getattr(self.bridge, "domain_id", None)
+        if domain_id is None or self._local_why is not None:
+            return  # the ports cannot be counted here
+        bound, known = await self.bridge.run(_unseen_check, self.bridge.node, domain_id,
+                                             timeout=10.0)
+        event = self.unseen.observe(bound, known, time.monotonic(), time.time())
+        if event == "unseen":
+            log.warning("%d DDS participant(s) bound on this host for over %.0f s are not "
+                        "discovered by the gateway's DDS participant (%s bound, %d discovered): "
+                        "DDS has not rediscovered them (a node frozen past its lease, or a DDS "
+                        "participant that is not a ROS one); their nodes stay unlisted until "
+                        "the gateway or the node is restarted", self.unseen.unseen,
+                        self.unseen.window_s, bound, known)
+        elif event == "cleared":
+            log.info("every DDS participant bound on this host is discovered again")
 
     async def poll_once(self) -> GraphSnapshot:
         """Take one snapshot (in a worker thread)."""
@@ -163,6 +192,14 @@ class GraphPoller:
                          "?" if self._local is None else self._local,
                          now - self.readiness.start)
                 self.ready.set()
+            if self.ready.is_set() and now - self._unseen_checked >= CHECK_EVERY_S:
+                self._unseen_checked = now
+                try:
+                    await self._check_unseen()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("unseen-participant check failed")
             if self.ready.is_set():
                 await asyncio.sleep(poll_delay(self.interval_s, self.idle_interval_s,
                                                now - last_change, pending is not None))
