@@ -63,7 +63,7 @@ unit: install
 
 lint: install
 	$(BIN)/ruff check gateway federation recorder robot_reporter tests bench $(wildcard setup.py)
-	$(BIN)/mypy gateway/config.py gateway/settings_table.py gateway/http gateway/model gateway/wire gateway/discovery/runtime.py \
+	$(BIN)/mypy gateway/settings gateway/process gateway/http gateway/model gateway/wire gateway/discovery/runtime.py \
 		gateway/ros/isolation.py gateway/ros/embedded.py robot_reporter/diag_fault_reporter \
 		gateway/ros/discovery_layout.py gateway/ros/interface_paths.py gateway/ros/described_encode.py \
 		gateway/ros/typebuild.py gateway/ros/callbuild.py gateway/ros/_typebuild_worker.py \

@@ -52,10 +52,10 @@ def check_cost_us(algorithm: str, d: Path, miss: bool, n: int) -> float:
     """Microseconds per guard auth check (in-process, one GET route needing viewer)."""
     from aiohttp.test_utils import make_mocked_request
 
-    from gateway import config
     from gateway.auth import enforce
     from gateway.auth.roles import Role
     from gateway.http.routes import Route
+    from gateway.settings import config
 
     if algorithm == "RS256":
         private, _, _ = write_rsa_keys(d)

@@ -35,8 +35,8 @@ sys.path.insert(0, str(ROOT))
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 
 from bench._wrk import WrkResult, cpu_s, run_measured, run_wrk, spread, wrk_path  # noqa: E402
-from gateway.config import load as load_settings  # noqa: E402
 from gateway.demo.robot import Robot  # noqa: E402
+from gateway.settings.config import load as load_settings  # noqa: E402
 from tests.conftest import free_port  # noqa: E402
 from tests.fleet.junk import JunkProxy  # noqa: E402
 from tests.harness import Gateway  # noqa: E402

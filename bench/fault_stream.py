@@ -111,7 +111,7 @@ def fanout(gw: Any, reporter: Any, clients: int, idle_cpu: float) -> tuple[list[
 
 PROBE = """
 import http.client, json, os, signal, sys, time
-from gateway import loopslice
+from gateway.process import loopslice
 mode = "slice"
 try:  # a client on another machine does not wait for these cores: real-time when allowed
     if sys.argv[2] == "1":

@@ -127,8 +127,8 @@ async def _report_faults(gateway: Any) -> None:
 async def measure() -> None:
     """Gateway (the cli's runner) and bare apps in this process; alternating rounds."""
     from gateway.app import make_app
-    from gateway.config import load
     from gateway.http.server import GatewayRunner
+    from gateway.settings.config import load
 
     tmp = tempfile.mkdtemp()
     settings = load(None, [f"ros.domain_id={DOMAIN}", f"state_dir={tmp}/state"])

@@ -10,7 +10,7 @@ import aiohttp
 import orjson
 from multidict import CIMultiDictProxy
 
-from gateway import client_tls
+from gateway.http import client_tls
 
 from .health import CANCELED, ERROR_STATUS, INVALID_RESPONSE, TIMEOUT, TOO_LARGE, UNREACHABLE
 from .rawhttp import TooLarge, Unsupported, pool_for

@@ -18,7 +18,7 @@ from urllib.parse import quote, urlsplit
 import aiohttp
 from aiohttp import web
 
-from gateway.config import ConfigError
+from gateway.settings.config import ConfigError
 from gateway.state import GatewayState
 
 from .settings import FederationSettings

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from gateway.config import ConfigError
+from gateway.settings.config import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from urllib.parse import quote
 import aiohttp
 import orjson
 
-from gateway import client_tls
+from gateway.http import client_tls
 from gateway.push.uris import ResourceRef
 
 from .fleet import FleetView, Origin

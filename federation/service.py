@@ -18,9 +18,8 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from gateway import client_tls
 from gateway.auth.enforce import claims_of
-from gateway.http import hot
+from gateway.http import client_tls, hot
 from gateway.http.jsonutil import JSON_TYPE, dumps
 from gateway.model.entities import Entity, EntitySet
 from gateway.state import GatewayState

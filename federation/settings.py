@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from gateway.config import ConfigError
+from gateway.settings.config import ConfigError
 
 # Health checks cap the connect and read budgets at this (spec: Limits, aggregation.timeout_ms).
 HEALTH_CAP_S = 1.0

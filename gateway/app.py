@@ -14,11 +14,11 @@ from federation.peer_auth import check_settings as check_peer_settings
 from . import dashboard
 from .auth import enforce
 from .auth import routes as auth_routes
-from .config import Settings
 from .http import cors, ratelimit, resolve_cache
 from .http.jsonutil import JSON_BODY_LIMIT, json_body_limit
 from .http.middleware import make_middleware
 from .http.routes import Registry
+from .settings.config import Settings
 from .state import STATE, GatewayState
 
 log = logging.getLogger(__name__)
@@ -155,13 +155,13 @@ async def _stop_plugins(state: GatewayState) -> None:
 
 
 async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
-    from . import loopslice
     from .discovery.cache import EntityCache
     from .discovery.poller import GraphPoller
     from .discovery.runtime import HostInfo
     from .faults.service import FaultService
-    from .gcpolicy import GcPolicy
-    from .looplag import LoopLag
+    from .process import loopslice
+    from .process.gcpolicy import GcPolicy
+    from .process.looplag import LoopLag
     from .push import service as push
     from .resources import bulk_data
     from .ros.actions import ActionManager

@@ -12,8 +12,9 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 
-from . import __version__, hardexit
-from .config import ConfigError, Settings, load
+from . import __version__
+from .process import hardexit
+from .settings.config import ConfigError, Settings, load
 
 log = logging.getLogger("gateway")
 
@@ -107,7 +108,8 @@ def _settings(args: argparse.Namespace) -> Settings:
 async def serve(settings: Settings, ready_message: str | None = None,
                 on_force_exit: Callable[[], object] | None = None) -> None:
     """Serve until SIGINT or SIGTERM; stop within the grace period, at once on a second one."""
-    from . import client_tls, statefiles
+    from .http import client_tls
+    from .process import statefiles
 
     client_tls.import_aiohttp()  # the CA store of its client contexts waits for a client
     from aiohttp import web
@@ -193,7 +195,7 @@ def _announce_isolation() -> None:
 
 
 def _cap_arenas(settings: Settings) -> None:
-    from . import mallocarenas
+    from .process import mallocarenas
 
     mallocarenas.limit(settings["server.malloc_arenas"])
 
@@ -272,7 +274,7 @@ def _manifest_overrides(manifest: str) -> list[str]:
 
 def cmd_settings(args: argparse.Namespace) -> int:
     """Print the settings reference (and resolved values when a file or overrides are given)."""
-    from .config import SETTINGS
+    from .settings.config import SETTINGS
 
     loaded = load(args.config, args.overrides) if (args.config or args.overrides) else None
     # Compare real values (a redacted secret always differs from its default), show redacted.

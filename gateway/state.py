@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from .config import Settings
 from .events import EventBus
 from .http.drain import Drain
 from .http.guard import Guard
 from .http.routes import Registry, Route
+from .settings.config import Settings
 
 if TYPE_CHECKING:  # the services' types; their modules import this one
     from federation.forward import Forwarder

@@ -42,7 +42,7 @@ class RecorderConfig:
     @classmethod
     def from_settings(cls, s: Any, extra_excluded: frozenset[str] = frozenset()
                       ) -> RecorderConfig:
-        """From the gateway's Settings (gateway.config)."""
+        """From the gateway's Settings (gateway.settings.config)."""
 
         def get(key: str) -> Any:
             return s[PREFIX + key]

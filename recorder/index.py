@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gateway.dirlock import DirLock
+from gateway.process.dirlock import DirLock
 
 log = logging.getLogger(__name__)
 

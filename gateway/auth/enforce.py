@@ -20,10 +20,10 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 from aiohttp.web_urldispatcher import MatchInfoError
 
-from ..config import ConfigError, Settings
 from ..http.errors import ApiError
 from ..http.middleware import error_response
 from ..http.routes import Route
+from ..settings.config import ConfigError, Settings
 from ..state import GatewayState
 from .roles import Role
 from .store import RefreshStore, store_path

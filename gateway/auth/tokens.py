@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric import rsa
 
-from ..config import ConfigError
+from ..settings.config import ConfigError
 from .roles import Role
 from .store import RefreshRefused, RefreshStore, token_hash
 

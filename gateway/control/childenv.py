@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..settings_table import SETTINGS
+from ..settings.settings_table import SETTINGS
 
 # Environment names that look like credentials; never handed to a child.
 SECRET_NAME = re.compile(r"(SECRET|TOKEN|PASSW|PASSWD|CREDENTIAL|PRIVATE|API_?KEY|AUTH)",

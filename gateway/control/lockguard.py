@@ -144,7 +144,7 @@ def config_source(settings: Any, state: GatewayState) -> Callable[[str, str], Lo
     The per-entity source is `state.lock_entity_config`: (kind, entity_id) -> the manifest
     `lock` block ({required_scopes, breakable, max_expiration}) or None.
     """
-    from ..config import ConfigError
+    from ..settings.config import ConfigError
     from .locking import SCOPES
 
     global_max = float(settings["locking.default_max_expiration"])

@@ -34,8 +34,8 @@ from std_msgs.msg import Bool, Float32, String
 from std_srvs.srv import Trigger
 from test_msgs.action import Fibonacci
 
-from gateway import hardexit
 from gateway.demo.robot import PARENT_ENV
+from gateway.process import hardexit
 
 #: Set when the process is asked to stop; long-running callbacks watch it.
 STOP = threading.Event()

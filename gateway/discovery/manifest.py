@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
-from ..config import ConfigError
 from ..http import safeschema
 from ..model.entities import Entity
+from ..settings.config import ConfigError
 from . import inventory
 from .safeyaml import BoundedSafeLoader, YamlLimitError
 from .validate import Issue, validate

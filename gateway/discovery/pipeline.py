@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import Settings
 from ..events import ENTITIES, Event
 from ..model.entities import EntitySet
+from ..settings.config import Settings
 from . import linker, merge
 from .manifest import Manifest, ManifestError, file_stamp, load
 from .settle import Settle

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from ..dirlock import DirLock
+from ..process.dirlock import DirLock
 from .model import FaultRecord
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from ..config import ConfigError, Settings
+from ..settings.config import ConfigError, Settings
 from ..state import GatewayState
 from .errors import ApiError
 from .middleware import error_response

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from ..config import ConfigError
+from ..settings.config import ConfigError
 from ..state import GatewayState
 from .errors import ApiError
 from .middleware import error_response

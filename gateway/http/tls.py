@@ -5,7 +5,7 @@ from __future__ import annotations
 import ssl
 from pathlib import Path
 
-from ..config import ConfigError, Settings
+from ..settings.config import ConfigError, Settings
 
 VERSIONS = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}
 

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from .. import client_tls
 from ..auth.roles import Role
+from ..http import client_tls
 from ..http.errors import ApiError
 from ..http.jsonutil import json_response
 from ..http.openapi import add_schemas

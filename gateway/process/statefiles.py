@@ -35,7 +35,7 @@ def private_by_default(state_dir: str) -> Path:
     previous = os.umask(PRIVATE_UMASK)
     if _started_umask is None:
         _started_umask = previous
-    from .faults.store import default_state_dir
+    from ..faults.store import default_state_dir
 
     directory = Path(state_dir).expanduser() if state_dir else default_state_dir()
     try:

@@ -26,7 +26,6 @@ from recorder.index import Recording
 from recorder.uploads import Upload, UploadStore
 
 from ..auth.roles import Role
-from ..config import ConfigError
 from ..faults.model import iso
 from ..faults.scope import in_scope
 from ..faults.snapshots import NEVER_CAPTURED
@@ -36,6 +35,7 @@ from ..http.multipart import body_parts
 from ..http.ranges import parse_range, plan
 from ..http.routes import Registry
 from ..model.entities import Entity, EntitySet
+from ..settings.config import ConfigError
 from ..state import GatewayState, state_of
 from .common import entities, entity_not_found, envelope, resolve_entity
 

@@ -13,7 +13,6 @@ from aiohttp import web
 
 from ..auth.roles import Role
 from ..auth.secretfiles import forbid_inspection
-from ..config import ConfigError
 from ..control.childenv import child_environment
 from ..control.containment import Containment
 from ..control.runner import FORCED, STOP, CapacityReached, Execution, NotRunning, Runner
@@ -39,6 +38,7 @@ from ..http.multipart import body_parts
 from ..http.routes import Registry
 from ..http.safeschema import problems_off_loop
 from ..model.entities import Entity
+from ..settings.config import ConfigError
 from ..state import GatewayState, state_of
 from .common import envelope, href, resolve_entity
 

@@ -2,11 +2,11 @@
 
 import sys
 
-from ..deferred import defer
+from ..process.deferred import defer
 from . import lazy_interfaces
 
 # rclpy imports numpy (through service_msgs); only messages with fixed-size numeric arrays
-# built as Python objects use it (gateway/deferred.py): about 6 MiB and 0.1 s CPU at start.
+# built as Python objects use it (gateway/process/deferred.py): about 6 MiB and 0.1 s CPU at start.
 defer("numpy")
 # Message classes import rosidl_generator_py for its type-support loader; its package also
 # tries to import the code generator (lark grammar, about 2 MiB), which the gateway never runs

@@ -35,7 +35,7 @@ def start_ros(settings: Any) -> RosBridge:
     serve() makes it before the app is built, so DDS discovery overlaps building the routes;
     it reaches the app as `state.bridge`.
     """
-    from ..config import ConfigError
+    from ..settings.config import ConfigError
     from .interface_paths import install
 
     try:

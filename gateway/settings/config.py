@@ -197,7 +197,7 @@ def load(path: str | Path | None = None, overrides: Iterable[str] = ()) -> Setti
 
 def _read_secret_files(values: dict[str, Any], warnings: list[str]) -> None:
     """Secret settings given by their `<key>_file` twins (gateway/auth/secretfiles.py)."""
-    from .auth.secretfiles import SecretFileError, read_secret_files
+    from ..auth.secretfiles import SecretFileError, read_secret_files
 
     try:
         read = read_secret_files(values, [s.key for s in SETTINGS if s.secret])
@@ -242,7 +242,7 @@ def resolve(raw: Mapping[str, Any]) -> Settings:
         log.warning("%s", message)
     settings = Settings(values, warnings)
     # Children (scripts, update hooks) never see a secret (gateway/control/childenv.py).
-    from .control.childenv import register_secrets, secret_values
+    from ..control.childenv import register_secrets, secret_values
 
     register_secrets(secret_values(settings))
     return settings

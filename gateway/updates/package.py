@@ -152,7 +152,7 @@ def run_script(release: Path, rel: PurePosixPath, env: dict[str, str], timeout_s
     """Run the post-install script rel of release, inside it, with the scrubbed environment;
     PackageError (its output redacted of secrets) on a non-zero exit or timeout."""
     from ..control.childenv import child_environment, registered_secrets
-    from ..statefiles import child_umask
+    from ..process.statefiles import child_umask
 
     try:
         script = rules.hook_inside(release, rel)

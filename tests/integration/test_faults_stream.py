@@ -220,7 +220,7 @@ def test_a_report_burst_reaches_every_client_complete_and_in_order(gw: Gateway,
         wait_until(lambda: rep.pending == 0, 90, "every report acknowledged")
         health = gw.get("/health")
         assert health.status == 200
-        # the startup heap is out of the collector's full collections (gateway/gcpolicy.py)
+        # the startup heap is out of the collector's full collections (gateway/process/gcpolicy.py)
         assert health.json()["x-vendor-gc"]["frozen_objects"] > 0
         # what the list says now (a report lost in transport and resent may land late)
         last = {code: item["message"] for code, item in faults_by_code(gw).items()

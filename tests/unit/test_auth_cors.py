@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gateway import config
-from gateway.config import ConfigError
 from gateway.http.cors import CorsPolicy
+from gateway.settings import config
+from gateway.settings.config import ConfigError
 
 
 def policy(*overrides: str) -> CorsPolicy:

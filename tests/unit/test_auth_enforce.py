@@ -13,7 +13,6 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from gateway import config
 from gateway.auth import enforce
 from gateway.auth import routes as auth_routes
 from gateway.auth.roles import Role
@@ -21,6 +20,7 @@ from gateway.auth.tokens import OAuthError
 from gateway.http.jsonutil import json_response
 from gateway.http.middleware import make_middleware
 from gateway.http.routes import Registry, Route
+from gateway.settings import config
 from gateway.state import STATE, GatewayState
 
 SECRET = "u" * 32

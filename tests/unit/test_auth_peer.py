@@ -11,8 +11,8 @@ from federation.peer_auth import (
     discovered_peer_allowed,
     url_allowed,
 )
-from gateway import config
-from gateway.config import ConfigError
+from gateway.settings import config
+from gateway.settings.config import ConfigError
 
 CALLER = "Bearer caller-token"
 OWN = "Bearer gateway-token"

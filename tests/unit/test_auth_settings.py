@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from gateway import config
 from gateway.app import make_app
-from gateway.config import ConfigError
 from gateway.http.tls import server_context
+from gateway.settings import config
+from gateway.settings.config import ConfigError
 
 SECRET = "s" * 40
 

@@ -17,7 +17,7 @@ from gateway.auth.tokens import (
     load_keys,
     parse_clients,
 )
-from gateway.config import ConfigError
+from gateway.settings.config import ConfigError
 
 SECRET = "k" * 32
 NOW = 1_800_000_000.0

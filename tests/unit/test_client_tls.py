@@ -7,7 +7,7 @@ import sys
 
 _CHILD = """
 import asyncio, ssl
-from gateway import client_tls
+from gateway.http import client_tls
 client_tls.import_aiohttp()
 import aiohttp.connector as connector
 from federation.client import PeerClient

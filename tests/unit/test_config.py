@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway import config
+from gateway.settings import config
 
 
 def test_defaults_match_the_spec() -> None:

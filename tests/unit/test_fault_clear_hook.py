@@ -9,7 +9,6 @@ import aiohttp
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from gateway.config import load
 from gateway.discovery.cache import EntityCache
 from gateway.discovery.runtime import HostInfo
 from gateway.faults.correlation import CorrelationEngine, parse_config
@@ -19,6 +18,7 @@ from gateway.faults.store import FaultStore
 from gateway.faults.stream import FaultStream, SseSlots
 from gateway.http.routes import Registry
 from gateway.resources import faults as resource
+from gateway.settings.config import load
 from gateway.state import STATE, GatewayState
 
 RULES = {"rules": [{"id": "h", "mode": "hierarchical", "root_cause": {"codes": ["ROOT"]},

@@ -13,8 +13,8 @@ from federation.settings import (
     service_type,
     static_peers,
 )
-from gateway import config
-from gateway.config import ConfigError
+from gateway.settings import config
+from gateway.settings.config import ConfigError
 
 
 def test_defaults_match_the_spec_table() -> None:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from gateway.gcpolicy import GcPolicy
+from gateway.process.gcpolicy import GcPolicy
 
 
 class _Marker:

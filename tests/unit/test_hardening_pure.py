@@ -145,9 +145,9 @@ def test_a_built_in_route_without_a_schema_is_reported() -> None:
 
 def test_plugin_routes_carry_their_declared_schema_or_the_generic_one() -> None:
     from gateway.app import build_registry
-    from gateway.config import load
     from gateway.http.openapi import build
     from gateway.plugins.manager import PluginManager
+    from gateway.settings.config import load
 
     plugins = PluginManager(load(None, ["plugins=[graph_provider,graph_watchdog,test_plc]"]))
     assert [p.name for p in plugins.loaded] == ["graph_provider", "graph_watchdog", "test_plc"]

@@ -11,7 +11,7 @@ import pytest
 # Python thread (a threading.Timer watchdog, say) can run until it returns.
 _CHILD = """
 import ctypes, sys
-from gateway import hardexit
+from gateway.process import hardexit
 print(hardexit.arm(float(sys.argv[1]), status=int(sys.argv[2])), flush=True)
 ctypes.PyDLL(None).sleep(600)
 print("the GIL-holding call returned", flush=True)
@@ -35,7 +35,7 @@ def test_deadline_exits_with_status_while_the_gil_is_held(status: int) -> None:
 
 
 def test_a_deadline_not_in_the_future_is_refused() -> None:
-    from gateway import hardexit
+    from gateway.process import hardexit
 
     assert hardexit.arm(0.0) is False
     assert hardexit.arm(-1.0) is False

@@ -11,13 +11,13 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from gateway.config import load
 from gateway.discovery.cache import EntityCache
 from gateway.discovery.runtime import HostInfo
 from gateway.faults.bodies import BodyCache
 from gateway.http import hot
 from gateway.http.routes import Registry
 from gateway.http.server import GatewayRunner
+from gateway.settings.config import load
 from gateway.state import STATE, GatewayState
 from tests.conftest import HOT_WIRE_SETTINGS, free_port
 

@@ -13,12 +13,12 @@ import pytest
 from aiohttp.test_utils import make_mocked_request
 
 from gateway.app import make_app
-from gateway.config import load
 from gateway.control.lockguard import LockService, write_target
 from gateway.events import LOCKS, Event
 from gateway.http.errors import ApiError
 from gateway.http.routes import API_PREFIX, Route
 from gateway.model.entities import Entity, EntitySet
+from gateway.settings.config import load
 from gateway.state import STATE, GatewayState
 
 HOLDER, OTHER = "holder-client", "other-client"
@@ -179,7 +179,7 @@ def test_lock_routes_answer_501_when_locking_is_disabled(tmp_path: Path) -> None
 
 
 def test_unknown_required_scope_is_refused_at_startup(tmp_path: Path) -> None:
-    from gateway.config import ConfigError
+    from gateway.settings.config import ConfigError
 
     with pytest.raises(ConfigError, match="locking.defaults.apps.lock_required_scopes"):
         make_app(load(None, [f"state_dir={tmp_path}",

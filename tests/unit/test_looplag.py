@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gateway.looplag import LoopLag, lag_quantile
+from gateway.process.looplag import LoopLag, lag_quantile
 
 
 def test_a_blocking_call_shows_as_lag() -> None:

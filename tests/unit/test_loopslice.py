@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from gateway import loopslice
+from gateway.process import loopslice
 
 
 def _in_thread(fn: object) -> object:

@@ -11,7 +11,7 @@ import pytest
 # prints one "Arena N:" block per arena in use to stderr.
 _CHILD = """
 import ctypes, sys, threading
-from gateway import mallocarenas
+from gateway.process import mallocarenas
 print(mallocarenas.limit(int(sys.argv[1])))
 libc = ctypes.CDLL(None)
 libc.malloc.restype = ctypes.c_void_p

@@ -6,12 +6,12 @@ import asyncio
 from pathlib import Path
 from types import SimpleNamespace
 
-from gateway import config
 from gateway.discovery.cache import EntityCache
 from gateway.discovery.pipeline import ManifestDiscovery
 from gateway.discovery.runtime import HostInfo
 from gateway.events import ENTITIES, Event, EventBus
 from gateway.ros.graph import GraphSnapshot, NodeInfo
+from gateway.settings import config
 from tests.unit.test_linker import MANIFEST
 
 GRAPH = GraphSnapshot(nodes=(

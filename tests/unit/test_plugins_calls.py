@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from gateway import config
 from gateway.app import build_registry
 from gateway.auth.enforce import required_role
 from gateway.auth.roles import Role
@@ -17,6 +16,7 @@ from gateway.http.errors import ApiError
 from gateway.plugins.api import NotFound, PluginError
 from gateway.plugins.calls import Caller, plugin_error
 from gateway.plugins.manager import PluginManager
+from gateway.settings import config
 
 
 def run(coro: Any) -> Any:

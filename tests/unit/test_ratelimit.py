@@ -9,8 +9,6 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from gateway import config
-from gateway.config import ConfigError
 from gateway.http.jsonutil import json_response
 from gateway.http.middleware import make_middleware
 from gateway.http.ratelimit import (
@@ -21,6 +19,8 @@ from gateway.http.ratelimit import (
     parse_endpoint_limits,
 )
 from gateway.http.routes import Registry
+from gateway.settings import config
+from gateway.settings.config import ConfigError
 from gateway.state import STATE, GatewayState
 
 

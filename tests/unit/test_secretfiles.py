@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import ConfigError, load
 from gateway.control import childenv
+from gateway.settings.config import ConfigError, load
 
 SECRET = "file-held-jwt-secret-0123456789abcdef"
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway import cli, config, settings_unbuilt
+from gateway import cli
+from gateway.settings import config, settings_unbuilt
 
 
 def refusal(*overrides: str) -> str:

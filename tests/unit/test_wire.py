@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from gateway import config
 from gateway.faults.model import CONFIRMED, ERROR, FaultRecord
 from gateway.http.errors import ApiError
 from gateway.model.entities import Entity, EntitySet
 from gateway.model.ids import invalid_id_reason
+from gateway.settings import config
 from gateway.wire import make_wire
 from gateway.wire.bodies import (
     build_message,
