@@ -43,5 +43,5 @@ def register(reg: Registry) -> None:
             response="BeaconEvent",
             summary="A primary's liveness and entity ETag stream (one line per interval)")
     reg.add("GET", "/x-vendor-connect", connect, tag="discovery", streaming=True,
-            response="Object",
+            response="Object", feature="aggregation",
             summary="A robot's tunnel to this primary (WebSocket; aggregation.connect_token)")

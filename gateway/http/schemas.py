@@ -117,8 +117,8 @@ def components(vendor: str) -> dict[str, Any]:
         "DataRead": _obj(("id", "data"), id=STR, data=ANY),
         "Message": {"type": "object", "description": "Fields of the topic's message type"},
         "Object": {"type": "object"},
-        "BeaconEvent": {"type": "string", "description": "each event's data: the ETag of "
-                        f"/x-{vendor}-entities (federation/beacon.py)"},
+        "BeaconEvent": _obj(("data",), event=STR, data={
+            **STR, "description": f"the ETag of /x-{vendor}-entities (federation/beacon.py)"}),
         "Operation": _obj(("id", "name"), id=STR, name=STR, type={"enum": ["service", "action"]},
                           asynchronous_execution=BOOL, proximity_proof_required=BOOL,
                           schema={"type": "object"}),
