@@ -12,8 +12,10 @@ participant's nodes are listed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -38,6 +40,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from gateway.demo.robot import ros_env
+from gateway.ros import portcensus
 from gateway.ros.discovery_layout import NodeEntities, ParticipantEntities, encode
 from tests.conftest import free_port
 from tests.harness import Gateway, enc
@@ -99,8 +102,9 @@ def gw(domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gatewa
         yield g
 
 
-@pytest.fixture
-def talker(domain: int) -> Iterator[subprocess.Popen[str]]:
+@contextlib.contextmanager
+def running_talker(domain: int) -> Iterator[subprocess.Popen[str]]:
+    """The frozen_talker node in its own process, stopped on exit."""
     env = ros_env(domain)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     proc = subprocess.Popen([sys.executable, "-c", TALKER], env=env, stdout=subprocess.PIPE,
@@ -118,9 +122,38 @@ def talker(domain: int) -> Iterator[subprocess.Popen[str]]:
     proc.stdout.close()
 
 
-def test_a_node_frozen_past_its_lease_comes_back(gw: Gateway,
-                                                 talker: subprocess.Popen[str]) -> None:
+def unseen(gw: Gateway) -> int:
+    """Participants bound on this host that the gateway reports as not discovered."""
+    return int(gw.get("/health").json()["x-vendor-readiness"]["participants_unseen"])
+
+
+FREEZE_CYCLES = 3
+
+
+def test_a_node_frozen_past_its_lease_comes_back(gw: Gateway, domain: int) -> None:
+    # In about 1 resume of 6 Fast DDS never rediscovers the resumed participant (docs/ros.md):
+    # then the gateway must notice it in /health, and the cycle is tried again with a new node.
+    stuck = 0
+    for _cycle in range(FREEZE_CYCLES):
+        with running_talker(domain) as talker:
+            back_after = freeze_and_resume(gw, talker)
+            if back_after is None:
+                stuck += 1
+                continue
+            check_resumed(gw, back_after)
+            print(f"DDS did not rediscover the resumed node in {stuck} of {stuck + 1} cycles")
+            return
+        # the stuck node is gone: nothing is missing any more
+        wait_until(lambda: unseen(gw) == 0, 20, "/health to clear participants_unseen")
+    pytest.fail(f"DDS did not rediscover the resumed node in all {FREEZE_CYCLES} cycles "
+                "(the gateway noticed each time)")
+
+
+def freeze_and_resume(gw: Gateway, talker: subprocess.Popen[str]) -> float | None:
+    """Stop the talker past its lease and resume it; seconds until it is listed again, or
+    None when DDS did not rediscover it and the gateway reported it as unseen."""
     wait_until(lambda: "frozen_talker" in apps(gw), 60, "the talker to be listed")
+    assert unseen(gw) == 0
     os.kill(talker.pid, signal.SIGSTOP)
     wait_until(lambda: "frozen_talker" not in apps(gw), 30,
                "the gateway to drop the stopped node (lease expiry)")
@@ -128,14 +161,24 @@ def test_a_node_frozen_past_its_lease_comes_back(gw: Gateway,
     resumed = time.monotonic()
     try:
         wait_until(lambda: "frozen_talker" in apps(gw), 15, "the resumed node to be listed again")
+        return time.monotonic() - resumed
     except AssertionError as exc:
-        seen = fresh_participant_sees_talker(gw.domain)
         figures = gw.get("/health").json()["x-vendor-ros-types"]["discovery_info"]
-        raise AssertionError(
-            f"{exc}; a fresh DDS participant {'sees' if seen else 'does not see'} the node; "
-            f"participants_returned={figures['participants_returned']} (0: the gateway's DDS "
-            f"participant never rediscovered the resumed one)") from None
-    back_after = time.monotonic() - resumed
+        try:
+            wait_until(lambda: unseen(gw) >= 1, 20, "/health to report the unseen participant")
+        except AssertionError as noticed:
+            seen = fresh_participant_sees_talker(gw.domain)
+            raise AssertionError(
+                f"{exc}, and {noticed}; a fresh DDS participant "
+                f"{'sees' if seen else 'does not see'} the node; "
+                f"participants_returned={figures['participants_returned']}") from None
+        print(f"DDS did not rediscover the resumed node (participants_returned="
+              f"{figures['participants_returned']}); the gateway reported it unseen")
+        return None
+
+
+def check_resumed(gw: Gateway, back_after: float) -> None:
+    """The resumed node's endpoints and data are back."""
     # its endpoints come back with it, each as DDS rediscovers it (later under load)
     gw.wait_for("/apps/frozen_talker/data", lambda b: any(
         i["id"] == "/frozen/chatter" for i in b["items"]), timeout=20)
@@ -147,6 +190,38 @@ def test_a_node_frozen_past_its_lease_comes_back(gw: Gateway,
     print(f"listed again {back_after:.2f} s after SIGCONT")
     figures = gw.get("/health").json()["x-vendor-ros-types"]["discovery_info"]
     assert figures["participants_returned"] >= 1
+
+
+def test_a_bound_participant_the_gateway_does_not_discover_is_reported(
+        gw: Gateway, domain: int) -> None:
+    # Two UDP sockets on a participant's metatraffic and user ports, with no DDS behind them:
+    # the port census counts a participant that DDS never discovers.
+    wait_until(lambda: unseen(gw) == 0, 30, "no participant unseen before")
+    held: list[socket.socket] = []
+    for pid in range(60, portcensus.MAX_PARTICIPANTS):
+        port = portcensus.port_range(domain)[pid]
+        try:
+            for p in (port, port + portcensus.USER_UNICAST_OFFSET):
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                held.append(s)
+                s.bind(("127.0.0.1", p))
+            break
+        except OSError:
+            for s in held:
+                s.close()
+            held.clear()
+    assert held, "no free participant id"
+    try:
+        body = gw.wait_for("/health", lambda b: b["x-vendor-readiness"]["participants_unseen"]
+                           == 1, timeout=30)
+        assert body["x-vendor-readiness"]["participants_unseen_since"].endswith("Z")
+        assert gw.log_path is not None
+        assert "DDS has not rediscovered them" in gw.log_path.read_text()
+    finally:
+        for s in held:
+            s.close()
+    gw.wait_for("/health", lambda b: b["x-vendor-readiness"]["participants_unseen"] == 0
+                and b["x-vendor-readiness"]["participants_unseen_since"] is None, timeout=20)
 
 
 def fresh_participant_sees_talker(domain: int) -> bool:
