@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # the services' types; their modules import this one
     from .resources.scripts import ScriptService
     from .ros.actions import ActionManager
     from .ros.bridge import RosBridge
+    from .ros.callbuild import ServiceTypeBuilds
     from .ros.described import DescribedTypes
     from .ros.param_events import ParameterEvents
     from .ros.parameters import ParameterStore
@@ -108,7 +109,7 @@ class GatewayState:
     fault_entity_index: tuple[int, dict[str, str]] = field(default_factory=lambda: (-1, {}))
     openapi: dict[str, Any] | None = None  # the served OpenAPI document, built on first use
     described_types: DescribedTypes | None = None  # made on first use
-    service_type_builds: Any = None  # ros/callbuild.py ServiceTypeBuilds, on first use
+    service_type_builds: ServiceTypeBuilds | None = None  # made on first use
     wire_cache: Wire | None = None
 
     @property
