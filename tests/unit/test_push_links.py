@@ -5,18 +5,20 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
-from federation.fleet import PeerSet, merge
+from federation.fleet import FleetView, PeerSet, merge
 from federation.push_links import (
     COPY_LEASE_S,
     RELINK_MAX_S,
     RELINK_S,
     Link,
     copy_body,
+    copy_targets,
     mixed_peers,
     relink_delay,
 )
 from gateway.model.entities import Entity, EntitySet
 from gateway.push.rules import subscription_create, trigger_create
+from gateway.push.uris import parse_resource
 from tests.unit.test_push_engine import engine
 
 
@@ -57,6 +59,44 @@ def test_mixed_peers_cover_shared_entities_not_local_or_peer_owned_ones() -> Non
     assert [o.gateway for o in mixed_peers(view, "functions", "fleet")] == ["r1", "r2"]
     assert mixed_peers(view, "functions", "mine") == []
     assert mixed_peers(view, "functions", "solo") == []  # forwarded to r1 instead
+
+
+def _twins() -> FleetView:
+    """This gateway and robots r1, r2 each run `temp_sensor` under the function `pt`."""
+    def robot() -> EntitySet:
+        return _set(Entity("apps", "temp_sensor", "temp_sensor", node_fqn="/t"),
+                    Entity("functions", "pt", "pt", hosts=["temp_sensor"]))
+    return merge(robot(), [PeerSet("r1", robot()), PeerSet("r2", robot())], 1)
+
+
+def test_copies_go_to_every_contributing_peer_in_its_own_ids() -> None:
+    view = _twins()
+    ref = parse_resource("/api/v1/functions/pt/data/powertrain/engine/temperature")
+    got = [(t.peer, t.entity_path, t.resource) for t in copy_targets(view, "functions", "pt",
+                                                                      ref)]
+    res = "/api/v1/functions/pt/data/powertrain/engine/temperature"
+    assert got == [("r1", "/functions/pt", res), ("r2", "/functions/pt", res)]
+
+
+def test_a_member_qualified_item_is_copied_to_that_members_peer_on_its_app() -> None:
+    view = _twins()
+    ref = parse_resource("/api/v1/functions/pt/data/r2__temp_sensor%3A%2Fpowertrain%2Ftemp")
+    [target] = copy_targets(view, "functions", "pt", ref)
+    assert (target.peer, target.entity_path, target.resource) == (
+        "r2", "/apps/temp_sensor", "/api/v1/apps/temp_sensor/data/powertrain/temp")
+    # a local member is sampled here: no copy anywhere
+    local = parse_resource("/api/v1/functions/pt/data/temp_sensor:/powertrain/temp")
+    assert copy_targets(view, "functions", "pt", local) == []
+
+
+def test_a_peer_owned_app_answered_here_is_copied_to_its_owner() -> None:
+    view = _twins()
+    ref = parse_resource("/api/v1/apps/r1__temp_sensor/data/powertrain/temp")
+    [target] = copy_targets(view, "apps", "r1__temp_sensor", ref)
+    assert (target.peer, target.entity_path, target.resource) == (
+        "r1", "/apps/temp_sensor", "/api/v1/apps/temp_sensor/data/powertrain/temp")
+    assert copy_targets(view, "apps", "temp_sensor", parse_resource(
+        "/api/v1/apps/temp_sensor/data/powertrain/temp")) == []  # this gateway's own
 
 
 def _trigger_body(multishot: bool) -> dict[str, object]:
