@@ -264,8 +264,14 @@ async def download(request: web.Request) -> web.StreamResponse:
                         f"'{entity.id}'", entity_id=entity.id, category=category, id=item_id)
     if category == ROSBAGS:
         rec_svc = state.recorder
-        rec = rec_svc.resolve(item_id) if rec_svc is not None else None
-        if rec is None or rec_svc is None:
+        if rec_svc is None:
+            raise not_found(f"Bulk-data '{item_id}' not found in '{category}' on {entity.type} "
+                            f"'{entity.id}': this gateway records no faults (set "
+                            "snapshots.rosbag.enabled=true to record them)",
+                            entity_id=entity.id, category=category, id=item_id,
+                            setting="snapshots.rosbag.enabled")
+        rec = rec_svc.resolve(item_id)
+        if rec is None:
             raise missing
         owners = _owners(state, entity)
         if not _recording_visible(state, rec, owners):

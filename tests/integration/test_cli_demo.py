@@ -78,3 +78,14 @@ def test_settings_piped_into_head_ends_quietly() -> None:
     assert proc.returncode == 0
     assert len(proc.stdout.decode().splitlines()) == 2
     assert b"Traceback" not in proc.stderr and b"BrokenPipe" not in proc.stderr, proc.stderr
+
+
+def test_bag_pull_says_when_the_gateway_records_nothing(domain: int, tmp_path: Path) -> None:
+    with Gateway(free_port(), domain, [f"state_dir={tmp_path / 'state'}"]) as gw:
+        host = gw.get("/components").json()["items"][0]["id"]
+        url = f"{gw.base}/components/{host}/bulk-data/rosbags/ENGINE_OVERHEAT"
+        proc = subprocess.run([sys.executable, "-m", "gateway", "bag", "pull", url,
+                               "-o", str(tmp_path / "out")], cwd=ROOT, capture_output=True,
+                              text=True, timeout=120)
+    assert proc.returncode == 1
+    assert "HTTP 404" in proc.stderr and "snapshots.rosbag.enabled" in proc.stderr, proc.stderr
