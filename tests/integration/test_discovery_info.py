@@ -111,15 +111,17 @@ def running_talker(domain: int) -> Iterator[subprocess.Popen[str]]:
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "READY"
-    yield proc
-    os.kill(proc.pid, signal.SIGCONT)
-    proc.terminate()
     try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(5)
-    proc.stdout.close()
+        yield proc
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        proc.stdout.close()
 
 
 def unseen(gw: Gateway) -> int:
@@ -153,7 +155,7 @@ def freeze_and_resume(gw: Gateway, talker: subprocess.Popen[str]) -> float | Non
     """Stop the talker past its lease and resume it; seconds until it is listed again, or
     None when DDS did not rediscover it and the gateway reported it as unseen."""
     wait_until(lambda: "frozen_talker" in apps(gw), 60, "the talker to be listed")
-    assert unseen(gw) == 0
+    wait_until(lambda: unseen(gw) == 0, 30, "no participant unseen before the freeze")
     os.kill(talker.pid, signal.SIGSTOP)
     wait_until(lambda: "frozen_talker" not in apps(gw), 30,
                "the gateway to drop the stopped node (lease expiry)")
