@@ -135,20 +135,28 @@ FREEZE_CYCLES = 3
 def test_a_node_frozen_past_its_lease_comes_back(gw: Gateway, domain: int) -> None:
     # In about 1 resume of 6 Fast DDS never rediscovers the resumed participant (docs/ros.md):
     # then the gateway must notice it in /health, and the cycle is tried again with a new node.
-    stuck = 0
+    # More rarely DDS rediscovers the participant but not one of its endpoints (docs/ros.md):
+    # that cycle is tried again too.
+    stuck = partial = 0
     for _cycle in range(FREEZE_CYCLES):
         with running_talker(domain) as talker:
             back_after = freeze_and_resume(gw, talker)
             if back_after is None:
                 stuck += 1
                 continue
-            check_resumed(gw, back_after)
-            print(f"DDS did not rediscover the resumed node in {stuck} of {stuck + 1} cycles")
+            missing = check_resumed(gw, back_after)
+            if missing:
+                partial += 1
+                print(f"listed again, but DDS did not rediscover its {missing}")
+                continue
+            print(f"DDS did not rediscover the resumed node in {stuck}, and one of its "
+                  f"endpoints in {partial}, of {stuck + partial + 1} cycles")
             return
         # the stuck node is gone: nothing is missing any more
         wait_until(lambda: unseen(gw) == 0, 20, "/health to clear participants_unseen")
-    pytest.fail(f"DDS did not rediscover the resumed node in all {FREEZE_CYCLES} cycles "
-                "(the gateway noticed each time)")
+    pytest.fail(f"DDS did not rediscover the resumed node ({stuck}) or one of its endpoints "
+                f"({partial}) in all {FREEZE_CYCLES} cycles (the gateway noticed every lost "
+                "participant)")
 
 
 def freeze_and_resume(gw: Gateway, talker: subprocess.Popen[str]) -> float | None:
@@ -179,19 +187,23 @@ def freeze_and_resume(gw: Gateway, talker: subprocess.Popen[str]) -> float | Non
         return None
 
 
-def check_resumed(gw: Gateway, back_after: float) -> None:
-    """The resumed node's endpoints and data are back."""
+def check_resumed(gw: Gateway, back_after: float) -> str | None:
+    """The resumed node's endpoints and data are back; else which endpoint DDS did not bring
+    back."""
     # its endpoints come back with it, each as DDS rediscovers it (later under load)
-    gw.wait_for("/apps/frozen_talker/data", lambda b: any(
-        i["id"] == "/frozen/chatter" for i in b["items"]), timeout=20)
-    gw.wait_for("/apps/frozen_talker/operations", lambda b: any(
-        "reset" in i["id"] for i in b["items"]), timeout=20)
+    for path, item in (("data", "/frozen/chatter"), ("operations", "reset")):
+        try:
+            gw.wait_for(f"/apps/frozen_talker/{path}", lambda b, item=item: any(
+                item in i["id"] for i in b["items"]), timeout=20)
+        except AssertionError:
+            return f"{path} item {item}"
     body = gw.wait_for(f"/apps/frozen_talker/data/{enc('/frozen/chatter')}",
                        lambda b: b["x-vendor"]["status"] == "data", timeout=20)
     assert body["data"] == {"data": "tick"}
     print(f"listed again {back_after:.2f} s after SIGCONT")
     figures = gw.get("/health").json()["x-vendor-ros-types"]["discovery_info"]
     assert figures["participants_returned"] >= 1
+    return None
 
 
 def test_a_bound_participant_the_gateway_does_not_discover_is_reported(
