@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import interface_paths
+from .described import ask_description
 from .typebuild import MAX_TYPES, BuildError, fields_of, service_spec, split_type
 
 log = logging.getLogger(__name__)
@@ -218,19 +219,8 @@ class ServiceTypeBuilds:
                 await asyncio.sleep(0.05)
             request = GetTypeDescription.Request(type_name=type_name, type_hash=type_hash,
                                                  include_type_sources=False)
-            response = None
-            for _ in range(3):  # a first request can go before the reply matches
-                future = client.call_async(request)
-                try:
-                    response = await asyncio.wait_for(self.bridge.wrap_future(future),
-                                                      FETCH_TIMEOUT_S)
-                    break
-                except asyncio.TimeoutError:
-                    client.remove_pending_request(future)
-            if response is None:
-                raise TimeoutError(f"{node_fqn} did not answer get_type_description")
-            if not response.successful:
-                raise LookupError(f"{node_fqn}: {response.failure_reason or 'no description'}")
+            response = await ask_description(self.bridge, client, request, node_fqn,
+                                             FETCH_TIMEOUT_S)
         finally:
             await self.bridge.run(node.destroy_client, client)
         td = response.type_description

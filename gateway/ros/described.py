@@ -35,6 +35,25 @@ MAX_WRITERS = 16
 TAKE_POLL_S = 0.02
 
 
+async def ask_description(bridge: Any, client: Any, request: Any, fqn: str,
+                          timeout_s: float) -> Any:
+    """A node's successful GetTypeDescription answer; TimeoutError, or LookupError with the
+    node's reason."""
+    response = None
+    for _ in range(FETCH_ATTEMPTS):  # a first request can go before the reply matches
+        future = client.call_async(request)
+        try:
+            response = await asyncio.wait_for(bridge.wrap_future(future), timeout_s)
+            break
+        except asyncio.TimeoutError:
+            client.remove_pending_request(future)
+    if response is None:
+        raise TimeoutError(f"{fqn} did not answer get_type_description")
+    if not response.successful:
+        raise LookupError(f"{fqn}: {response.failure_reason or 'no description'}")
+    return response
+
+
 class _TypeSupport(ctypes.Structure):
     """rosidl_message_type_support_t."""
 
@@ -208,19 +227,8 @@ class DescribedTypes:
         try:
             request = GetTypeDescription.Request(type_name=type_name, type_hash=type_hash,
                                                  include_type_sources=True)
-            response = None
-            for _ in range(FETCH_ATTEMPTS):  # a first request can go before the reply matches
-                future = client.call_async(request)
-                try:
-                    response = await asyncio.wait_for(self.bridge.wrap_future(future),
-                                                      FETCH_TIMEOUT_S)
-                    break
-                except asyncio.TimeoutError:
-                    client.remove_pending_request(future)
-            if response is None:
-                raise TimeoutError(f"{fqn} did not answer get_type_description")
-            if not response.successful:
-                raise LookupError(f"{fqn}: {response.failure_reason or 'no description'}")
+            response = await ask_description(self.bridge, client, request, fqn,
+                                             FETCH_TIMEOUT_S)
             definition = definition_text(type_name, [
                 (s.type_name, s.encoding, s.raw_file_contents) for s in response.type_sources])
             converter = converter_for_definition(type_name, definition)
