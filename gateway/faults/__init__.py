@@ -1,7 +1,8 @@
 """Faults: the robot-side reporter and the gateway's fault manager.
 
-Robot nodes import `FaultReporter` from here (or from `gateway.faults.reporter`); nothing of
-the gateway server is imported by doing so.
+The reporter lives in its own distribution, `diag-fault-reporter` (`robot_reporter/`), which a
+robot installs into its own Python without any ROS wheel (docs/faults.md); it is re-exported
+here for code that runs beside the gateway. Importing it pulls in nothing of the server.
 """
 
 from .reporter import ACK_TOPIC, REPORT_TOPIC, FaultReporter, LocalFilter
