@@ -86,3 +86,15 @@ def user_environment() -> dict[str, str]:
 def child_environment() -> dict[str, str]:
     """The user's environment minus every registered secret: what a child process gets."""
     return scrubbed_env(user_environment(), registered_secrets())
+
+
+def ros_environment(domain_id: int) -> dict[str, str]:
+    """What a child needs to reach the gateway's own robot: the ROS domain the gateway joined
+    (`ros.domain_id`, -1: the environment's) and its discovery range."""
+    out: dict[str, str] = {}
+    if domain_id >= 0:
+        out["ROS_DOMAIN_ID"] = str(domain_id)
+    scope = os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE")
+    if scope:
+        out["ROS_AUTOMATIC_DISCOVERY_RANGE"] = scope
+    return out

@@ -13,7 +13,7 @@ from aiohttp import web
 
 from ..auth.roles import Role
 from ..auth.secretfiles import forbid_inspection
-from ..control.childenv import child_environment
+from ..control.childenv import child_environment, ros_environment
 from ..control.containment import Containment
 from ..control.runner import FORCED, STOP, CapacityReached, Execution, NotRunning, Runner
 from ..control.scripts import (
@@ -292,7 +292,8 @@ async def start_execution(request: web.Request) -> web.Response:
     try:
         record = await runner.start(
             sc.id, entity.kind, entity.id, [*prefix, *command(sc, parameters)],
-            run_env({**child_environment(), **user_env}, sc, parameters, entity.kind,
+            run_env({**child_environment(), **ros_environment(state.settings["ros.domain_id"]),
+                     **user_env}, sc, parameters, entity.kind,
                     entity.id, exec_id),
             timeout, cwd=str(sc.path.parent), execution_id=exec_id)
     except CapacityReached as exc:

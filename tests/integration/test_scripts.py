@@ -229,3 +229,22 @@ def test_upload_errors_write_nothing(gw: Gateway, uploads: Path) -> None:
                  400, "invalid-parameter")
     assert not any(p.is_file() for p in uploads.rglob("*"))
     assert gw.get(f"{APP}/scripts").json()["x-vendor"]["total_count"] == 6
+
+
+def test_a_script_reaches_the_gateways_ros_domain(robot: Robot, domain: int,
+                                                  tmp_path: Path) -> None:
+    # The shell that starts this gateway has no ROS_DOMAIN_ID; `--domain` names the robot's.
+    scripts_dir = tmp_path / "scripts"
+    scripts_dir.mkdir()
+    (scripts_dir / "hello.sh").write_text(SCRIPTS["hello.sh"])
+    settings = [f"state_dir={tmp_path / 'state'}", f"scripts.scripts_dir={scripts_dir}",
+                "scripts.allow_anonymous=true"]
+    with Gateway(free_port(), domain, settings, tmp_path / "gateway.log",
+                 env={"ROS_DOMAIN_ID": None}) as g:
+        g.wait_for("/apps", lambda b: "calibration" in {i["id"] for i in b["items"]},
+                   timeout=30)
+        body = finished(g, started(g, "hello"))
+    env = dict(line.split("=", 1) for line in body["parameters"]["stdout"].splitlines()
+               if "=" in line)
+    assert env.get("ROS_DOMAIN_ID") == str(domain), env.get("ROS_DOMAIN_ID")
+    assert env.get("ROS_AUTOMATIC_DISCOVERY_RANGE") == "LOCALHOST"
