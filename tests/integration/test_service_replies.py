@@ -6,6 +6,7 @@ import asyncio
 import threading
 import time
 import warnings
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -50,10 +51,16 @@ class Server:
         self.thread.start()
 
     def _reply_readers_known(self) -> bool:
-        """Every client whose request writer this node knows has its reply reader known too."""
+        """Every client whose request writer this node knows has its reply reader known too.
+
+        A client's two endpoints share its participant's GUID prefix (the first 12 bytes of a
+        gid); counting per participant, not in all, keeps a closed client's reader that DDS has
+        not yet forgotten from standing in for another participant's new client."""
         writers = self.node.get_publishers_info_by_topic(REQUEST_TOPIC, no_mangle=True)
         readers = self.node.get_subscriptions_info_by_topic(REPLY_TOPIC, no_mangle=True)
-        return len(readers) >= len(writers)
+        need = Counter(bytes(w.endpoint_gid[:12]) for w in writers)
+        have = Counter(bytes(r.endpoint_gid[:12]) for r in readers)
+        return all(have[prefix] >= n for prefix, n in need.items())
 
     def _answer(self, request: Any, response: Any) -> Any:
         # A request can arrive before DDS told this server of the client's reply reader (a
