@@ -1,4 +1,8 @@
-"""Scripts of plugin-owned entities: served by the plugin's script provider."""
+"""Scripts of plugin-owned entities: served by the plugin's script provider.
+
+Uploading and running one runs code like the gateway's own scripts, so the same gates apply:
+anonymous callers only with scripts.allow_anonymous, uploads only with scripts.allow_uploads.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from aiohttp import web
 from ..http.errors import ApiError, bad_request, invalid_parameter, not_found
 from ..http.jsonutil import json_response
 from ..resources.common import envelope, href
+from ..resources.scripts import refuse_anonymous
 from .api import SCRIPTS
 from .served import Served, compact, items_of
 
@@ -70,11 +75,15 @@ async def serve(s: Served) -> web.StreamResponse | None:
         items = items_of(await call(provider.list_scripts, eid, entity_id=eid))
         return json_response(envelope(s.state, [_script(s, i) for i in items], eid))
     if s.action == "upload":
+        refuse_anonymous(s.request, s.state)
         if not hasattr(provider, "upload_script"):
             raise bad_request(f"Plugin '{s.owner.name}' does not accept script uploads for "
                               f"{s.entity.type} '{eid}'", entity_id=eid)
         from ..resources.scripts import _read_upload
 
+        if not s.state.settings["scripts.allow_uploads"]:
+            raise bad_request("Script uploads are disabled on this gateway (setting "
+                              "scripts.allow_uploads)")
         limit = int(float(s.state.settings["scripts.max_file_size_mb"]) * 1024 * 1024)
         filename, content, meta = await _read_upload(s.request, limit)
         item = await call(provider.upload_script, eid, filename, content, meta, entity_id=eid)
@@ -94,6 +103,7 @@ async def serve(s: Served) -> web.StreamResponse | None:
         await call(provider.delete_script, eid, script_id, entity_id=eid)
         return web.Response(status=204)
     if s.action == "execute":
+        refuse_anonymous(s.request, s.state)
         body = await _json(s.request)
         kind = body.get("execution_type")
         if kind not in EXECUTION_TYPES:

@@ -204,8 +204,9 @@ async def _read_upload(request: web.Request, limit: int) -> tuple[str, bytes, di
     return filename, content, meta
 
 
-def _refuse_anonymous(request: web.Request, state: GatewayState) -> None:
-    """403 when anonymous callers could run code and scripts.allow_anonymous is off."""
+def refuse_anonymous(request: web.Request, state: GatewayState) -> None:
+    """403 when anonymous callers could run code and scripts.allow_anonymous is off (the
+    gateway's own scripts and those a plugin serves alike)."""
     if anonymous_callers(state.settings) and not state.settings["scripts.allow_anonymous"]:
         raise _vendor(request, 403, "scripts-anonymous-disabled", ANONYMOUS_REFUSED,
                       setting="scripts.allow_anonymous")
@@ -214,7 +215,7 @@ def _refuse_anonymous(request: web.Request, state: GatewayState) -> None:
 async def upload(request: web.Request) -> web.Response:
     """Upload a script (.sh, .bash, .py) to the entity (201)."""
     state, svc, entity = _context(request)
-    _refuse_anonymous(request, state)
+    refuse_anonymous(request, state)
     if not state.settings["scripts.allow_uploads"]:
         raise bad_request("Script uploads are disabled on this gateway (setting "
                           "scripts.allow_uploads)")
@@ -262,7 +263,7 @@ async def start_execution(request: web.Request) -> web.Response:
     """Run the script now (202 with Location); 429 past the concurrency cap."""
     state, svc, entity = _context(request)
     sc = svc.script(entity, request.match_info["script_id"])
-    _refuse_anonymous(request, state)
+    refuse_anonymous(request, state)
     try:
         body = await request.json() if request.can_read_body else {}
     except ValueError:

@@ -21,7 +21,7 @@ A, B = {"X-Client-Id": "client-a"}, {"X-Client-Id": "client-b"}
 def gw(domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     tmp = tmp_path_factory.mktemp("gw")
     settings = ["plugins=[test_plc,test_sensor]", "plugin_call_timeout_sec=1.0",
-                f"state_dir={tmp / 'state'}"]
+                f"state_dir={tmp / 'state'}", "scripts.allow_anonymous=true"]
     with Gateway(free_port(), domain, settings, tmp / "gateway.log") as g:
         g.wait_for("/apps", lambda b: {"plc_1", "sensor_1"} <= {i["id"] for i in b["items"]},
                    timeout=20)

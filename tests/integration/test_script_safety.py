@@ -304,7 +304,8 @@ def test_auth_off_refuses_scripts_unless_allowed(robot: Robot, domain: int, scri
                                                  tmp_path_factory: pytest.TempPathFactory
                                                  ) -> None:
     tmp = tmp_path_factory.mktemp("anon")
-    g = _start(domain, tmp, [f"state_dir={tmp}", f"scripts.scripts_dir={scripts_dir}"])
+    g = _start(domain, tmp, [f"state_dir={tmp}", f"scripts.scripts_dir={scripts_dir}",
+                             "plugins=[test_plc]"])
     try:
         assert g.get(f"{APP}/scripts").status == 200  # reading stays open
         body = assert_error(g.request("POST", f"{APP}/scripts/holder/executions",
@@ -312,6 +313,15 @@ def test_auth_off_refuses_scripts_unless_allowed(robot: Robot, domain: int, scri
         assert "scripts.allow_anonymous" in body["message"]
         raw, ctype = multipart(("file", "x.sh", None, b"true\n"))
         body = assert_error(g.request("POST", f"{APP}/scripts", raw=raw,
+                                      headers={"Content-Type": ctype}), 403, "vendor-error")
+        assert "scripts.allow_anonymous" in body["message"]
+        # a plugin's scripts run code too: the same gate
+        g.wait_for("/apps", lambda b: "plc_1" in {i["id"] for i in b["items"]}, timeout=20)
+        assert g.get("/apps/plc_1/scripts").status == 200
+        body = assert_error(g.request("POST", "/apps/plc_1/scripts/calibrate/executions",
+                                      {"execution_type": "now"}), 403, "vendor-error")
+        assert "scripts.allow_anonymous" in body["message"]
+        body = assert_error(g.request("POST", "/apps/plc_1/scripts", raw=raw,
                                       headers={"Content-Type": ctype}), 403, "vendor-error")
         assert "scripts.allow_anonymous" in body["message"]
     finally:
