@@ -54,8 +54,13 @@ browser:
 # docs/performance.md): hot answers must hold on an aiohttp hotwire does not know.
 HOT_ANSWER_TESTS := tests/unit/test_hot_answers_pure.py tests/integration/test_hot_answers.py
 
+# The suite runs on TEST_WORKERS processes (pytest-xdist): it mostly waits on DDS discovery and
+# gateway processes, so workers overlap the waits (tests/conftest.py keeps a module, the fleet
+# labs and mDNS, and the Jazzy robot each on one worker; tests/domains.py splits the domains).
+TEST_WORKERS ?= 3
+
 test: install jazzy lint browser
-	$(BIN)/python -m pytest -q -rs $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -rs -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 	DIAG_TEST_HOT_WIRE=off $(BIN)/python -m pytest -q -rs $(HOT_ANSWER_TESTS)
 
 unit: install
