@@ -1,9 +1,12 @@
 """A fleet at scale and distance: N robots in the lab behind slow links, one primary.
 
-Each robot is a namespaced host (tests/fleet/lab.py; root) on ROS domain 0 with its demo
-nodes (lidar_sensor, and temp_sensor unless --nodes 1), its gateway and a link emulator
-(--rtt-ms, --rate-bps); it announces itself by mDNS; the primary (read cache on) discovers
-them. Printed against the issue's targets, with the local baseline of the same run:
+Each robot is a namespaced host (tests/fleet/lab.py; root) on ROS domain 0 with one demo node
+(lidar_sensor; --nodes 2 adds temp_sensor), its gateway and a link emulator (--rtt-ms,
+--rate-bps); it announces itself by mDNS; the primary (read cache on) discovers them. Only
+one robot records rosbags (the one the download is measured on). Robots start --window at a
+time (a robot counts as started until its gateway answers through its link), so a large
+fleet builds without starving the machine; a progress line every few seconds shows it going.
+Printed against the issue's targets, with the local baseline of the same run:
 
 - join: each robot online on the primary after its own gateway answered (target <= 10 s);
 - cached merged read of /version-info (one item per gateway) at the primary against the same read
@@ -15,10 +18,13 @@ them. Printed against the issue's targets, with the local baseline of the same r
   raised meanwhile received (targets 3 s, 3 s, zero lost);
 - an address change followed (target <= 5 s);
 - a recording downloaded through the primary over one capped link, in % of the link rate
-  (target >= 90%), while merged reads go on (their p50 during the download);
-- the primary's RSS and CPU per robot.
+  (target >= 90%), resumed by Range, while merged reads go on (their p50 during the download);
+- the primary's RSS and CPU per robot; the machine's CPU use and load with each figure.
 
-Usage: python bench/fleet.py [--robots 20] [--rtt-ms 80] [--rate-bps 2000000] [--nodes 2]
+Everything (processes, namespaces) is torn down at the end, on failure and on Ctrl-C/SIGTERM.
+
+Usage: python bench/fleet.py [--robots 20] [--rtt-ms 80] [--rate-bps 2000000] [--nodes 1]
+                             [--window 8]
 """
 
 from __future__ import annotations
@@ -26,10 +32,13 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
+import signal
 import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +60,8 @@ from tests.fleet.lab import (  # noqa: E402
 FAULT = "LIDAR_RANGE_INVALID"
 RECORDER = ["snapshots.rosbag.enabled=true", "snapshots.rosbag.topic_selection=all",
             "snapshots.rosbag.duration_sec=30", "snapshots.rosbag.max_bag_size_mb=4"]
+
+LIGHT = ["snapshots.enabled=false", "faults.rosout_bridge.enabled=false"]
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -122,190 +133,393 @@ def event_time(data: dict[str, Any]) -> float | None:
     return None
 
 
-def main() -> None:  # noqa: C901 (one measurement after the other, printed as it goes)
+class Machine:
+    """The whole machine's CPU use (of all cores) and load between two marks."""
+
+    def __init__(self) -> None:
+        self.mark()
+
+    @staticmethod
+    def _stat() -> tuple[int, int]:
+        cols = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        idle = cols[3] + cols[4]
+        return sum(cols) - idle, sum(cols)
+
+    def mark(self) -> None:
+        self.busy, self.total = self._stat()
+
+    def since(self) -> str:
+        """'CPU x% busy of N cores, load a/b/c' since the last mark."""
+        busy, total = self._stat()
+        share = (busy - self.busy) / max(1, total - self.total)
+        load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
+        return f"machine {share:.0%} busy of {os.cpu_count()} cores, load {load}"
+
+
+def memory_used_gib() -> float:
+    info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+    kib = int(info["MemTotal"].split()[0]) - int(info["MemAvailable"].split()[0])
+    return kib / 2**20
+
+
+class Build:
+    """Robots started --window at a time; each one's ready and online times."""
+
+    def __init__(self, lab: Lab, names: list[str], args: argparse.Namespace, logs: Path,
+                 base: str, recorder: str) -> None:
+        self.lab, self.names, self.args, self.logs, self.base = lab, names, args, logs, base
+        self.recorder = recorder
+        self.nodes = ("lidar_sensor",) if args.nodes == 1 else ("temp_sensor", "lidar_sensor")
+        self.robots: dict[str, LabRobot] = {}
+        self.started: dict[str, float] = {}
+        self.ready: dict[str, float] = {}
+        self.online: dict[str, float] = {}
+        self.failed: dict[str, str] = {}
+        self.probes: dict[str, Future[float | None]] = {}
+        self.pool = ThreadPoolExecutor(max(4, args.window + 2), thread_name_prefix="probe")
+
+    def start(self, name: str) -> None:
+        settings = ["aggregation.announce=true", "aggregation.mdns_interfaces=[all]",
+                    f"aggregation.mdns_name={name}"]
+        if name == self.recorder:
+            settings += RECORDER
+        else:  # light: no freeze frames, no /rosout subscription (faults come by service)
+            settings += LIGHT
+        self.robots[name] = LabRobot(self.lab[name], self.logs).start(
+            settings, nodes=self.nodes, rtt_ms=self.args.rtt_ms, rate_bps=self.args.rate_bps)
+        self.started[name] = time.monotonic()
+
+    def probe(self, name: str) -> float | None:
+        """The time the robot's gateway first answered /health through its link, or None."""
+        try:
+            if request("GET", f"{self.robots[name].url}/api/v1/health",
+                       timeout=self.args.probe_s)[0] == 200:
+                return time.monotonic()
+        except OSError:
+            pass
+        time.sleep(0.2)
+        return None
+
+    def starting(self) -> list[str]:
+        return [n for n in self.started if n not in self.ready and n not in self.failed]
+
+    def poll_probes(self) -> None:
+        for name in self.starting():
+            fut = self.probes.get(name)
+            if fut is not None and fut.done():
+                del self.probes[name]
+                t = fut.result()
+                if t is not None:
+                    self.ready[name] = t
+                    continue
+            gw = self.robots[name].gateway
+            if gw is not None and gw.poll() is not None:
+                self.failed[name] = f"gateway exited with {gw.returncode}"
+            elif time.monotonic() - self.started[name] > self.args.ready_timeout_s:
+                self.failed[name] = f"not ready after {self.args.ready_timeout_s:.0f} s"
+            elif name not in self.probes:
+                self.probes[name] = self.pool.submit(self.probe, name)
+
+    def poll_primary(self) -> None:
+        try:
+            peers = json.loads(request("GET", self.base + "/api/v1/health",
+                                       timeout=30)[2])["peers"]
+        except (OSError, ValueError, KeyError):
+            return
+        now = time.monotonic()
+        for p in peers:
+            if p.get("status") == "online" and p.get("name") not in self.online:
+                self.online[p["name"]] = now
+
+    def run(self) -> None:
+        """Start every robot; return when each is online, failed, or the budget is spent."""
+        t0 = last = time.monotonic()
+        todo = list(self.names)
+        machine = Machine()
+        grace = max(30.0, 0.5 * len(self.names))  # after the last robot is ready
+        while True:
+            while todo and len(self.starting()) < self.args.window:
+                self.start(todo.pop(0))
+            self.poll_probes()
+            self.poll_primary()
+            now = time.monotonic()
+            waiting = [n for n in self.ready if n not in self.online]
+            if not todo and not self.starting():
+                if not waiting or now - max(self.ready.values(), default=t0) > grace:
+                    break
+            if now - last >= self.args.progress_s:
+                last = now
+                print(f"[{now - t0:5.0f} s] started {len(self.started)}/{len(self.names)}, "
+                      f"ready {len(self.ready)}, online on the primary {len(self.online)}, "
+                      f"failed {len(self.failed)}; {machine.since()}, memory used "
+                      f"{memory_used_gib():.1f} GiB", flush=True)
+                machine.mark()
+            time.sleep(0.1)
+        for name, why in self.failed.items():
+            print(f"robot {name} failed: {why} (logs in {self.logs})", flush=True)
+        self.took = time.monotonic() - t0
+
+    def joins(self) -> list[float]:
+        """Seconds from each robot's ready time to its first sighting online (0 when the
+        primary had it online before the bench's own probe saw it answer)."""
+        return [max(0.0, self.online[n] - self.ready[n]) for n in self.ready if n in self.online]
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _terminate(signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def measure_idle(primary_pid: int, robots: dict[str, LabRobot], n: int) -> None:
+    machine = Machine()
+    pids = [r.gateway.pid for r in robots.values() if r.gateway and r.gateway.poll() is None]
+    cpu0, _ = cpu_rss(primary_pid)
+    rob0 = sum(cpu_rss(p)[0] for p in pids)
+    t0 = time.monotonic()
+    time.sleep(10)
+    dt = time.monotonic() - t0
+    cpu1, rss = cpu_rss(primary_pid)
+    rob1 = sum(cpu_rss(p)[0] for p in pids)
+    print(f"primary idle: {(cpu1 - cpu0) / dt * 1e3 / n:.2f} ms/s CPU and "
+          f"{rss / n / 2**20:.2f} MiB RSS per robot ({(cpu1 - cpu0) / dt * 1e3:.0f} ms/s, "
+          f"{rss / 2**20:.0f} MiB in all); robot gateways idle "
+          f"{(rob1 - rob0) / dt * 1e3 / max(1, len(pids)):.1f} ms/s each; {machine.since()}",
+          flush=True)
+
+
+def measure_reads(client: Client, reads: int, n: int, rtt: float) -> None:
+    path = "/version-info"  # merged over every robot; cached; X-Vendor-No-Fan-Out: local
+    items: list[int] = []
+
+    def complete() -> bool:
+        items.append(len(json.loads(client.get(path)[2]).get("items", [])))
+        return items[-1] > n
+    try:
+        wait_until(complete, 60 + n, "every robot in the merged read")
+    except AssertionError:
+        print(f"the merged read held {max(items, default=0)} of {n + 1} items at best within "
+              f"{60 + n} s (peers timing out); measuring anyway", flush=True)
+    machine = Machine()
+    local, cached, live = [], [], []
+    for k in range(reads):
+        local.append(client.get(path, {"X-Vendor-No-Fan-Out": "1"})[0])
+        cached.append(client.get(path)[0])
+        if k % 4 == 0:
+            live.append(client.get(f"{path}?live={k}")[0])
+    lp, cp, vp = pct(local, .5) * 1e3, pct(cached, .5) * 1e3, pct(live, .5) * 1e3
+    print(f"local read p50 {lp:.2f} ms; cached merged p50 {cp:.2f} ms, ratio "
+          f"{cp / lp:.2f} (target <= 2); live merged p50 {vp:.1f} ms, p99 "
+          f"{pct(live, .99) * 1e3:.1f} ms (target p50 <= {rtt + 20:.0f} ms); "
+          f"{machine.since()}", flush=True)
+
+
+def measure_events(client: Client, events: Events, base: str, rtt: float
+                   ) -> dict[str, dict[str, Any]]:
+    """Clear the fault on every robot through the primary; the lidar apps by id."""
+    apps = {a["id"]: a for a in json.loads(client.get("/apps")[2])["items"]
+            if a["id"].endswith("lidar_sensor")}
+    machine = Machine()
+    delays: list[float] = []
+    for app in apps:
+        seen = len(events.items)
+        status, _, _ = request("DELETE", f"{base}/api/v1/apps/{app}/faults/{FAULT}", timeout=30)
+        if status != 204:
+            continue
+        peer = apps[app]["x-vendor"]["contributors"][0]
+        try:
+            hit = wait_until(lambda seen=seen, peer=peer: [
+                (t, d) for t, d in events.items[seen:]
+                if d.get("x-vendor", {}).get("peer") == peer], 10, "event")
+        except AssertionError:
+            continue
+        t, d = hit[0]
+        own = event_time(d)
+        if own is not None:
+            delays.append(t - own)
+    print(f"fault events relayed: {len(delays)}/{len(apps)}; delay p50 "
+          f"{pct(delays, .5) * 1e3:.0f} ms, p99 {pct(delays, .99) * 1e3:.0f} ms "
+          f"(target p99 <= {rtt + 100:.0f} ms); {machine.since()}", flush=True)
+    return apps
+
+
+def watch(client: Client, names: list[str], status: str, budget: float) -> dict[str, float]:
+    """Seconds until each named peer shows `status` on the primary."""
+    t0 = time.monotonic()
+    out: dict[str, float] = {}
+    while len(out) < len(names) and time.monotonic() - t0 < budget:
+        peers = {p["name"]: p for p in json.loads(client.get("/health")[2])["peers"]}
+        for name in names:
+            if name not in out and peers.get(name, {}).get("status") == status:
+                out[name] = time.monotonic() - t0
+        time.sleep(0.05)
+    return out
+
+
+def measure_partitions(client: Client, events: Events, robots: dict[str, LabRobot],
+                       cut: list[str], partition_s: float) -> None:
+    for name in cut:
+        robots[name].link_command("partition on")
+    t0 = time.monotonic()
+    off = watch(client, cut, "offline", 30)
+    seen = len(events.items)
+    for name in cut:  # an event raised behind the partition
+        on_host(robots[name].host, "DELETE", 8081, f"/apps/lidar_sensor/faults/{FAULT}")
+    time.sleep(max(0.0, partition_s - (time.monotonic() - t0)))
+    for name in cut:
+        robots[name].link_command("partition off")
+    back = watch(client, cut, "online", 30)
+    got: set[str] = set()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not set(cut) <= got:
+        got = {d.get("x-vendor", {}).get("peer") for _, d in events.items[seen:]}
+        time.sleep(0.1)
+    lost = [n for n in cut if n not in got]
+    print(f"{partition_s:.0f} s partition of {len(cut)} robots: offline after "
+          f"{max(off.values(), default=float('nan')):.2f} s ({len(off)}/{len(cut)}), online "
+          f"{max(back.values(), default=float('nan')):.2f} s after heal ({len(back)}/"
+          f"{len(cut)}) (targets 3 s); events lost: {len(lost)} {lost}", flush=True)
+
+
+def measure_move(client: Client, lab: Lab, mover: LabRobot) -> None:
+    new = lab.free_address()
+    lab.move(mover.host, new)
+    t0 = time.monotonic()
+    try:
+        wait_until(lambda: any(p["name"] == mover.host.name and p["status"] == "online"
+                               and new in p["url"] for p in json.loads(
+                                   client.get("/health")[2])["peers"]), 30, "the move",
+                   every=0.05)
+        print(f"address change followed after {time.monotonic() - t0:.2f} s "
+              "(target <= 5 s)", flush=True)
+    except AssertionError:
+        print("address change not followed within 30 s", flush=True)
+
+
+def measure_download(client: Client, address: str, base: str, app: str | None,
+                     rate_bps: float) -> None:
+    recs = (json.loads(client.get(f"/apps/{app}/bulk-data/rosbags")[2]).get("items", [])
+            if app else [])
+    if not recs:
+        print(f"no recording to download ({app})", flush=True)
+        return
+    rec = max(recs, key=lambda r: r["size"])
+    url = f"{base}/api/v1/apps/{app}/bulk-data/rosbags/{rec['id']}"
+    client.get("/version-info")  # the merged read cached again (the move changed the table)
+    during: list[float] = []
+    stop = threading.Event()
+
+    def reads() -> None:
+        c = Client(address)
+        while not stop.is_set():
+            during.append(c.get("/version-info")[0])
+            time.sleep(0.05)
+    th = threading.Thread(target=reads)
+    th.start()
+    machine = Machine()
+    t0 = time.monotonic()
+    conn = http.client.HTTPConnection(address, LAN_PORT, timeout=600)
+    try:
+        conn.request("GET", url.split(str(LAN_PORT), 1)[1])
+        resp = conn.getresponse()
+        first = time.monotonic() - t0
+        status, body = resp.status, resp.read()
+    finally:
+        took = time.monotonic() - t0
+        conn.close()
+        stop.set()
+        th.join()
+    share = len(body) * 8 / rate_bps / took
+    half = len(body) // 2
+    rstatus, _, rest = request("GET", url, headers={"Range": f"bytes={half}-"}, timeout=600)
+    resumed = "identical" if rest == body[half:] else f"different ({len(rest)} bytes)"
+    print(f"recording {len(body)} bytes (status {status}) through the primary in "
+          f"{took:.2f} s: {share:.0%} of the link (target >= 90%; headers after "
+          f"{first * 1e3:.0f} ms); resumed from byte {half}: "
+          f"status {rstatus}, {resumed}; merged reads meanwhile p50 "
+          f"{pct(during, .5) * 1e3:.2f} ms, p99 {pct(during, .99) * 1e3:.2f} ms "
+          f"({len(during)} reads); {machine.since()}", flush=True)
+
+
+def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--robots", type=int, default=20)
     ap.add_argument("--rtt-ms", type=float, default=80.0)
     ap.add_argument("--rate-bps", type=float, default=2_000_000)
-    ap.add_argument("--nodes", type=int, default=2, choices=(1, 2))
+    ap.add_argument("--nodes", type=int, default=1, choices=(1, 2))
+    ap.add_argument("--window", type=int, default=8,
+                    help="robots starting at once (started, gateway not answering yet)")
     ap.add_argument("--reads", type=int, default=200)
     ap.add_argument("--partition-s", type=float, default=30.0)
+    ap.add_argument("--progress-s", type=float, default=5.0)
+    ap.add_argument("--probe-s", type=float, default=5.0,
+                    help="budget of one readiness probe of a robot")
+    ap.add_argument("--ready-timeout-s", type=float, default=180.0,
+                    help="a robot whose gateway has not answered after this counts as failed")
     args = ap.parse_args()
     why = lab_unusable()
     if why:
         sys.exit(f"cannot run the lab: {why}")
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGHUP, _terminate)
     rtt = args.rtt_ms
     logs = Path(tempfile.mkdtemp(prefix="fleet-bench-"))
     names = [f"r{k}" for k in range(args.robots)]
-    nodes = ("lidar_sensor",) if args.nodes == 1 else ("temp_sensor", "lidar_sensor")
-    mdns = ["aggregation.mdns_interfaces=[all]"]
-    with Lab(["primary", *names]) as lab:
-        ph = lab["primary"]
-        primary = ph.run(gateway_argv("0.0.0.0", LAN_PORT, [
-            "aggregation.enabled=true", "aggregation.discover=true", *mdns,
-            "aggregation.mdns_name=primary", "aggregation.max_discovered_peers=1000",
-            "aggregation.cache.enabled=true", "aggregation.forward_timeout_ms=60000",
-            f"state_dir={logs / 'primary-state'}"]), logs / "primary.log", host_env())
-        base = f"http://{ph.address}:{LAN_PORT}"
-        wait_until(lambda: request("GET", base + "/api/v1/health")[0] == 200, 120, "primary")
-        robots = {}
-        t_start = time.monotonic()
-        for name in names:
-            robots[name] = LabRobot(lab[name], logs).start(
-                ["aggregation.announce=true", *mdns, f"aggregation.mdns_name={name}",
-                 *RECORDER], nodes=nodes, rtt_ms=rtt, rate_bps=args.rate_bps)
-        ready: dict[str, float] = {}
-        online: dict[str, float] = {}
-        deadline = time.monotonic() + 60 + 3 * args.robots
-        while len(online) < len(names) and time.monotonic() < deadline:
-            for name in names:
-                if name not in ready:
-                    try:
-                        if request("GET", f"{robots[name].url}/api/v1/health",
-                                   timeout=2)[0] == 200:
-                            ready[name] = time.monotonic()
-                    except OSError:
-                        pass
-            try:
-                peers = json.loads(request("GET", base + "/api/v1/health")[2])["peers"]
-            except (OSError, ValueError):
-                peers = []
-            now = time.monotonic()
-            for p in peers:
-                if p["status"] == "online" and p["name"] in ready and p["name"] not in online:
-                    online[p["name"]] = now
-            time.sleep(0.2)
-        joins = [online[n] - ready[n] for n in online]
-        print(f"{len(online)}/{len(names)} robots online {time.monotonic() - t_start:.1f} s "
-              f"after the start; join after ready p50 {pct(joins, .5):.2f} s, max "
-              f"{max(joins, default=float('nan')):.2f} s (target <= 10 s)", flush=True)
-        cpu0, rss = cpu_rss(primary.pid)
-        t0 = time.monotonic()
-        time.sleep(10)
-        cpu1, rss = cpu_rss(primary.pid)
-        n = max(1, len(online))
-        print(f"primary idle: {(cpu1 - cpu0) / (time.monotonic() - t0) * 1e3 / n:.2f} ms/s "
-              f"CPU and {rss / n / 2**20:.1f} MiB RSS per robot ({rss / 2**20:.0f} MiB)",
-              flush=True)
+    recorder = names[-2] if len(names) > 2 else names[0]
+    print(f"{args.robots} robots at {rtt:.0f} ms RTT, {args.rate_bps / 1e6:g} Mbit/s; "
+          f"logs in {logs}", flush=True)
+    build: Build | None = None
+    t_lab = time.monotonic()
+    try:
+        with Lab(["primary", *names]) as lab:
+            ph = lab["primary"]
+            primary = ph.run(gateway_argv("0.0.0.0", LAN_PORT, [
+                "aggregation.enabled=true", "aggregation.discover=true",
+                "aggregation.mdns_interfaces=[all]", "aggregation.mdns_name=primary",
+                f"aggregation.max_discovered_peers={max(50, 2 * args.robots)}",
+                "aggregation.cache.enabled=true", "aggregation.forward_timeout_ms=60000",
+                f"state_dir={logs / 'primary-state'}"]), logs / "primary.log", host_env())
+            base = f"http://{ph.address}:{LAN_PORT}"
 
-        # merged reads
-        client = Client(ph.address)
-        path = "/version-info"  # merged over every robot; cached; X-Vendor-No-Fan-Out: local
-        wait_until(lambda: len(json.loads(client.get(path)[2]).get("items", [])) > len(online),
-                   120, "every robot in the merged read")
-        local, cached, live = [], [], []
-        for k in range(args.reads):
-            local.append(client.get(path, {"X-Vendor-No-Fan-Out": "1"})[0])
-            cached.append(client.get(path)[0])
-            if k % 4 == 0:
-                live.append(client.get(f"{path}?live={k}")[0])
-        lp, cp, vp = pct(local, .5) * 1e3, pct(cached, .5) * 1e3, pct(live, .5) * 1e3
-        print(f"local read p50 {lp:.2f} ms; cached merged p50 {cp:.2f} ms, ratio "
-              f"{cp / lp:.2f} (target <= 2); live merged p50 {vp:.1f} ms, p99 "
-              f"{pct(live, .99) * 1e3:.1f} ms (target p50 <= {rtt + 20:.0f} ms)", flush=True)
-
-        # fault events through the primary's stream
-        events = Events(ph.address)
-        time.sleep(3.0)
-        apps = {a["id"]: a for a in json.loads(client.get("/apps")[2])["items"]
-                if a["id"].endswith("lidar_sensor")}
-        delays: list[float] = []
-        for app in apps:
-            seen = len(events.items)
-            status, _, _ = request("DELETE", f"{base}/api/v1/apps/{app}/faults/{FAULT}")
-            if status != 204:
-                continue
-            peer = apps[app]["x-vendor"]["contributors"][0]
-            try:
-                hit = wait_until(lambda seen=seen, peer=peer: [
-                    (t, d) for t, d in events.items[seen:]
-                    if d.get("x-vendor", {}).get("peer") == peer], 10, "event")
-            except AssertionError:
-                continue
-            t, d = hit[0]
-            own = event_time(d)
-            if own is not None:
-                delays.append(t - own)
-        print(f"fault events relayed: {len(delays)}/{len(apps)}; delay p50 "
-              f"{pct(delays, .5) * 1e3:.0f} ms, p99 {pct(delays, .99) * 1e3:.0f} ms "
-              f"(target p99 <= {rtt + 100:.0f} ms)", flush=True)
-
-        # partitions
-        cut = names[: max(1, min(3, len(names) // 10))]
-        for name in cut:
-            robots[name].link_command("partition on")
-        t0 = time.monotonic()
-        off = {}
-        while len(off) < len(cut) and time.monotonic() - t0 < 30:
-            peers = {p["name"]: p for p in json.loads(client.get("/health")[2])["peers"]}
-            for name in cut:
-                if name not in off and peers[name]["status"] == "offline":
-                    off[name] = time.monotonic() - t0
-            time.sleep(0.05)
-        seen = len(events.items)
-        for name in cut:  # an event raised behind the partition
-            on_host(robots[name].host, "DELETE", 8081, f"/apps/lidar_sensor/faults/{FAULT}")
-        time.sleep(max(0.0, args.partition_s - (time.monotonic() - t0)))
-        for name in cut:
-            robots[name].link_command("partition off")
-        t0 = time.monotonic()
-        back: dict[str, float] = {}
-        while len(back) < len(cut) and time.monotonic() - t0 < 30:
-            peers = {p["name"]: p for p in json.loads(client.get("/health")[2])["peers"]}
-            for name in cut:
-                if name not in back and peers[name]["status"] == "online":
-                    back[name] = time.monotonic() - t0
-            time.sleep(0.05)
-        time.sleep(5.0)
-        got = {d.get("x-vendor", {}).get("peer") for _, d in events.items[seen:]}
-        lost = [n for n in cut if n not in got]
-        print(f"{args.partition_s:.0f} s partition of {len(cut)} robots: offline after "
-              f"{max(off.values(), default=float('nan')):.2f} s, online "
-              f"{max(back.values(), default=float('nan')):.2f} s after heal (targets 3 s); "
-              f"events lost: {len(lost)} {lost}", flush=True)
-
-        # an address change
-        mover = robots[names[-1]]
-        new = lab.free_address()
-        lab.move(mover.host, new)
-        t0 = time.monotonic()
-        try:
-            wait_until(lambda: any(p["name"] == mover.host.name and p["status"] == "online"
-                                   and new in p["url"] for p in json.loads(
-                                       client.get("/health")[2])["peers"]), 30, "the move",
-                       every=0.05)
-            print(f"address change followed after {time.monotonic() - t0:.2f} s "
-                  "(target <= 5 s)", flush=True)
-        except AssertionError:
-            print("address change not followed within 30 s", flush=True)
-
-        # a recording through the primary over one capped link, reads going on
-        app = next(iter(apps))
-        recs = json.loads(client.get(f"/apps/{app}/bulk-data/rosbags")[2]).get("items", [])
-        if recs:
-            rec = max(recs, key=lambda r: r["size"])
-            during: list[float] = []
-            stop = threading.Event()
-
-            def reads() -> None:
-                c = Client(ph.address)
-                while not stop.is_set():
-                    during.append(c.get(path)[0])
-                    time.sleep(0.05)
-            th = threading.Thread(target=reads)
-            th.start()
-            t0 = time.monotonic()
-            status, _, body = request(
-                "GET", f"{base}/api/v1/apps/{app}/bulk-data/rosbags/{rec['id']}", timeout=600)
-            took = time.monotonic() - t0
-            stop.set()
-            th.join()
-            share = len(body) * 8 / args.rate_bps / took
-            print(f"recording {len(body)} bytes (status {status}) through the primary in "
-                  f"{took:.2f} s: {share:.0%} of the link (target >= 90%); merged reads "
-                  f"meanwhile p50 {pct(during, .5) * 1e3:.2f} ms", flush=True)
-        else:
-            print("no recording to download", flush=True)
+            def primary_up() -> bool:
+                if primary.poll() is not None:
+                    tail = (logs / "primary.log").read_text(errors="replace")[-2000:]
+                    raise SystemExit(f"the primary exited with {primary.returncode}:\n{tail}")
+                return request("GET", base + "/api/v1/health")[0] == 200
+            wait_until(primary_up, 120, "primary")
+            print(f"lab of {len(names) + 1} hosts and the primary up after "
+                  f"{time.monotonic() - t_lab:.1f} s", flush=True)
+            build = Build(lab, names, args, logs, base, recorder)
+            build.run()
+            joins = build.joins()
+            print(f"{len(build.online)}/{len(names)} robots online {build.took:.1f} s after "
+                  f"the start ({len(build.failed)} failed); join after ready p50 "
+                  f"{pct(joins, .5):.2f} s, p99 {pct(joins, .99):.2f} s, max "
+                  f"{max(joins, default=float('nan')):.2f} s (target <= 10 s)", flush=True)
+            n = max(1, len(build.online))
+            measure_idle(primary.pid, build.robots, n)
+            client = Client(ph.address)
+            measure_reads(client, args.reads, len(build.online), rtt)
+            events = Events(ph.address)
+            time.sleep(3.0)
+            apps = measure_events(client, events, base, rtt)
+            cut = [x for x in names if x != recorder][: max(1, min(3, len(names) // 10))]
+            measure_partitions(client, events, build.robots, cut, args.partition_s)
+            measure_move(client, lab, build.robots[names[-1]])
+            app = next((a for a, v in apps.items()
+                        if v["x-vendor"]["contributors"][0] == recorder), None)
+            measure_download(client, ph.address, base, app, args.rate_bps)
+            cpu, rss = cpu_rss(primary.pid)
+            print(f"primary at the end: {rss / 2**20:.0f} MiB RSS ({rss / n / 2**20:.2f} MiB "
+                  f"per robot), {cpu:.0f} s CPU in all", flush=True)
+            print("tearing down", flush=True)
+    except KeyboardInterrupt as exc:
+        print(f"interrupted ({exc or 'Ctrl-C'}): lab torn down", flush=True)
+        sys.exit(130)
+    finally:
+        if build is not None:
+            build.close()
 
 
 if __name__ == "__main__":

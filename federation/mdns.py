@@ -15,7 +15,7 @@ import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from zeroconf import InterfaceChoice, IPVersion, ServiceStateChange
+from zeroconf import InterfaceChoice, IPVersion, ServiceStateChange, current_time_millis
 from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
 
 from .settings import MdnsOptions, peer_name
@@ -24,6 +24,11 @@ log = logging.getLogger(__name__)
 
 RESOLVE_TIMEOUT_MS = 3000
 ADDRESS_CHECK_S = 1.0  # how often an announcing gateway on every interface checks its addresses
+# How often a browsing gateway asks again for the service (one query listing the peers it
+# knows, so only the others answer). zeroconf's browser asks four times in its first 9 s and
+# then only to refresh known records: a peer whose announcement was lost (a busy or lossy
+# LAN) would otherwise stay unseen for the hour its records live.
+REQUERY_S = 5.0
 
 
 def interface_addresses(entries: tuple[str, ...]) -> list[str] | InterfaceChoice:
@@ -110,6 +115,7 @@ class Mdns:
         self.known: dict[str, str] = {}  # full service name -> peer name
         self.addresses: list[str] = []
         self._follow: asyncio.Task[None] | None = None
+        self._requery: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         """Register the service and/or start browsing."""
@@ -133,6 +139,16 @@ class Mdns:
         if self.opts.discover:
             self.browser = AsyncServiceBrowser(self.azc.zeroconf, self.opts.service,
                                                handlers=[self._on_change])
+            self._requery = asyncio.get_running_loop().create_task(self._ask_again())
+
+    async def _ask_again(self) -> None:
+        """Ask for the service every REQUERY_S with the known answers (peers not yet seen)."""
+        while True:
+            await asyncio.sleep(REQUERY_S)
+            browser = self.browser
+            if browser is not None:
+                browser.query_scheduler.async_send_ready_queries(
+                    False, current_time_millis(), {self.opts.service})
 
     async def _follow_addresses(self) -> None:
         """Re-announce on the new addresses when the host's addresses change (DHCP, roaming)."""
@@ -200,10 +216,11 @@ class Mdns:
 
     async def stop(self) -> None:
         """Send goodbyes and close."""
-        if self._follow is not None:
-            self._follow.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._follow
+        for task in (self._follow, self._requery):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         for task in list(self._tasks):
             task.cancel()
         await self._close_zeroconf()
