@@ -15,6 +15,7 @@ from ..ros.graph import GraphSnapshot
 from ..ros.graph_query import take_snapshot
 from ..ros.topics import SamplePool
 from .cache import EntityCache
+from .frozen_loop import FrozenLoop
 from .readiness import Readiness
 from .runclock import RunClock
 from .unseen import CHECK_EVERY_S, UnseenParticipants
@@ -75,6 +76,7 @@ class GraphPoller:
         self._local_why: str | None = None  # why they could not be counted
         self.unseen = UnseenParticipants()  # bound here but not discovered (unseen.py)
         self._unseen_checked = 0.0
+        self.frozen = FrozenLoop(bridge)  # resumed but not rediscovered: rejoin (frozen_loop.py)
         self._last: GraphSnapshot | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -87,6 +89,7 @@ class GraphPoller:
         if self._task:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        await self.frozen.stop()
 
     def health(self) -> dict[str, Any]:
         """How discovery became ready (for /health): reason, time since the participant was
@@ -102,7 +105,7 @@ class GraphPoller:
                 # checks that could not run (readiness decided without them), and why
                 "checks_not_run": [] if self._local_why is None else [
                     {"check": "port_census", "reason": self._local_why}],
-                **self.unseen.health()}
+                **self.unseen.health(), **self.frozen.health()}
 
     async def _check_unseen(self) -> None:
         """Compare the participants bound on this host with those discovered; warn once when
@@ -113,6 +116,8 @@ class GraphPoller:
         bound, known = await self.bridge.run(_unseen_check, self.bridge.node, domain_id,
                                              timeout=10.0)
         event = self.unseen.observe(bound, known, time.monotonic(), time.time())
+        if self.unseen.short:
+            self.frozen.kick()
         if event == "unseen":
             log.warning("%d DDS participant(s) bound on this host for over %.0f s are not "
                         "discovered by the gateway's DDS participant (%s bound, %d discovered): "
@@ -164,6 +169,8 @@ class GraphPoller:
             changed = snap != self._last
             if changed or starting:
                 last_change = time.monotonic()
+            if changed and not starting:  # a participant may have lost its lease
+                self.frozen.kick()
             if changed:
                 if self._last is not None:
                     self.events += 1

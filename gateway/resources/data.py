@@ -312,6 +312,8 @@ def described_types(state: GatewayState) -> DescribedTypes:
     if described is None:
         described = state.described_types = DescribedTypes(state.bridge)
         state.bridge.closers.append(described.close)
+        if hasattr(state.bridge, "on_rejoin"):  # its raw readers and writers: the old node's
+            state.bridge.on_rejoin(described.close)
     return described
 
 

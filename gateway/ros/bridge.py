@@ -8,6 +8,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -19,6 +20,8 @@ from rclpy.signals import SignalHandlerOptions
 from ..http.errors import not_responding
 from .discovery_info import DiscoveryInfo
 from .discovery_info import attach as attach_discovery_info
+from .rejoin import Joined as _Joined
+from .rejoin import NodeProxy
 from .replies import ReplyHub
 
 log = logging.getLogger(__name__)
@@ -26,6 +29,8 @@ T = TypeVar("T")
 # An idle executor thread wakes this often. New and destroyed entities and shutdown wake it at
 # once (rclpy triggers the executor's guard condition), so this only bounds a missed wake.
 SPIN_WAKE_S = 1.0
+# A rejoin waits this long at most for its new participant to discover the graph.
+REJOIN_DISCOVERY_S = 2.0
 
 
 def start_ros(settings: Any) -> RosBridge:
@@ -42,8 +47,11 @@ def start_ros(settings: Any) -> RosBridge:
         install(settings["ros.interface_paths"])
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    return RosBridge(settings["ros.node_name"], settings["ros.domain_id"],
-                     settings["server.executor_threads"], settings["ros.executor"])
+    bridge = RosBridge(settings["ros.node_name"], settings["ros.domain_id"],
+                       settings["server.executor_threads"], settings["ros.executor"])
+    bridge.rejoin_enabled = settings["ros.rejoin.enabled"]
+    bridge.rejoin_min_interval_s = settings["ros.rejoin.min_interval_sec"]
+    return bridge
 
 
 class RosBridge:
@@ -52,50 +60,29 @@ class RosBridge:
     def __init__(self, node_name: str, domain_id: int, graph_threads: int = 4,
                  executor: str = "events") -> None:
         os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-        self.context = rclpy.Context()
-        kwargs: dict[str, Any] = {
-            "context": self.context,
-            # The gateway's asyncio loop owns SIGINT/SIGTERM, not rclpy.
-            "signal_handler_options": SignalHandlerOptions.NO,
-        }
-        if domain_id >= 0:
-            kwargs["domain_id"] = domain_id
-        rclpy.init(**kwargs)
+        self._node_name, self._domain_arg, self._executor_kind = node_name, domain_id, executor
+        joined = self._join()
+        self.context = joined.context
         self.created = time.monotonic()  # the DDS participant exists: discovery runs from here
         self.domain_id = self.context.get_domain_id()
-        # No ~/get_type_description service: the gateway publishes only types that other
-        # nodes describe, and each service holds a DDS reader and writer (0.2 MiB per node).
-        no_type_service = [Parameter("start_type_description_service", value=False)]
-        self.node = rclpy.create_node(
-            node_name, context=self.context, start_parameter_services=False,
-            parameter_overrides=no_type_service,
-        )
+        # Components hold these proxies: a rejoin (rejoin.py) moves what they made to new nodes.
+        self.node: Any = NodeProxy(joined.node)
         # Our own reading of ros_discovery_info: graph polls through this node name the nodes
         # the rmw cannot (Humble participants, participants back from a lost lease).
         self.discovery_info: DiscoveryInfo | None = attach_discovery_info(self.node)
         self.closers: list[Callable[[], None]] = []
-        # One thread: every callback only hands data to asyncio, and a thread pool costs a
-        # task hand-off per callback (measured slower for service calls and data reads).
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self._thread = threading.Thread(target=self._spin, name="ros-executor", daemon=True)
         # Service and action clients: with ros.executor=events on a second node of the same
         # context (one DDS participant) spun by rclpy's EventsExecutor, which keeps no wait
         # set to rebuild per response: about half the CPU per call (bench/ops.py). It cannot
         # run the two-argument (message info) callbacks of the sample pool, hence two nodes.
-        self.call_node: Any = self.node
-        self._call_executor: Any = None
-        self._call_thread: threading.Thread | None = None
-        if executor == "events":
-            from rclpy.experimental import EventsExecutor
-
-            self.call_node = rclpy.create_node(
-                node_name + "_calls", context=self.context, start_parameter_services=False,
-                parameter_overrides=no_type_service)
-            self._call_executor = EventsExecutor(context=self.context)
-            self._call_executor.add_node(self.call_node)
-            self._call_thread = threading.Thread(
-                target=self._spin, args=(self._call_executor,), name="ros-calls", daemon=True)
+        self.call_node: Any = self.node if joined.call_node is None else NodeProxy(
+            joined.call_node)
+        self._joined = joined
+        self.client_caches: weakref.WeakSet[ClientCache] = weakref.WeakSet()
+        self._rejoin_hooks: list[Callable[[], None]] = []
+        self.rejoin_enabled = True
+        self.rejoin_min_interval_s = 5.0
+        self.rejoins = 0
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=graph_threads, thread_name_prefix="ros-graph"
         )
@@ -112,18 +99,67 @@ class RosBridge:
         self._task_seq = 0
         self._closed = False
 
+    def _join(self) -> _Joined:
+        """A new rclpy context (one DDS participant) with the gateway's nodes and executors."""
+        joined = self._context()
+        self._add_nodes(joined)
+        return joined
+
+    def _context(self) -> _Joined:
+        """A new rclpy context: its DDS participant comes with its first node."""
+        context = rclpy.Context()
+        kwargs: dict[str, Any] = {
+            "context": context,
+            # The gateway's asyncio loop owns SIGINT/SIGTERM, not rclpy.
+            "signal_handler_options": SignalHandlerOptions.NO,
+        }
+        if self._domain_arg >= 0:
+            kwargs["domain_id"] = self._domain_arg
+        rclpy.init(**kwargs)
+        return _Joined(context)
+
+    def _add_nodes(self, joined: _Joined) -> None:
+        """The gateway's node(s) in the context, each with its executor and thread."""
+        context = joined.context
+        # No ~/get_type_description service: the gateway publishes only types that other
+        # nodes describe, and each service holds a DDS reader and writer (0.2 MiB per node).
+        no_type_service = [Parameter("start_type_description_service", value=False)]
+        joined.node = rclpy.create_node(
+            self._node_name, context=context, start_parameter_services=False,
+            parameter_overrides=no_type_service,
+        )
+        # One thread: every callback only hands data to asyncio, and a thread pool costs a
+        # task hand-off per callback (measured slower for service calls and data reads).
+        joined.executor = SingleThreadedExecutor(context=context)
+        joined.executor.add_node(joined.node)
+        joined.thread = threading.Thread(target=self._spin, args=(joined, joined.executor),
+                                         name="ros-executor", daemon=True)
+        if self._executor_kind == "events":
+            from rclpy.experimental import EventsExecutor
+
+            joined.call_node = rclpy.create_node(
+                self._node_name + "_calls", context=context, start_parameter_services=False,
+                parameter_overrides=no_type_service)
+            joined.call_executor = EventsExecutor(context=context)
+            joined.call_executor.add_node(joined.call_node)
+            joined.call_thread = threading.Thread(
+                target=self._spin, args=(joined, joined.call_executor), name="ros-calls",
+                daemon=True)
+
+    @property
+    def executor(self) -> Any:
+        """The executor spinning the gateway node now."""
+        return self._joined.executor
+
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start spinning; results are handed to this loop."""
         self.loop = loop
         self.replies = ReplyHub(loop)
-        self._thread.start()
-        if self._call_thread is not None:
-            self._call_thread.start()
+        self._joined.start()
 
-    def _spin(self, executor: Any = None) -> None:
-        executor = executor or self.executor
+    def _spin(self, joined: _Joined, executor: Any) -> None:
         try:
-            while self.context.ok() and not self._closed:
+            while joined.context.ok() and not self._closed and not joined.retired:
                 executor.spin_once(timeout_sec=SPIN_WAKE_S)
         except (ExternalShutdownException, rclpy.executors.ShutdownException):
             pass
@@ -133,8 +169,7 @@ class RosBridge:
     @property
     def alive(self) -> bool:
         """True while the executor threads spin."""
-        return self._thread.is_alive() and (self._call_thread is None
-                                            or self._call_thread.is_alive())
+        return self._joined.alive
 
     async def run(self, fn: Callable[..., T], *args: Any, timeout: float | None = None,
                   what: str = "ROS graph query") -> T:
@@ -212,6 +247,92 @@ class RosBridge:
         assert self.loop is not None
         self.loop.call_soon_threadsafe(fn, *args)
 
+    def on_rejoin(self, callback: Callable[[], None]) -> None:
+        """Call `callback` on the event loop at each rejoin, before the old nodes go: for
+        ROS objects a component made outside the node proxies (they must be made anew)."""
+        self._rejoin_hooks.append(callback)
+
+    async def rejoin(self) -> float:
+        """Re-join DDS with a new participant: new context, nodes and executors; every
+        subscription, publisher and service server moves there; client caches are cleared;
+        the old context is shut down. Seconds until the new participant served."""
+        start = time.perf_counter()
+        old = self._joined
+        new = await self.run(self._prepare_rejoin, timeout=30.0, what="re-joining DDS")
+        for cache in list(self.client_caches):
+            cache.clear()
+        for hook in self._rejoin_hooks:  # before the old nodes go
+            try:
+                hook()
+            except Exception:
+                log.exception("rejoin hook %r", hook)
+        prepared = time.perf_counter()
+        await self.run(self._move, old, new, timeout=30.0, what="re-joining DDS")
+        moved = time.perf_counter()
+        self.rejoins += 1
+        await self.run(old.shutdown, timeout=30.0, what="closing the old DDS participant")
+        log.info("rejoin: new participant %.3f s, entities moved %.3f s, old one closed %.3f s",
+                 prepared - start, moved - prepared, time.perf_counter() - moved)
+        return moved - start
+
+    def _prepare_rejoin(self) -> _Joined:
+        """A new participant (through a probe node) that has discovered the graph; the old
+        executors stopped."""
+        from .census import take_census
+
+        before = len(take_census(self.node).participants)
+        new = self._context()
+        # The gateway's own node names stay registered for /rosout until the old nodes go:
+        # the probe makes the participant; the gateway's nodes are made once they are gone.
+        new.probe = rclpy.create_node(self._node_name + "_rejoin", context=new.context,
+                                      start_parameter_services=False, enable_rosout=False,
+                                      parameter_overrides=[Parameter(
+                                          "start_type_description_service", value=False)])
+        # Let it discover the others first (the old participant included, hence more than
+        # before), so the graph polls do not see the robot vanish (bounded).
+        deadline = time.monotonic() + REJOIN_DISCOVERY_S
+        while time.monotonic() < deadline:
+            census = take_census(new.probe)
+            if len(census.participants) > before and \
+                    len(census.with_nodes) >= len(census.participants) - 1:
+                break
+            time.sleep(0.02)
+        self._joined.stop()  # no callback runs on an old entity from here on
+        return new
+
+    def _move(self, old: _Joined, new: _Joined) -> None:
+        """Move the proxies' entities from the old nodes to new ones in the new context."""
+        proxies = [self.node] if self.call_node is self.node else [self.node, self.call_node]
+        for proxy in proxies:
+            proxy.lock.acquire()
+        failed = 0
+        try:
+            for proxy in proxies:  # graph queries meanwhile go to the new participant
+                proxy.point_to(new.probe)
+            if self.discovery_info is not None:  # its raw reader is the old node's
+                self.discovery_info.close()
+            old.destroy()
+            self._add_nodes(new)
+            failed += self.node.move(new.node)
+            if self.call_node is not self.node:
+                failed += self.call_node.move(new.call_node)
+            if self.discovery_info is not None:
+                self.discovery_info.reopen()
+        finally:
+            for proxy in proxies:
+                proxy.lock.release()
+        self._joined = new
+        self.context = new.context
+        if self.loop is not None:
+            new.start()
+        try:
+            new.probe.destroy_node()
+        except Exception:
+            log.debug("probe node destroy", exc_info=True)
+        new.probe = None
+        if failed:
+            log.warning("rejoin: %d ROS entities could not be re-created", failed)
+
     def health(self) -> dict[str, Any]:
         """Figures for /health's subscription-executor block."""
         return {
@@ -239,16 +360,7 @@ class RosBridge:
             return
         self._closed = True
         self._pool.shutdown(wait=False, cancel_futures=True)
-        for executor, thread in ((self.executor, self._thread),
-                                 (self._call_executor, self._call_thread)):
-            if executor is None or thread is None:
-                continue
-            try:
-                executor.shutdown(timeout_sec=2.0)
-            except Exception:
-                log.debug("executor shutdown", exc_info=True)
-            if thread.is_alive():
-                thread.join(timeout=3.0)
+        self._joined.stop()
         if self.discovery_info is not None:
             self.discovery_info.close()
         for closer in self.closers:  # DDS entities made outside rclpy, before their node goes
@@ -256,13 +368,7 @@ class RosBridge:
                 closer()
             except Exception:
                 log.debug("closer", exc_info=True)
-        for node in {self.call_node, self.node}:
-            try:
-                node.destroy_node()
-            except Exception:
-                log.debug("node destroy", exc_info=True)
-        rclpy.try_shutdown(context=self.context)
-
+        self._joined.shutdown()
 
 class ClientCache:
     """ROS clients created once per (name, type) off the event loop, on the bridge's call node;
@@ -270,6 +376,9 @@ class ClientCache:
 
     def __init__(self, bridge: RosBridge) -> None:
         self.bridge = bridge
+        caches = getattr(bridge, "client_caches", None)
+        if caches is not None:  # cleared at a rejoin: the clients go with the old node
+            caches.add(self)
         self._clients: dict[tuple[str, str], asyncio.Future[Any]] = {}
         self._ready: dict[tuple[str, str], Any] = {}  # clients made: no future to inspect
 

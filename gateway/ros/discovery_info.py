@@ -157,6 +157,13 @@ class DiscoveryInfo:
                     "participants_returned": self.returned,
                     "humble_participants": self.humble_participants}
 
+    def reopen(self) -> None:
+        """A new reader after close(), on the node's current participant (a rejoin, ros/bridge.py);
+        the kept samples stay."""
+        with self._lock:
+            if self._reader is None:
+                self._reader = self._factory(self._node)
+
     def close(self) -> None:
         """Destroy the reader."""
         with self._lock:

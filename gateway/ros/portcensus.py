@@ -23,6 +23,7 @@ gateway's own ports are not among them (a transport without UDP).
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterable, Mapping
 
 PORT_BASE = 7400  # PB
@@ -108,3 +109,85 @@ def closed_world(env: Mapping[str, str]) -> bool:
         env.get("ROS_LOCALHOST_ONLY", "") == "1"
     return localhost and not env.get("ROS_STATIC_PEERS", "").strip() and \
         not env.get("ROS_DISCOVERY_SERVER", "").strip()
+
+
+def participant_sockets(lines: Iterable[str], domain_id: int,
+                        ephemeral: tuple[int, int] | None = None) -> dict[int, int]:
+    """Socket inode of each participant port of the domain bound in /proc/net/udp-format lines
+    (port -> inode; pairs of ports where the range meets the ephemeral ports)."""
+    inodes: dict[int, int] = {}
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 10 or ":" not in fields[1]:
+            continue
+        try:
+            inodes[int(fields[1].rsplit(":", 1)[1], 16)] = int(fields[9])
+        except ValueError:
+            continue  # the header line
+    candidates = port_range(domain_id)
+    paired = ephemeral is not None and candidates.start <= ephemeral[1] and \
+        ephemeral[0] <= candidates[-1] + USER_UNICAST_OFFSET
+    return {p: inodes[p] for p in candidates if p in inodes
+            and (not paired or p + USER_UNICAST_OFFSET in inodes)}
+
+
+def socket_owners(inodes: set[int], known: dict[int, int]) -> dict[int, int]:
+    """The process holding each socket inode (inode -> pid), from /proc/*/fd. `known`: inodes
+    found before (kept while they hold); /proc is walked only for inodes not found yet.
+    Blocking; call from a worker thread, and only while owners are wanted."""
+    found = {i: pid for i, pid in known.items() if i in inodes and os.path.exists(f"/proc/{pid}")}
+    wanted = {f"socket:[{i}]" for i in inodes if i not in found}
+    if not wanted:
+        return found
+    with os.scandir("/proc") as procs:
+        for entry in procs:
+            if not entry.name.isdigit():
+                continue
+            try:
+                fds = os.scandir(f"/proc/{entry.name}/fd")
+            except OSError:  # gone, or not ours to read
+                continue
+            with fds:
+                for fd in fds:
+                    try:
+                        link = os.readlink(fd.path)
+                    except OSError:
+                        continue
+                    if link in wanted:
+                        found[int(link[8:-1])] = int(entry.name)
+                        wanted.discard(link)
+            if not wanted:
+                break
+    return found
+
+
+def process_state(pid: int) -> str | None:
+    """The state letter of /proc/<pid>/stat (R, S, D, T stopped, t traced, Z, ...); None: gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    rest = stat[stat.rfind(")") + 1:].split()
+    return rest[0] if rest else None
+
+
+def participant_owners(domain_id: int, known: dict[int, int]) -> dict[int, str]:
+    """The processes holding a participant port of the domain on this host, with their state
+    (pid -> state letter). `known` (inode -> pid) is updated in place. Blocking."""
+    inodes: dict[int, int] = {}
+    for path in PROC_FILES:
+        try:
+            with open(path) as f:
+                inodes.update(participant_sockets(f, domain_id, _ephemeral()))
+        except OSError:
+            continue
+    owners = socket_owners(set(inodes.values()), known)
+    known.clear()
+    known.update(owners)
+    states: dict[int, str] = {}
+    for pid in set(owners.values()):
+        state = process_state(pid)
+        if state is not None:
+            states[pid] = state
+    return states

@@ -147,11 +147,15 @@ class RosoutLog:
     def _on_log(self, msg: Any) -> None:  # executor thread
         stamp = int(msg.stamp.sec) * 1_000_000_000 + int(msg.stamp.nanosec)
         with self._lock:
+            buf = self._buffer(msg.name)
+            if buf and stamp <= buf[-1].stamp_ns and any(
+                    r.stamp_ns == stamp and r.message == msg.msg for r in buf):
+                return  # history replayed to a new subscription (a rejoin, ros/bridge.py)
             self._seq += 1
             self.received += 1
             record = LogRecord(self._seq, stamp, int(msg.level), msg.name, msg.msg,
                                msg.file, msg.function, int(msg.line))
-            self._buffer(msg.name).append(record)
+            buf.append(record)
         if self.listener is not None:
             self.listener(record)
 

@@ -146,6 +146,18 @@ class ServiceCaller:
         self.timeouts = 0
         self.closed_idle = 0
         self.sweeps = 0
+        on_rejoin = getattr(bridge, "on_rejoin", None)
+        if on_rejoin is not None:  # loop clients are bare rcl clients of the old node
+            on_rejoin(self._close_loop_clients)
+
+    def _close_loop_clients(self) -> None:
+        """Close every loop client (a rejoin: the next call makes one on the new node)."""
+        for client in list(self._loop_clients):
+            self._loop_clients.remove(client)
+            try:
+                client.close()
+            except Exception:
+                log.debug("closing the client of %s at a rejoin", client.name, exc_info=True)
 
     def health(self) -> dict[str, int]:
         """The x-vendor-service-calls block of /health."""

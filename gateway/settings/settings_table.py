@@ -56,6 +56,15 @@ SETTINGS: tuple[Setting, ...] = (
     _s("ros.domain_id", int, -1, "ROS_DOMAIN_ID for the gateway node (-1: from environment)",
        minimum=-1, maximum=232, clamp=False),
     _s("ros.node_name", str, "_diag_gateway", "name of the gateway's own (hidden) ROS node"),
+    # Frozen nodes (docs/ros.md, "Nodes the rmw cannot name"): a participant that resumed and
+    # that DDS does not rediscover makes the gateway re-join DDS with a new participant.
+    _s("ros.rejoin.enabled", bool, True,
+       "re-join DDS with a new participant when a process on this host resumed and its "
+       "participant stays undiscovered (a node frozen past its lease)"),
+    _s("ros.rejoin.min_interval_sec", float, 5.0,
+       "at most one rejoin per this many seconds (each costs a new DDS participant and "
+       "re-creating every subscription, publisher and service server of the gateway)",
+       minimum=1.0, maximum=86400.0),
     # Message types (docs/ros.md, "Message types"): interface packages the gateway
     # lacks, served from other ROS install prefixes; core libraries stay the gateway's own.
     _s("ros.interface_paths", tuple, (),
@@ -71,6 +80,11 @@ SETTINGS: tuple[Setting, ...] = (
        "ROS graph poll period once the graph has not changed for 10 s (an idle robot's CPU; "
        "back to poll_interval_ms at the next change); 0: always poll_interval_ms",
        minimum=0, maximum=10000),
+    _s("discovery.watched_idle_poll_interval_ms", int, 30000,
+       "ROS graph poll period of an idle graph while the gateway node's graph guard condition "
+       "is watched (a graph change wakes the poll at once; ros/graph_watch.py); 0: no watch, "
+       "an idle graph is polled every idle_poll_interval_ms",
+       minimum=0, maximum=600000),
     _s("discovery.manifest_path", str, "", "manifest file (hybrid and manifest_only modes)"),
     # Manifest and hybrid discovery (docs/manifest.md).
     _s("discovery.manifest_strict_validation", bool, True,

@@ -1,0 +1,120 @@
+"""Checks, after graph changes and while participants are undiscovered, whether a resumed
+process needs the gateway to re-join DDS (the decision: frozen.py; the rejoin: ros/bridge.py).
+
+A participant frozen past its lease drops from the graph (a change), so every graph change
+opens a WINDOW_S of checks every FAST_CHECK_S: the ports bound on this host against the
+participants discovered, and only while more are bound, the processes holding them
+(/proc, ros/portcensus.py). An idle graph costs nothing here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from typing import Any
+
+from ..ros import portcensus
+from .frozen import FAST_CHECK_S, FrozenWatch
+
+log = logging.getLogger(__name__)
+WINDOW_S = 15.0  # checks go on this long after a graph change (a lease is 3-10 s)
+
+
+def _check(node: Any, domain_id: int, inodes: dict[int, int]
+           ) -> tuple[frozenset[bytes], int, dict[int, str]]:
+    from ..ros.census import take_census
+
+    # The ports first: a participant bound after them is then counted as discovered anyway.
+    bound = portcensus.local_participants(domain_id)
+    prefixes = take_census(node).participants
+    short = 0 if bound is None else max(0, bound - len(prefixes))
+    owners = portcensus.participant_owners(domain_id, inodes) if short else {}
+    return prefixes, short, owners
+
+
+class FrozenLoop:
+    """The background checks and the rejoins they call for."""
+
+    def __init__(self, bridge: Any) -> None:
+        self.bridge = bridge
+        self.watch = FrozenWatch(getattr(bridge, "rejoin_enabled", False),
+                                 getattr(bridge, "rejoin_min_interval_s", 5.0),
+                                 own_pid=os.getpid())
+        self._inodes: dict[int, int] = {}  # socket inode -> pid, kept while they hold
+        self._until = 0.0
+        self._task: asyncio.Task[None] | None = None
+        self._wake: asyncio.Event | None = None  # a kick checks at once
+
+    def kick(self) -> None:
+        """A graph change or a shortfall: check often for a while."""
+        domain_id = getattr(self.bridge, "domain_id", None)
+        if not self.watch.enabled or domain_id is None:
+            return
+        self._until = time.monotonic() + WINDOW_S
+        if self._wake is None:
+            self._wake = asyncio.Event()
+        self._wake.set()
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(
+                self._run(domain_id), name="frozen-participants")
+
+    async def stop(self) -> None:
+        """Stop checking."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _run(self, domain_id: int) -> None:
+        assert self._wake is not None
+        while True:
+            self._wake.clear()
+            now = time.monotonic()
+            short = 0
+            try:
+                prefixes, short, owners = await self.bridge.run(
+                    _check, self.bridge.node, domain_id, self._inodes, timeout=10.0)
+                due = self.watch.observe(owners, prefixes, now)
+                if due:
+                    await self._rejoin(due, owners)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("frozen-participant check failed")
+            if now >= self._until and not (short and self.watch.watching()):
+                return
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), FAST_CHECK_S)
+
+    async def _rejoin(self, pids: list[int], owners: dict[int, str]) -> None:
+        names = ", ".join(f"pid {pid} ({_comm(pid)})" for pid in pids)
+        log.warning("DDS participant(s) of %s resumed but not rediscovered for %.1f s: "
+                    "re-joining DDS with a new participant", names, self.watch.grace_s)
+        try:
+            took = await self.bridge.rejoin()
+        except Exception:
+            self.watch.rejoined(pids, time.monotonic(), time.time(), None, ok=False)
+            log.exception("rejoin failed; the nodes of %s stay unlisted until the gateway or "
+                          "the node is restarted", names)
+            return
+        self.watch.rejoined(pids, time.monotonic(), time.time(), round(took, 3))
+        log.warning("re-joined DDS with a new participant in %.2f s (rejoin %d): %d "
+                    "subscriptions, publishers and services moved", took, self.watch.rejoins,
+                    self.bridge.node.replayed + (self.bridge.call_node.replayed
+                                                 if self.bridge.call_node is not
+                                                 self.bridge.node else 0))
+
+    def health(self) -> dict[str, Any]:
+        """For /health (x-vendor-readiness)."""
+        return self.watch.health()
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            words = f.read().decode(errors="replace").replace("\0", " ").split()
+    except OSError:
+        return "gone"
+    return " ".join(words)[:80] or "?"

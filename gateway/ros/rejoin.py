@@ -1,0 +1,162 @@
+"""The gateway's ROS nodes behind proxies that can move to a new DDS participant.
+
+Every subscription, publisher and service server made through a NodeProxy is recorded with
+its creation arguments behind an EntityHandle; RosBridge.rejoin (ros/bridge.py) makes new
+nodes in a new rclpy context (a new DDS participant) and NodeProxy.move replays them there,
+with the same callbacks, so components keep their handles. Service and action clients are not
+replayed: their owners cache them (bridge.ClientCache) and the bridge clears the caches, so the
+next call makes a new one; a call pending on an old client fails like any lost call.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+log = logging.getLogger(__name__)
+REPLAYED = ("create_subscription", "create_publisher", "create_service")
+DESTROY = {"destroy_subscription": "create_subscription",
+           "destroy_publisher": "create_publisher", "destroy_service": "create_service"}
+
+
+class EntityHandle:
+    """A ROS entity of a NodeProxy: attribute access goes to the entity of the current node."""
+
+    def __init__(self, entity: Any, kind: str, args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> None:
+        self._entity = entity
+        self._kind = kind
+        self._args = args
+        self._kwargs = kwargs
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._entity, name)
+
+    def __repr__(self) -> str:
+        return f"EntityHandle({self._entity!r})"
+
+
+def unwrap(entity: Any) -> Any:
+    """The rclpy entity behind a handle (anything else as it is)."""
+    return entity._entity if type(entity) is EntityHandle else entity
+
+
+class NodeProxy:
+    """An rclpy node whose subscriptions, publishers and services can move to another node."""
+
+    def __init__(self, node: Any) -> None:
+        self._node = node
+        self._handles: list[EntityHandle] = []
+        self.lock = threading.RLock()  # creation and destruction against a move
+
+    @property
+    def current(self) -> Any:
+        """The rclpy node behind the proxy now."""
+        return self._node
+
+    def __getattr__(self, name: str) -> Any:
+        if name in DESTROY:
+            return lambda entity: self._destroy(name, entity)
+        if name in REPLAYED:
+            return lambda *args, **kwargs: self._create(name, args, kwargs)
+        return getattr(self._node, name)
+
+    def _create(self, kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> EntityHandle:
+        with self.lock:
+            handle = EntityHandle(getattr(self._node, kind)(*args, **kwargs), kind, args, kwargs)
+            self._handles.append(handle)
+            return handle
+
+    def _destroy(self, name: str, entity: Any) -> Any:
+        with self.lock:
+            if type(entity) is EntityHandle:
+                try:
+                    self._handles.remove(entity)
+                except ValueError:
+                    pass
+            return getattr(self._node, name)(unwrap(entity))
+
+    @property
+    def replayed(self) -> int:
+        """Entities recorded for a move."""
+        return len(self._handles)
+
+    def point_to(self, node: Any) -> None:
+        """Make `node` the current node without moving anything (graph queries during a move)."""
+        with self.lock:
+            self._node = node
+
+    def move(self, node: Any) -> int:
+        """Re-create every recorded entity on `node` and make it the current node; the number
+        that could not be re-created (logged; their handles keep the old entity)."""
+        failed = 0
+        with self.lock:
+            self._node = node
+            for handle in self._handles:
+                try:
+                    handle._entity = getattr(node, handle._kind)(*handle._args,
+                                                                 **handle._kwargs)
+                except Exception:
+                    failed += 1
+                    log.exception("rejoin: cannot re-create %s %s", handle._kind,
+                                  handle._args[1] if len(handle._args) > 1 else "")
+        return failed
+
+
+class Joined:
+    """One rclpy context (a DDS participant) with the gateway's nodes, executors and threads."""
+
+    def __init__(self, context: Any) -> None:
+        self.context = context
+        self.node: Any = None
+        self.executor: Any = None
+        self.thread: threading.Thread | None = None
+        self.call_node: Any = None  # with ros.executor=events: the client node
+        self.call_executor: Any = None
+        self.call_thread: threading.Thread | None = None
+        self.probe: Any = None  # a rejoin's first node (the participant before the nodes)
+        self.retired = False  # its threads stop spinning
+
+    def start(self) -> None:
+        """Start the executor threads."""
+        for thread in (self.thread, self.call_thread):
+            if thread is not None:
+                thread.start()
+
+    @property
+    def alive(self) -> bool:
+        """True while the executor threads spin."""
+        return all(t is None or t.is_alive() for t in (self.thread, self.call_thread))
+
+    def stop(self) -> None:
+        """Stop the executors and join their threads (callbacks end here)."""
+        self.retired = True
+        for executor, thread in ((self.executor, self.thread),
+                                 (self.call_executor, self.call_thread)):
+            if executor is None:
+                continue
+            try:
+                executor.shutdown(timeout_sec=2.0)
+            except Exception:
+                log.debug("executor shutdown", exc_info=True)
+            if thread is not None and thread.is_alive():
+                thread.join(timeout=3.0)
+
+    def destroy(self) -> None:
+        """Destroy the nodes (and every entity on them)."""
+        nodes, self.node, self.call_node = (self.call_node, self.node), None, None
+        for node in nodes:
+            if node is None:
+                continue
+            try:
+                node.destroy_node()
+            except Exception:
+                log.debug("node destroy", exc_info=True)
+
+    def shutdown(self) -> None:
+        """Shut the context down (its DDS participant goes with its last node)."""
+        import rclpy
+
+        self.destroy()
+        rclpy.try_shutdown(context=self.context)
