@@ -1,11 +1,11 @@
 """Participants bound on this host that the gateway's DDS layer does not know (pure).
 
 Fast DDS 3.2 sometimes never rediscovers a participant that was frozen past its lease and
-resumed (docs/ros.md): the node stays invisible until the gateway or the node restarts. The
-gateway cannot repair that, but it can notice it: the participants bound on this host
-(ros/portcensus.py, the gateway's own included) outnumber the participants it discovered
-(ros/census.py). A participant just starting is bound before it is discovered, so only a
-shortfall lasting WINDOW_S (past a lease) counts.
+resumed (docs/ros.md): the gateway then re-joins DDS (frozen.py), and notices what stays
+unseen anyway (a DDS participant that is not a ROS one, a rejoin that did not help): the
+participants bound on this host (ros/portcensus.py, the gateway's own included) outnumber the
+participants it discovered (ros/census.py). A participant just starting is bound before it is
+discovered, so only a shortfall lasting WINDOW_S (past a lease) counts.
 """
 
 from __future__ import annotations
