@@ -494,7 +494,8 @@ def main() -> None:
             build.run()
             joins = build.joins()
             print(f"{len(build.online)}/{len(names)} robots online {build.took:.1f} s after "
-                  f"the start ({len(build.failed)} failed); join after ready p50 "
+                  f"the start ({len(build.failed)} failed); "
+                  f"{sum(j <= 10 for j in joins)} joined within 10 s; join after ready p50 "
                   f"{pct(joins, .5):.2f} s, p99 {pct(joins, .99):.2f} s, max "
                   f"{max(joins, default=float('nan')):.2f} s (target <= 10 s)", flush=True)
             n = max(1, len(build.online))
