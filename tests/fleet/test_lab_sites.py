@@ -12,6 +12,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -31,7 +32,6 @@ from tests.fleet.lab import (
     request,
     wait_until,
 )
-from tests.fleet.test_lab import StreamReader
 
 pytestmark = pytest.mark.integration
 
@@ -87,6 +87,34 @@ def _get(base: str, path: str) -> Any:
     return json.loads(body)
 
 
+class _Events:
+    """An SSE stream read in a thread; the data of each event kept."""
+
+    def __init__(self, base: str, path: str) -> None:
+        host, port = base.split("//")[1].split(":")
+        self.conn = http.client.HTTPConnection(host, int(port), timeout=120)
+        self.conn.request("GET", path)
+        resp = self.conn.getresponse()
+        assert resp.status == 200, (path, resp.status, resp.read()[:300])
+        self.events: list[dict[str, Any]] = []
+        threading.Thread(target=self._read, args=(resp,), daemon=True).start()
+
+    def _read(self, resp: http.client.HTTPResponse) -> None:
+        try:
+            for raw in resp.fp:
+                line = raw.decode().rstrip("\n")
+                if line.startswith("data: "):
+                    self.events.append(json.loads(line[6:]))
+        except (OSError, ValueError):
+            pass
+
+    def close(self) -> None:
+        """End the stream now (a plain close would wait for the reader's next line)."""
+        if self.conn.sock is not None:
+            self.conn.sock.shutdown(socket.SHUT_RDWR)
+        self.conn.close()
+
+
 def test_ids_qualified_once_and_reads_through_two_levels(sites: Sites) -> None:
     top = sites.top
     apps = {a["id"]: a for a in _get(top, "/apps")["items"]}
@@ -106,7 +134,7 @@ def test_fault_stream_and_forwarded_clear_through_two_levels(sites: Sites) -> No
     top = sites.top
     wait_until(lambda: FAULT in {f["fault_code"] for f in _get(
         top, "/apps/lidar_sensor/faults")["items"]}, 30, "r1's fault read through the site")
-    stream = StreamReader(top)
+    stream = _Events(top, "/api/v1/faults/stream")
     try:
         time.sleep(1.5)  # relays open: fleet -> site -> robot
         status, _, body = request("DELETE", f"{top}/api/v1/apps/lidar_sensor/faults/{FAULT}")
@@ -145,31 +173,6 @@ def test_recording_downloads_through_two_levels(sites: Sites) -> None:
         "GET", f"{top}/api/v1/apps/lidar_sensor/bulk-data/rosbags/{rec['id']}", timeout=60)
     assert status == 200 and len(body) == rec["size"] == int(headers["content-length"])
     assert body[:8] == b"\x89MCAP0\r\n"
-
-
-class _Events:
-    """An SSE stream of the fleet primary read in a thread; the data of each event kept."""
-
-    def __init__(self, base: str, path: str) -> None:
-        host, port = base.split("//")[1].split(":")
-        self.conn = http.client.HTTPConnection(host, int(port), timeout=120)
-        self.conn.request("GET", path)
-        resp = self.conn.getresponse()
-        assert resp.status == 200, (path, resp.status, resp.read()[:300])
-        self.events: list[dict[str, Any]] = []
-        threading.Thread(target=self._read, args=(resp,), daemon=True).start()
-
-    def _read(self, resp: http.client.HTTPResponse) -> None:
-        try:
-            for raw in resp.fp:
-                line = raw.decode().rstrip("\n")
-                if line.startswith("data: "):
-                    self.events.append(json.loads(line[6:]))
-        except (OSError, ValueError):
-            pass
-
-    def close(self) -> None:
-        self.conn.close()
 
 
 def _create_trigger(base: str, entity: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -245,7 +248,7 @@ def _fault_items(base: str) -> tuple[list[tuple[str, float]], dict[str, Any]]:
 def test_cached_merged_reads_through_two_levels_fresh_after_a_robots_change(
         sites: Sites) -> None:
     top, site, r1 = sites.top, sites.site, sites.robots["r1"].host
-    stream = StreamReader(top)  # a client of the fleet's fault stream sees the change signal
+    stream = _Events(top, "/api/v1/faults/stream")  # where a client sees the change signal
     try:
         wait_until(lambda: _fault_items(top)[0], 30, "r1's fault on the fleet primary")
         # a repeated read is answered from cache on both levels (a live answer has age 0)
