@@ -516,7 +516,7 @@ def main() -> None:
                   f"per robot), {cpu:.0f} s CPU in all", flush=True)
             print("tearing down", flush=True)
     except KeyboardInterrupt as exc:
-        print(f"interrupted ({exc or 'Ctrl-C'}): lab torn down", flush=True)
+        print(f"interrupted ({str(exc) or 'Ctrl-C'}): lab torn down", flush=True)
         sys.exit(130)
     finally:
         if build is not None:
