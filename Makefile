@@ -73,7 +73,8 @@ lint: install
 		gateway/ros/discovery_layout.py gateway/ros/interface_paths.py gateway/ros/described_encode.py \
 		gateway/ros/typebuild.py gateway/ros/callbuild.py gateway/ros/_typebuild_worker.py \
 		gateway/discovery/unseen.py gateway/discovery/frozen.py gateway/discovery/frozen_loop.py \
-		gateway/ros/rejoin.py gateway/ros/portcensus.py \
+		gateway/ros/rejoin.py gateway/ros/portcensus.py gateway/ros/graph_watch.py \
+		gateway/discovery/graph_wake.py \
 		gateway/discovery/manifest.py gateway/discovery/validate.py gateway/discovery/inventory.py \
 		gateway/discovery/linker.py gateway/discovery/merge.py federation recorder \
 		gateway/app.py gateway/state.py gateway/cli.py gateway/auth gateway/control gateway/faults \

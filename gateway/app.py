@@ -185,7 +185,9 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     state.poller = GraphPoller(bridge, state.pool, state.cache,
                                s["discovery.poll_interval_ms"] / 1000.0,
                                s["discovery.refresh_debounce_ms"] / 1000.0,
-                               idle_interval_s=s["discovery.idle_poll_interval_ms"] / 1000.0)
+                               idle_interval_s=s["discovery.idle_poll_interval_ms"] / 1000.0,
+                               watched_idle_interval_s=s[
+                                   "discovery.watched_idle_poll_interval_ms"] / 1000.0)
     state.poller.start()
     state.health["x-vendor-readiness"] = state.poller.health
     state.health["x-vendor-ros-types"] = ros_types_health(bridge)
