@@ -186,10 +186,14 @@ class RosBridges:
                  diagnostics_topic: str = "/diagnostics",
                  code_map: Mapping[str, str] | None = None,
                  rosout_cooldown_s: float = ROSOUT_COOLDOWN_S,
-                 report_canceled: bool = False) -> None:
+                 report_canceled: bool = False, log_node: Any = None) -> None:
         from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 
         self.node = node
+        # /rosout on this node (the bridge's call node: its EventsExecutor takes an entry for
+        # less CPU than a wait-set executor, and a robot's nodes log all the time)
+        self.log_node = node if log_node is None else log_node
+        self.log_sub: Any = None
         self.submit = submit
         self.node_fqns = node_fqns
         self.want_rosout, self.want_diagnostics, self.want_actions = rosout, diagnostics, actions
@@ -214,8 +218,7 @@ class RosBridges:
                          durability=DurabilityPolicy.VOLATILE)
         if self.want_rosout:
             from rcl_interfaces.msg import Log
-            self.subs.append(self.node.create_subscription(
-                Log, "/rosout", self._on_log, qos, callback_group=self.group))
+            self.log_sub = self.log_node.create_subscription(Log, "/rosout", self._on_log, qos)
         if self.want_diagnostics:
             from diagnostic_msgs.msg import DiagnosticArray
             self.subs.append(self.node.create_subscription(
@@ -293,6 +296,12 @@ class RosBridges:
 
     def stop(self) -> None:
         """Destroy every subscription (blocking ROS work)."""
+        if self.log_sub is not None:
+            try:
+                self.log_node.destroy_subscription(self.log_sub)
+            except Exception:
+                log.debug("destroy_subscription", exc_info=True)
+            self.log_sub = None
         for sub in [*self.subs, *self.action_subs.values()]:
             try:
                 self.node.destroy_subscription(sub)

@@ -143,7 +143,8 @@ class FaultService:
             code_map={k: str(v) for k, v in
                       s.section("faults.diagnostics_bridge.code_map.").items()},
             rosout_cooldown_s=s["faults.rosout_bridge.cooldown_sec"],
-            report_canceled=s["faults.action_bridge.report_canceled"])
+            report_canceled=s["faults.action_bridge.report_canceled"],
+            log_node=bridge.call_node)
         await bridge.run(self.bridges.start, what="creating the fault bridge subscriptions")
         self._spawn(action_topics_loop(self.state, self.bridges))
         self._spawn(dedup_prune_loop(self))

@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HOUSEKEEPING_S = 0.25
+# With no subscription, trigger, parked trigger or pinned topic there is nothing to keep: the
+# housekeeping waits this long at most, or until one comes (an idle robot stays idle).
+IDLE_HOUSEKEEPING_S = 60.0
 PREVIOUS_FLUSH_S = 1.0
 ORPHAN_SWEEP_S = 1.0
 PARKED_MAX = 100  # ended triggers whose undelivered events wait for a client
@@ -69,6 +72,7 @@ class PushEngine:
         self.orphans = OrphanClock(float(s.get("triggers.orphan_grace_sec", 10.0)))
         # trigger id -> (ended trigger, until when its undelivered events are kept)
         self.parked: dict[str, tuple[Trigger, float]] = {}
+        self._work = asyncio.Event()  # set when a subscription, trigger or parked one comes
         self.links: Any = None  # federation.push_links.PeerLinks on a primary
         self.sampler: Any = None  # cyclic.CyclicSampler, made by start()
         self.fired = 0
@@ -142,6 +146,7 @@ class PushEngine:
                            now + spec.duration, client_id)
         sub.channel = Channel(self.hub)
         self.subscriptions[sub.id] = sub
+        self._work.set()
         self._want_ticks(sub.interval)
         self.orphans.saw((sub.entity_type, sub.entity_id))
         if spec.ref.collection == "data":
@@ -196,6 +201,7 @@ class PushEngine:
                 raise ApiError(503, SERVICE_UNAVAILABLE,
                                f"The trigger could not be stored: {exc}") from None
         self.triggers[tid] = trig
+        self._work.set()
         self._trigger_version += 1
         if trigger_id is None:  # created on an existing entity (a restored one may wait)
             self.orphans.saw((trig.entity_type, trig.entity_id))
@@ -240,6 +246,7 @@ class PushEngine:
     def _park(self, trig: Trigger, now: float) -> None:
         """Keep an ended trigger's undelivered events for the next client (bounded)."""
         self.parked[trig.id] = (trig, now + PARKED_TTL_S)
+        self._work.set()
         while len(self.parked) > PARKED_MAX:
             del self.parked[next(iter(self.parked))]
 
@@ -448,7 +455,14 @@ class PushEngine:
     async def _housekeeping(self) -> None:
         last_flush = last_sweep = time.monotonic()
         while True:
-            await asyncio.sleep(HOUSEKEEPING_S)
+            if self.subscriptions or self.triggers or self.parked or self.topics.watched:
+                await asyncio.sleep(HOUSEKEEPING_S)
+            else:
+                self._work.clear()
+                try:
+                    await asyncio.wait_for(self._work.wait(), IDLE_HOUSEKEEPING_S)
+                except TimeoutError:
+                    pass
             now = time.time()
             for sub in [s for s in self.subscriptions.values() if s.expired(now)]:
                 self.remove_subscription(sub)
