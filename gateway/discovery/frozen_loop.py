@@ -48,12 +48,14 @@ class FrozenLoop:
         self._task: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None  # a kick checks at once
 
-    def kick(self) -> None:
-        """A graph change or a shortfall: check often for a while."""
+    def kick(self, window: bool = True) -> None:
+        """A graph change (window: check often for a while) or a shortfall seen by the slow
+        check (one check now, more only while a process may need a rejoin)."""
         domain_id = getattr(self.bridge, "domain_id", None)
         if not self.watch.enabled or domain_id is None:
             return
-        self._until = time.monotonic() + WINDOW_S
+        if window:
+            self._until = time.monotonic() + WINDOW_S
         if self._wake is None:
             self._wake = asyncio.Event()
         self._wake.set()
