@@ -16,6 +16,7 @@ from ..ros.graph_query import take_snapshot
 from ..ros.topics import SamplePool
 from .cache import EntityCache
 from .frozen_loop import FrozenLoop
+from .graph_wake import GraphWake
 from .readiness import Readiness
 from .runclock import RunClock
 from .unseen import CHECK_EVERY_S, UnseenParticipants
@@ -58,9 +59,14 @@ class GraphPoller:
     """Background task: graph poll every interval; entity refresh at most once per debounce."""
 
     def __init__(self, bridge: RosBridge, pool: SamplePool, cache: EntityCache,
-                 interval_s: float, debounce_s: float, idle_interval_s: float = 0.0) -> None:
+                 interval_s: float, debounce_s: float, idle_interval_s: float = 0.0,
+                 watched_idle_interval_s: float = 0.0) -> None:
         self.bridge = bridge
         self.idle_interval_s = idle_interval_s
+        # Idle with graph changes watched (graph_wake.py): polled this often, and at a change.
+        self.watched_idle_interval_s = watched_idle_interval_s
+        self.wake = GraphWake(bridge, watched_idle_interval_s > 0 and idle_interval_s > 0)
+        self.idle = False  # the graph has not changed for IDLE_AFTER_S: polled slowly
         self.pool = pool
         self.cache = cache
         self.interval_s = interval_s
@@ -90,6 +96,7 @@ class GraphPoller:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         await self.frozen.stop()
+        self.wake.stop()
 
     def health(self) -> dict[str, Any]:
         """How discovery became ready (for /health): reason, time since the participant was
@@ -105,7 +112,8 @@ class GraphPoller:
                 # checks that could not run (readiness decided without them), and why
                 "checks_not_run": [] if self._local_why is None else [
                     {"check": "port_census", "reason": self._local_why}],
-                **self.unseen.health(), **self.frozen.health()}
+                **self.unseen.health(), **self.frozen.health(), **self.wake.health(),
+                "graph_idle": self.idle}
 
     async def _check_unseen(self) -> None:
         """Compare the participants bound on this host with those discovered; warn once when
@@ -152,14 +160,20 @@ class GraphPoller:
         census_changed = False
         last_change = started
         run_clock = RunClock()  # of the event-loop thread (readiness.py)
+        poll = True  # False: woken only for the unseen check of a watched idle graph
+        polled = started  # when the graph was last queried
         while True:
             starting = not self.ready.is_set()
             began = time.monotonic()
+            self.wake.changed.clear()  # a change from here on wakes the next wait
             try:
                 if starting:
                     snap, census_changed = await self._poll_starting()
-                else:
+                elif poll or self._last is None:
+                    polled = began
                     snap = await self.poll_once()
+                else:
+                    snap = self._last
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -208,8 +222,17 @@ class GraphPoller:
                 except Exception:
                     log.exception("unseen-participant check failed")
             if self.ready.is_set():
-                await asyncio.sleep(poll_delay(self.interval_s, self.idle_interval_s,
-                                               now - last_change, pending is not None))
+                delay = poll_delay(self.interval_s, self.idle_interval_s, now - last_change,
+                                   pending is not None)
+                self.idle = delay > self.interval_s
+                if self.idle and self.wake.active():  # idle, changes wake it
+                    poll_at = polled + max(delay, self.watched_idle_interval_s)
+                    check_at = self._unseen_checked + CHECK_EVERY_S
+                    woke = await self.wake.wait(min(poll_at, check_at) - time.monotonic())
+                    poll = woke or time.monotonic() >= poll_at
+                else:
+                    poll = True
+                    await asyncio.sleep(delay)
             else:  # fast, but a big graph's polls take at most a third of the time
                 await asyncio.sleep(min(self.interval_s,
                                         max(STARTING_POLL_S, 2 * (now - began))))
