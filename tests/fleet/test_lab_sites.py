@@ -245,6 +245,17 @@ def _fault_items(base: str) -> tuple[list[tuple[str, float]], dict[str, Any]]:
              if f["fault_code"] == FAULT], body["x-vendor"].get("cache") or {})
 
 
+def _cache_age(base: str, path: str) -> int:
+    age: int = _get(base, path)["x-vendor"]["cache"]["age_ms"]
+    return age
+
+
+def _cached_fault(base: str) -> tuple[list[tuple[str, float]], dict[str, Any]] | None:
+    """The fault's items and cache block when answered from cache (age > 0), else None."""
+    items, block = _fault_items(base)
+    return (items, block) if items and block.get("age_ms", 0) > 0 else None
+
+
 def test_cached_merged_reads_through_two_levels_fresh_after_a_robots_change(
         sites: Sites) -> None:
     top, site, r1 = sites.top, sites.site, sites.robots["r1"].host
@@ -255,10 +266,9 @@ def test_cached_merged_reads_through_two_levels_fresh_after_a_robots_change(
         for base, path in ((top, "/faults"), (site, "/faults"),
                            (top, "/functions/powertrain/data"),
                            (site, "/functions/powertrain/data")):
-            wait_until(lambda b=base, p=path: _get(b, p)["x-vendor"]["cache"]["age_ms"] > 0,
-                       10, f"{path} served from the read cache of {base}", every=0.2)
-        before, _ = wait_until(lambda: (lambda r: r if r[0] and r[1].get("age_ms", 0) > 0
-                                        else None)(_fault_items(top)), 10,
+            wait_until(lambda: _cache_age(base, path) > 0, 10,  # noqa: B023 (waited on here)
+                       f"{path} served from the read cache of {base}", every=0.2)
+        before, _ = wait_until(lambda: _cached_fault(top), 10,
                                "the fleet's cached /faults naming r1's fault")
         assert before[0][0] == "CONFIRMED", before
         status, _ = on_host(r1, "DELETE", 8081, f"/apps/lidar_sensor/faults/{FAULT}")
