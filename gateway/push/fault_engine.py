@@ -44,6 +44,7 @@ class FaultTriggerEngine:
         self.rules: dict[str, Rule] = {}
         self._off: Any = None
         self._task: asyncio.Task[None] | None = None
+        self._crossed = asyncio.Event()  # set when a rule crosses: the poll has work again
         self.reports = 0
         self.clears = 0
 
@@ -122,6 +123,7 @@ class FaultTriggerEngine:
             now_crossed = crossed(value, rule.operator, rule.threshold)
             if now_crossed and not rule.crossed:
                 rule.crossed = True
+                self._crossed.set()
                 self._report(rule)
                 self._save()
             elif not now_crossed and rule.crossed:
@@ -131,6 +133,9 @@ class FaultTriggerEngine:
 
     async def _poll(self) -> None:
         while True:
+            if not any(rule.crossed for rule in self.rules.values()):
+                self._crossed.clear()  # nothing to repeat: no wake-up until a rule crosses
+                await self._crossed.wait()
             await asyncio.sleep(self.poll_s)
             for rule in tuple(self.rules.values()):
                 if rule.active and rule.crossed and rule.value is not None:
