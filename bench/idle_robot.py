@@ -2,12 +2,14 @@
 
 A lab of namespaced hosts (tests/fleet/lab.py; root): each robot its own host on ROS domain 0
 with two demo nodes and its gateway, behind its link emulator; two primaries, each with half
-of the robots as static peers. One half runs as this build does by default (graph polled
-every discovery.idle_poll_interval_ms once idle; the primary follows the peer's beacon); the
-other half as the build did before (graph every 200 ms; a /health probe every 500 ms and a
-conditional refresh every second), the baseline, measured in the same windows on the same
-loaded machine. Printed: each robot's gateway CPU (ms per s, /proc over the window), the
-medians of both halves, their ratio, and the primaries' CPU. Target: <= 3 ms/s.
+of the robots as static peers. One half runs as this build does by default (an idle graph
+watched through the node's graph guard condition and polled every
+discovery.watched_idle_poll_interval_ms; the primary follows the peer's beacon); the other
+half as the build did before (graph every 200 ms, unwatched; a /health probe every 500 ms and
+a conditional refresh every second), the baseline, measured in the same windows on the same
+loaded machine. Printed: each robot's gateway CPU (ms per s over the window, from the
+threads' schedstat run times in ns), the medians of both halves, their ratio, the primaries'
+CPU, and where one new robot's CPU went per thread. Target: <= 3 ms/s.
 
 Usage: python bench/idle_robot.py [--robots 2] [--seconds 20] [--rounds 2]   (as root)
 """
@@ -40,12 +42,21 @@ OLD = {"robot": ["discovery.idle_poll_interval_ms=0"], "primary": ["aggregation.
 NEW: dict[str, list[str]] = {"robot": [], "primary": []}
 
 
-def cpu_s(pid: int) -> float:
-    """CPU seconds of a process (all threads) from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    import os
+def threads_s(pid: int) -> dict[tuple[str, str], float]:
+    """CPU seconds of each live thread of a process, by (tid, name), from schedstat (ns)."""
+    out = {}
+    for tid in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (tid / "comm").read_text().strip()
+            out[(tid.name, name)] = int((tid / "schedstat").read_text().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            continue  # the thread ended
+    return out
 
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+def cpu_s(pid: int) -> float:
+    """CPU seconds of a process (its live threads; an idle gateway's threads stay)."""
+    return sum(threads_s(pid).values())
 
 
 def health(address: str, port: int) -> dict[str, object]:
@@ -91,13 +102,20 @@ def main() -> None:
         time.sleep(15)
         rates: dict[str, list[float]] = {h: [] for h in halves}
         prim: dict[str, list[float]] = {h: [] for h in halves}
+        per_thread: dict[str, float] = {}  # one new robot's gateway, ms/s by thread name
         for _ in range(args.rounds):
             pids = {h: [r.gateway.pid for r in robots[h] if r.gateway] for h in halves}
             before = {h: [cpu_s(p) for p in pids[h]] for h in halves}
+            split = threads_s(pids["new"][0])
             pbefore = {h: cpu_s(primaries[h].pid) for h in halves}
             t0 = time.monotonic()
             time.sleep(args.seconds)
             dt = time.monotonic() - t0
+            after = threads_s(pids["new"][0])
+            for key, s in after.items():
+                name = key[1] if key[1] != "python" or key[0] != str(pids["new"][0]) else "main"
+                per_thread[name] = per_thread.get(name, 0.0) + (s - split.get(key, 0.0)) \
+                    * 1e3 / dt / args.rounds
             for h in halves:
                 rates[h] += [(cpu_s(p) - b) * 1e3 / dt for p, b in zip(pids[h], before[h],
                                                                         strict=True)]
@@ -106,6 +124,9 @@ def main() -> None:
             print(f"{h:>3} robots' gateways (ms/s): "
                   + ", ".join(f"{x:.2f}" for x in rates[h])
                   + f"; primary {statistics.median(prim[h]):.2f} ms/s for {args.robots} robots")
+        top = sorted(per_thread.items(), key=lambda kv: -kv[1])
+        print("one new robot's gateway by thread (ms/s; python: threads Python names): "
+              + ", ".join(f"{n} {v:.2f}" for n, v in top if v >= 0.01))
         new, old = statistics.median(rates["new"]), statistics.median(rates["old"])
         print(f"idle robot gateway, median: {new:.2f} ms/s (target <= {TARGET_MS_PER_S}); "
               f"before: {old:.2f} ms/s; ratio {new / old:.2f}")
