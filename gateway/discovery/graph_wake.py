@@ -33,8 +33,10 @@ class GraphWake:
             loop = asyncio.get_running_loop()
 
             def notice() -> None:
-                if not loop.is_closed():
+                try:
                     loop.call_soon_threadsafe(self.changed.set)
+                except RuntimeError:  # the loop closed (shutdown): nobody to tell
+                    pass
 
             try:
                 self.watch = GraphWatch(self.bridge.node, notice).start()
