@@ -60,7 +60,7 @@ HOT_ANSWER_TESTS := tests/unit/test_hot_answers_pure.py tests/integration/test_h
 TEST_WORKERS ?= 3
 
 test: install jazzy lint browser
-	$(BIN)/python -m pytest -q -rs -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -rs -n $(TEST_WORKERS) $(PYTEST_ARGS)
 	DIAG_TEST_HOT_WIRE=off $(BIN)/python -m pytest -q -rs $(HOT_ANSWER_TESTS)
 
 unit: install

@@ -18,10 +18,10 @@ HOT_WIRE_SETTINGS = ["server.hot_wire=false"] if os.environ.get("DIAG_TEST_HOT_W
     else []
 
 
-# pytest-xdist (`make test` runs `-n`, `--dist loadgroup`): a module's tests stay on one worker
-# (its module-scoped gateways and robot start once), and so do the tests that share something
-# host-wide: the namespaced fleet labs and mDNS on loopback ("lan": one LAN at a time, or a
-# primary would discover another test's robots) and the Jazzy robot (session-scoped).
+# pytest-xdist (`make test` runs `-n`): a module's tests stay on one worker (its module-scoped
+# gateways and robot start once), and so do the tests that share something host-wide: the
+# namespaced fleet labs and mDNS on loopback ("lan": one LAN at a time, or a primary would
+# discover another test's robots) and the Jazzy robot (session-scoped).
 SHARED_GROUPS = {"tests/fleet/test_lab": "lan", "tests/fleet/test_mdns": "lan",
                  "tests/jazzy/": "jazzy"}
 
@@ -32,13 +32,17 @@ def xdist_group(path: str) -> str:
                 path)
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every test gets its xdist group (used only under `--dist loadgroup`)."""
-    root = config.rootpath
-    for item in items:
-        path = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) \
-            else item.path.as_posix()
-        item.add_marker(pytest.mark.xdist_group(xdist_group(path)))
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """Under `pytest -n`: whole groups of xdist_group() go to one worker each."""
+    if config.getvalue("dist") not in ("load", "loadscope", "loadfile", "loadgroup"):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group(nodeid.split("::", 1)[0])
+
+    return GroupScheduling(config, log)
 
 
 def free_port() -> int:
