@@ -10,9 +10,12 @@ ROS domain 0 like a real robot. The test process reaches the LAN through one mor
 from __future__ import annotations
 
 import contextlib
+import http.client
+import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -310,8 +313,6 @@ class LabRobot:
 def request(method: str, url: str, body: Any = None, headers: dict[str, str] | None = None,
          timeout: float = 10.0) -> tuple[int, dict[str, str], bytes]:
     """One HTTP exchange from the workstation: (status, lower-case headers, body)."""
-    import http.client
-    import json
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
@@ -333,8 +334,6 @@ def request(method: str, url: str, body: Any = None, headers: dict[str, str] | N
 def on_host(host: Host, method: str, port: int, path: str, body: Any = None,
             timeout: float = 20.0) -> tuple[int, Any]:
     """One HTTP exchange made on the host itself (its loopback): (status, JSON body)."""
-    import json
-
     code = ("import sys, json, http.client\n"
             "c = http.client.HTTPConnection('127.0.0.1', int(sys.argv[1]), timeout=15)\n"
             "b = sys.argv[4] or None\n"
@@ -347,3 +346,32 @@ def on_host(host: Host, method: str, port: int, path: str, body: Any = None,
                           capture_output=True, timeout=timeout, check=True)
     status, _, text = done.stdout.decode().partition("\n")
     return int(status), json.loads(text) if text.strip() else None
+
+
+class EventStream:
+    """An SSE stream of a gateway in the lab (default: its /faults/stream) read in a thread;
+    the data of each event kept."""
+
+    def __init__(self, base: str, path: str = "/api/v1/faults/stream") -> None:
+        host, port = base.split("//")[1].split(":")
+        self.conn = http.client.HTTPConnection(host, int(port), timeout=120)
+        self.conn.request("GET", path)
+        resp = self.conn.getresponse()
+        assert resp.status == 200, (path, resp.status, resp.read()[:300])
+        self.events: list[dict[str, Any]] = []
+        threading.Thread(target=self._read, args=(resp,), daemon=True).start()
+
+    def _read(self, resp: http.client.HTTPResponse) -> None:
+        try:
+            for raw in resp.fp:
+                line = raw.decode().rstrip("\n")
+                if line.startswith("data: "):
+                    self.events.append(json.loads(line[6:]))
+        except (OSError, ValueError):
+            pass
+
+    def close(self) -> None:
+        """End the stream now (a plain close would wait for the reader's next line)."""
+        if self.conn.sock is not None:
+            self.conn.sock.shutdown(socket.SHUT_RDWR)
+        self.conn.close()

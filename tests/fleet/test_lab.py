@@ -13,7 +13,6 @@ import http.client
 import json
 import os
 import signal
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ import pytest
 
 from tests.fleet.lab import (
     LAN_PORT,
+    EventStream,
     Lab,
     LabRobot,
     gateway_argv,
@@ -132,35 +132,9 @@ def test_idle_peers_followed_by_their_beacons(fleet_lab: FleetLab) -> None:
                and fleet_lab.peers()["r1"]["x-vendor"]["beacon"], 20, "r1 back with its beacon")
 
 
-class StreamReader:
-    """The primary's /faults/stream read in a thread; events kept."""
-
-    def __init__(self, url: str) -> None:
-        host, port = url.split("//")[1].split(":")
-        self.conn = http.client.HTTPConnection(host, int(port), timeout=120)
-        self.conn.request("GET", "/api/v1/faults/stream")
-        self.resp = self.conn.getresponse()
-        assert self.resp.status == 200
-        self.events: list[dict[str, Any]] = []
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self) -> None:
-        try:
-            for raw in self.resp.fp:
-                line = raw.decode().rstrip("\n")
-                if line.startswith("data: "):
-                    self.events.append(json.loads(line[6:]))
-        except (OSError, ValueError):
-            pass
-
-    def close(self) -> None:
-        self.conn.close()
-
-
 def test_partition_heals_with_no_fault_event_lost(fleet_lab: FleetLab) -> None:
     r2 = fleet_lab.robots["r2"]
-    stream = StreamReader(fleet_lab.primary_url)
+    stream = EventStream(fleet_lab.primary_url)
     try:
         time.sleep(1.0)  # the relays open while a client is attached
         assert r2.link_command("partition on") == "ok"

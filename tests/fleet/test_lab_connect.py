@@ -18,6 +18,7 @@ import pytest
 
 from tests.fleet.lab import (
     LAN_PORT,
+    EventStream,
     Lab,
     LabRobot,
     gateway_argv,
@@ -27,7 +28,6 @@ from tests.fleet.lab import (
     request,
     wait_until,
 )
-from tests.fleet.test_lab import StreamReader
 
 pytestmark = pytest.mark.integration
 
@@ -82,7 +82,7 @@ def test_unreachable_robot_joins_by_connecting_out(nat_lab: tuple[Lab, LabRobot,
     # forwarding and the fault stream: a clear forwarded to r4, its events relayed back
     wait_until(lambda: FAULT in {f["fault_code"] for f in _get(
         primary, "/apps/lidar_sensor/faults")["items"]}, 30, "r4's fault read through the tunnel")
-    stream = StreamReader(primary)
+    stream = EventStream(primary)
     try:
         time.sleep(1.0)
         status, _, body = request("DELETE", f"{primary}/api/v1/apps/lidar_sensor/faults/{FAULT}")

@@ -9,11 +9,8 @@ robot's change signal reaches them.
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any, NamedTuple
@@ -22,6 +19,7 @@ import pytest
 
 from tests.fleet.lab import (
     LAN_PORT,
+    EventStream,
     Lab,
     LabRobot,
     gateway_argv,
@@ -87,34 +85,6 @@ def _get(base: str, path: str) -> Any:
     return json.loads(body)
 
 
-class _Events:
-    """An SSE stream read in a thread; the data of each event kept."""
-
-    def __init__(self, base: str, path: str) -> None:
-        host, port = base.split("//")[1].split(":")
-        self.conn = http.client.HTTPConnection(host, int(port), timeout=120)
-        self.conn.request("GET", path)
-        resp = self.conn.getresponse()
-        assert resp.status == 200, (path, resp.status, resp.read()[:300])
-        self.events: list[dict[str, Any]] = []
-        threading.Thread(target=self._read, args=(resp,), daemon=True).start()
-
-    def _read(self, resp: http.client.HTTPResponse) -> None:
-        try:
-            for raw in resp.fp:
-                line = raw.decode().rstrip("\n")
-                if line.startswith("data: "):
-                    self.events.append(json.loads(line[6:]))
-        except (OSError, ValueError):
-            pass
-
-    def close(self) -> None:
-        """End the stream now (a plain close would wait for the reader's next line)."""
-        if self.conn.sock is not None:
-            self.conn.sock.shutdown(socket.SHUT_RDWR)
-        self.conn.close()
-
-
 def test_ids_qualified_once_and_reads_through_two_levels(sites: Sites) -> None:
     top = sites.top
     apps = {a["id"]: a for a in _get(top, "/apps")["items"]}
@@ -134,7 +104,7 @@ def test_fault_stream_and_forwarded_clear_through_two_levels(sites: Sites) -> No
     top = sites.top
     wait_until(lambda: FAULT in {f["fault_code"] for f in _get(
         top, "/apps/lidar_sensor/faults")["items"]}, 30, "r1's fault read through the site")
-    stream = _Events(top, "/api/v1/faults/stream")
+    stream = EventStream(top)
     try:
         time.sleep(1.5)  # relays open: fleet -> site -> robot
         status, _, body = request("DELETE", f"{top}/api/v1/apps/lidar_sensor/faults/{FAULT}")
@@ -209,8 +179,8 @@ def test_triggers_through_two_levels_fire_and_leave_nothing_behind(sites: Sites)
     assert len(_trigger_ids(r2, "/functions/powertrain/triggers")) == 1
     assert faults["id"] in _trigger_ids(r1, "/apps/lidar_sensor/triggers")
 
-    mixed_events = _Events(top, mixed["event_source"])
-    fault_events = _Events(top, faults["event_source"])
+    mixed_events = EventStream(top, mixed["event_source"])
+    fault_events = EventStream(top, faults["event_source"])
     try:
         # both robots' temperatures (relayed by the site) and the fleet's own reach the client
         wait_until(lambda: len(mixed_events.events) >= 6, 30, "temperature firings")
@@ -259,7 +229,7 @@ def _cached_fault(base: str) -> tuple[list[tuple[str, float]], dict[str, Any]] |
 def test_cached_merged_reads_through_two_levels_fresh_after_a_robots_change(
         sites: Sites) -> None:
     top, site, r1 = sites.top, sites.site, sites.robots["r1"].host
-    stream = _Events(top, "/api/v1/faults/stream")  # where a client sees the change signal
+    stream = EventStream(top)  # where a client sees the change signal
     try:
         wait_until(lambda: _fault_items(top)[0], 30, "r1's fault on the fleet primary")
         # a repeated read is answered from cache on both levels (a live answer has age 0)
