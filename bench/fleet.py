@@ -186,7 +186,8 @@ class Build:
         else:  # light: no freeze frames, no /rosout subscription (faults come by service)
             settings += LIGHT
         self.robots[name] = LabRobot(self.lab[name], self.logs).start(
-            settings, nodes=self.nodes, rtt_ms=self.args.rtt_ms, rate_bps=self.args.rate_bps)
+            settings, nodes=self.nodes, rtt_ms=self.args.rtt_ms, rate_bps=self.args.rate_bps,
+            light_nodes=not self.args.full_nodes)
         self.started[name] = time.monotonic()
 
     def probe(self, name: str) -> float | None:
@@ -272,21 +273,44 @@ def _terminate(signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def measure_idle(primary_pid: int, robots: dict[str, LabRobot], n: int) -> None:
+def measure_idle(primary_pid: int, robots: dict[str, LabRobot], n: int,
+                 seconds: float = 10.0) -> None:
+    """The primary's CPU and RSS per robot, and the CPU of each kind of robot process
+    (gateway, demo nodes, link emulator) over `seconds` of an idle fleet."""
     machine = Machine()
-    pids = [r.gateway.pid for r in robots.values() if r.gateway and r.gateway.poll() is None]
+    kinds: dict[str, list[int]] = {"gateway": [], "demo node": [], "link emulator": []}
+    for r in robots.values():
+        for proc in r.host.procs:
+            if proc.poll() is not None:
+                continue
+            kind = ("gateway" if proc is r.gateway else "link emulator" if proc is r.link
+                    else "demo node")
+            kinds[kind].append(proc.pid)
+
+    def cpu(pids: list[int]) -> float:
+        total = 0.0
+        for pid in pids:
+            try:
+                total += cpu_rss(pid)[0]
+            except (OSError, IndexError):
+                pass
+        return total
     cpu0, _ = cpu_rss(primary_pid)
-    rob0 = sum(cpu_rss(p)[0] for p in pids)
+    before = {k: cpu(v) for k, v in kinds.items()}
     t0 = time.monotonic()
-    time.sleep(10)
+    time.sleep(seconds)
     dt = time.monotonic() - t0
     cpu1, rss = cpu_rss(primary_pid)
-    rob1 = sum(cpu_rss(p)[0] for p in pids)
-    print(f"primary idle: {(cpu1 - cpu0) / dt * 1e3 / n:.2f} ms/s CPU and "
-          f"{rss / n / 2**20:.2f} MiB RSS per robot ({(cpu1 - cpu0) / dt * 1e3:.0f} ms/s, "
-          f"{rss / 2**20:.0f} MiB in all); robot gateways idle "
-          f"{(rob1 - rob0) / dt * 1e3 / max(1, len(pids)):.1f} ms/s each; {machine.since()}",
-          flush=True)
+    rates = {k: (cpu(v) - before[k]) / dt * 1e3 for k, v in kinds.items()}
+    primary = (cpu1 - cpu0) / dt * 1e3
+    print(f"primary idle: {primary / n:.2f} ms/s CPU and "
+          f"{rss / n / 2**20:.2f} MiB RSS per robot ({primary:.0f} ms/s, "
+          f"{rss / 2**20:.0f} MiB in all); {machine.since()}", flush=True)
+    total = primary + sum(rates.values())
+    split = "; ".join(f"{k}s {rates[k]:.0f} ms/s ({rates[k] / max(1, len(v)):.1f} each, "
+                      f"{rates[k] / max(total, 1e-9):.0%})" for k, v in kinds.items())
+    print(f"idle fleet CPU by process kind: {split}; primary {primary:.0f} ms/s "
+          f"({primary / max(total, 1e-9):.0%}); {total:.0f} ms/s in all", flush=True)
 
 
 def measure_reads(client: Client, reads: int, n: int, rtt: float) -> None:
@@ -453,6 +477,14 @@ def main() -> None:
     ap.add_argument("--reads", type=int, default=200)
     ap.add_argument("--partition-s", type=float, default=30.0)
     ap.add_argument("--progress-s", type=float, default=5.0)
+    ap.add_argument("--full-nodes", action="store_true",
+                    help="demo nodes at their full rate (default: their light mode)")
+    ap.add_argument("--settle-s", type=float, default=0.0,
+                    help="wait this long after the build before the idle figures")
+    ap.add_argument("--idle-s", type=float, default=10.0,
+                    help="how long the idle fleet's CPU is measured")
+    ap.add_argument("--idle-only", action="store_true",
+                    help="stop after the join and idle figures (a quick CPU split)")
     ap.add_argument("--probe-s", type=float, default=5.0,
                     help="budget of one readiness probe of a robot")
     ap.add_argument("--ready-timeout-s", type=float, default=180.0,
@@ -499,7 +531,11 @@ def main() -> None:
                   f"{pct(joins, .5):.2f} s, p99 {pct(joins, .99):.2f} s, max "
                   f"{max(joins, default=float('nan')):.2f} s (target <= 10 s)", flush=True)
             n = max(1, len(build.online))
-            measure_idle(primary.pid, build.robots, n)
+            time.sleep(args.settle_s)
+            measure_idle(primary.pid, build.robots, n, args.idle_s)
+            if args.idle_only:
+                print("tearing down (--idle-only)", flush=True)
+                return
             client = Client(ph.address)
             measure_reads(client, args.reads, len(build.online), rtt)
             events = Events(ph.address)

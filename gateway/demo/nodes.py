@@ -24,7 +24,7 @@ from rcl_interfaces.srv import (
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import CallbackGroup, ReentrantCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile
@@ -46,6 +46,16 @@ STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 TEARDOWN_TIMEOUT = 3.0
 
 MAX_FIBONACCI_ORDER = 50
+#: Opt-in lighter nodes for fleet benchmarks ("1"): the lidar scans once a second instead of
+#: 5 times, and the node spins on one executor thread (a lab of 100 robots on 2 cores).
+LIGHT_ENV = "DIAG_DEMO_LIGHT"
+SCAN_PERIOD_S = 0.2
+LIGHT_SCAN_PERIOD_S = 1.0
+
+
+def light() -> bool:
+    """True when the opt-in light mode (LIGHT_ENV) is on."""
+    return os.environ.get(LIGHT_ENV) == "1"
 
 
 class Fault(NamedTuple):
@@ -219,7 +229,7 @@ def lidar_sensor() -> Node:
             angle_min=-math.pi,
             angle_max=math.pi,
             angle_increment=2.0 * math.pi / count,
-            scan_time=0.2,
+            scan_time=LIGHT_SCAN_PERIOD_S if light() else SCAN_PERIOD_S,
             range_min=0.1,
             range_max=30.0,
             ranges=[5.0 + 2.0 * math.sin(i * math.pi / 45.0 + phase) for i in range(count)],
@@ -252,7 +262,8 @@ def lidar_sensor() -> Node:
         res.success, res.message = True, "lidar calibrated"
         return res
 
-    node.create_timer(0.2, scan)
+    period = LIGHT_SCAN_PERIOD_S if light() else SCAN_PERIOD_S
+    node.create_timer(period, scan)
     node.create_timer(2.0, check)
     node.create_service(Trigger, "calibrate", calibrate)
     return node
@@ -457,7 +468,7 @@ def run(name: str) -> NoReturn:
     _stop_with_starter()
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     node = FACTORIES[name]()
-    executor = MultiThreadedExecutor(num_threads=4)
+    executor = SingleThreadedExecutor() if light() else MultiThreadedExecutor(num_threads=4)
     executor.add_node(node)
     spinner = threading.Thread(target=executor.spin, name=f"{name}-executor", daemon=True)
     spinner.start()

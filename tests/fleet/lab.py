@@ -281,16 +281,21 @@ class LabRobot:
 
     def start(self, settings: Sequence[str] = (), nodes: Sequence[str] = DEMO_NODES,
               rtt_ms: float = 0.0, jitter_ms: float = 0.0, rate_bps: float = 0.0,
-              link: bool = True, dds_profile: bool = True) -> LabRobot:
+              link: bool = True, dds_profile: bool = True, light_nodes: bool = False
+              ) -> LabRobot:
         """Start nodes, link and gateway (returns at once). Without a link nothing listens
         on the LAN: the robot reaches out, nobody reaches in. dds_profile: the demo's Fast
-        DDS profile (3 s lease), else Fast DDS's defaults."""
+        DDS profile (3 s lease), else Fast DDS's defaults. light_nodes: the demo nodes' light
+        mode (gateway/demo/nodes.py LIGHT_ENV: fewer scans, one executor thread)."""
+        from gateway.demo.nodes import LIGHT_ENV
+
         env = host_env()
         if not dds_profile:
             env.pop("FASTDDS_DEFAULT_PROFILES_FILE", None)
+        node_env = {**env, LIGHT_ENV: "1"} if light_nodes else env
         for node in nodes:
             self.host.run(python_argv("-m", "gateway.demo.nodes", node),
-                          self.logs / f"{self.host.name}.{node}.log", env)
+                          self.logs / f"{self.host.name}.{node}.log", node_env)
         if link:
             self.link = self.host.run(python_argv(
                 "-m", "tests.fleet.linkemu", "--listen", f"0.0.0.0:{LAN_PORT}",
