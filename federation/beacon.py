@@ -6,7 +6,8 @@ Peer side (`GET /x-vendor-beacon?interval_ms=N`, server-sent events): every inte
 request costs a robot's gateway a pass through its HTTP stack; a beacon line a timer and a write.
 
 Primary side (`BeaconReader`, one per online peer): a line read proves the peer alive. No line
-within interval + PROBE_BUDGET_S (a stopped peer) counts as a probe that timed out; a closed
+within interval + the peer's probe budget (PROBE_BUDGET_S, more on a slow link: health.py; a
+stopped peer) counts as a probe that timed out; a closed
 stream (a killed peer) wakes the probe loop, which probes /health at once: offline detection
 is what the probes give. While the beacon is fresh the probe loop skips
 its /health request (a full one still goes every FULL_PROBE_S, which also sees a degraded
@@ -88,9 +89,10 @@ class BeaconReader:
 
     def __init__(self, session: aiohttp.ClientSession, url: str, headers: dict[str, str],
                  interval_s: float, connect_s: float, on_stale: Callable[[], None],
-                 on_change: Callable[[], None]) -> None:
+                 on_change: Callable[[], None],
+                 slack_s: Callable[[], float] = lambda: PROBE_BUDGET_S) -> None:
         self.session, self.url, self.headers = session, url, headers
-        self.interval_s, self.connect_s = interval_s, connect_s
+        self.interval_s, self.connect_s, self.slack_s = interval_s, connect_s, slack_s
         self.on_stale, self.on_change = on_stale, on_change
         self.etag: str | None = None
         self.last_line = float("-inf")  # time.monotonic() of the last line
@@ -101,9 +103,9 @@ class BeaconReader:
         self.task: asyncio.Task[None] | None = None
 
     def fresh(self, now: float) -> bool:
-        """True while the last line is within interval + PROBE_BUDGET_S."""
+        """True while the last line is within interval + slack (the peer's probe budget)."""
         return self.task is not None and not self.task.done() \
-            and now - self.last_line <= self.interval_s + PROBE_BUDGET_S
+            and now - self.last_line <= self.interval_s + self.slack_s()
 
     def verdict(self) -> bool:
         """True once after the stream went silent past its budget (a probe's timeout)."""
@@ -135,7 +137,6 @@ class BeaconReader:
             self.task = None
 
     async def _read(self) -> None:
-        budget = self.interval_s + PROBE_BUDGET_S
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.connect_s,
                                         sock_read=None)
         try:
@@ -147,6 +148,7 @@ class BeaconReader:
                 if resp.status != 200:
                     return
                 while True:
+                    budget = self.interval_s + self.slack_s()
                     line = await asyncio.wait_for(resp.content.readline(), budget)
                     if not line.endswith(b"\n"):
                         return  # closed
@@ -162,7 +164,7 @@ class BeaconReader:
             if not self.timed_out:  # never a line (a buffering proxy?): the probes carry on
                 self.retry_at = time.monotonic() + RETRY_SILENT_S
                 log.info("beacon %s gave no line within %.1f s; probing /health instead",
-                         self.url, budget)
+                         self.url, self.interval_s + self.slack_s())
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             log.debug("beacon %s: %r", self.url, exc)
         finally:

@@ -7,7 +7,14 @@ PROBE_BUDGET_S (a hung or stopped peer: offline within interval + PROBE_BUDGET_S
 connection, an error status, or an answer that is not a gateway's health document. Offline,
 a probe that timed out is followed by the next at once (it already waited its budget, and a
 probe always in flight sees a resumed peer as soon as it answers); other failures back off
-along BACKOFF_S. One success brings the peer back.
+along BACKOFF_S (at most 2 s, also for a peer never reached yet). One success brings the peer
+back.
+
+A probe's budget is PROBE_BUDGET_S or what the link needs, at most PROBE_BUDGET_MAX_S: the
+answered probes' round trips are smoothed as TCP does (RFC 6298: srtt + 4 rttvar, and at least
+twice srtt), and a peer
+never reached yet (nothing known of its link: a robot far away, or starting on a busy
+machine) gets twice the budget after each probe of it that timed out.
 """
 
 from __future__ import annotations
@@ -29,6 +36,10 @@ BACKOFF_S = (0.25, 0.5, 1.0, 2.0)
 # A health probe's budget (at most; aggregation.timeout_ms may be lower). A gateway answers
 # /health in milliseconds; one that has not within this is hung or stopped.
 PROBE_BUDGET_S = 0.8
+# A budget grown for a slow link or a slow peer stays below this (a healed partition is
+# still seen by the probe in flight, or by the next one soon after).
+PROBE_BUDGET_MAX_S = 4.0
+RTT_GAIN, RTTVAR_GAIN, RTTVAR_FACTOR = 1 / 8, 1 / 4, 4.0  # RFC 6298
 # Failures that prove the peer down at once (no second probe needed).
 HARD = frozenset({UNREACHABLE, ERROR_STATUS, INVALID_RESPONSE, TIMEOUT})
 
@@ -50,6 +61,9 @@ class PeerHealth:
     since: float = 0.0
     last_ok: float | None = None
     last_reason: str | None = None
+    srtt: float | None = None  # smoothed round trip of answered probes (s)
+    rttvar: float = 0.0
+    timeouts: int = 0  # probes timed out since the last answered one
 
     @property
     def status(self) -> str:
@@ -60,6 +74,7 @@ class PeerHealth:
         """Account one probe; True when the status changed."""
         self.probed = True
         if ok:
+            self.timeouts = 0
             self.failures = 0
             self.last_ok = now
             self.last_reason = None
@@ -69,6 +84,8 @@ class PeerHealth:
             return False
         self.failures += 1
         self.last_reason = reason
+        if reason == TIMEOUT:
+            self.timeouts += 1
         if self.online and (self.failures >= OFFLINE_AFTER or reason in HARD):
             self.online, self.since = False, now
             return True
@@ -83,3 +100,21 @@ class PeerHealth:
         if self.last_reason == TIMEOUT:
             return 0.0  # the probe took its whole budget: keep one in flight
         return BACKOFF_S[min(self.failures, len(BACKOFF_S)) - 1]
+
+    def measure(self, took: float) -> None:
+        """Account one answered round trip (s) in the smoothed estimate."""
+        if self.srtt is None:
+            self.srtt, self.rttvar = took, took / 2
+            return
+        self.rttvar += RTTVAR_GAIN * (abs(self.srtt - took) - self.rttvar)
+        self.srtt += RTT_GAIN * (took - self.srtt)
+
+    def budget(self, floor_s: float) -> float:
+        """The next probe's budget: floor_s, or what the link needs, at most
+        PROBE_BUDGET_MAX_S."""
+        need = floor_s
+        if self.srtt is not None:  # at least twice the smoothed round trip (low variance)
+            need = max(need, self.srtt + max(RTTVAR_FACTOR * self.rttvar, self.srtt))
+        if self.last_ok is None:  # never reached: its link is unknown
+            need *= 2 ** min(self.timeouts, 8)
+        return max(floor_s, min(PROBE_BUDGET_MAX_S, need))

@@ -105,6 +105,8 @@ class PeerTable:
             asyncio.get_running_loop().create_task(self._retire(old))
         client = PeerClient(url, self.settings.budgets, self.settings.max_response_bytes)
         peer = Peer(name, client.url, discovered, client)
+        if old is not None:  # the same peer at a new address: its link is still known
+            peer.health.srtt, peer.health.rttvar = old.health.srtt, old.health.rttvar
         self.peers[name] = peer
         peer.task = asyncio.get_running_loop().create_task(self._run(peer), name=f"peer-{name}")
         log.info("peer %s at %s added (%s)", name, peer.url,
@@ -161,6 +163,11 @@ class PeerTable:
                          "failures": p.health.failures, "last_reason": p.health.last_reason}
                 for p in self.peers.values()}
 
+    def probe_budget(self, peer: Peer) -> float:
+        """The peer's next probe budget: min(health budget, PROBE_BUDGET_S), or what its link
+        needs (health.py)."""
+        return peer.health.budget(min(self.settings.budgets.health_s, PROBE_BUDGET_S))
+
     async def probe(self, peer: Peer) -> tuple[bool, str | None]:
         """One health check: (passed, failure reason); a fresh beacon stands in for it."""
         beacon = peer.beacon
@@ -170,12 +177,14 @@ class PeerTable:
             if beacon.stands_in(time.monotonic()):
                 return True, None
         peer.probes += 1
+        started = time.monotonic()
         try:
             status, body = await peer.client.get_body(
-                "/health", budget_s=min(self.settings.budgets.health_s, PROBE_BUDGET_S),
+                "/health", budget_s=self.probe_budget(peer),
                 headers=peer.own_headers(self.auth), max_bytes=HEALTH_BODY_CAP)
         except PeerError as exc:
             return False, exc.reason
+        peer.health.measure(time.monotonic() - started)  # an answer: the link's round trip
         if status != 200:
             return False, ERROR_STATUS
         # A port answering 200 is not yet a gateway: only its health document counts.
@@ -232,7 +241,7 @@ class PeerTable:
                 peer.client.session, peer.client.api(f"{self.beacon_path}?interval_ms="
                                                      f"{min(interval_ms, 10000)}"),
                 headers, self.settings.health_interval_s, self.settings.budgets.health_s,
-                peer.wake.set, changed)
+                peer.wake.set, changed, lambda: max(PROBE_BUDGET_S, self.probe_budget(peer)))
         return peer.beacon
 
     async def _run(self, peer: Peer) -> None:

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from federation.health import BACKOFF_S, PROBE_BUDGET_S, RETRY_S, PeerHealth
+from federation.health import (
+    BACKOFF_S,
+    PROBE_BUDGET_MAX_S,
+    PROBE_BUDGET_S,
+    RETRY_S,
+    PeerHealth,
+)
 
 
 def test_a_new_peer_is_offline_until_its_first_probe_passes() -> None:
@@ -68,3 +74,51 @@ def test_a_never_seen_peer_is_probed_quickly() -> None:
     assert h.delay(0.5) == BACKOFF_S[0]
     h.record(False, 0.0, "unreachable")
     assert h.record(False, 0.3, "unreachable") is False  # still offline: no change
+
+
+def test_a_never_reached_peer_is_probed_again_within_2_s_whatever_failed() -> None:
+    for reason in ("unreachable", "error-status", "invalid-response", "canceled", "too-large"):
+        h = PeerHealth()
+        for k in range(12):
+            h.record(False, float(k), reason)
+            assert h.delay(0.5) <= 2.0, (reason, k)
+
+
+def test_a_never_reached_peer_gets_twice_the_budget_after_each_timeout() -> None:
+    # a robot far away or starting on a busy machine answers in more than 0.8 s
+    h = PeerHealth()
+    budgets = []
+    for k in range(6):
+        budgets.append(h.budget(PROBE_BUDGET_S))
+        h.record(False, float(k), "timeout")
+        assert h.delay(0.5) == 0.0  # the next probe goes at once
+    assert budgets == [0.8, 1.6, 3.2, PROBE_BUDGET_MAX_S, PROBE_BUDGET_MAX_S,
+                       PROBE_BUDGET_MAX_S]
+    h.measure(2.0)
+    assert h.record(True, 10.0) is True
+    assert h.budget(PROBE_BUDGET_S) == PROBE_BUDGET_MAX_S  # the measured link now
+
+
+def test_a_peer_on_a_lan_keeps_the_floor_so_a_stopped_one_is_offline_within_1_5_s() -> None:
+    h = PeerHealth()
+    for k in range(20):
+        h.measure(0.002 + 0.003 * (k % 3))
+        h.record(True, float(k))
+    assert h.budget(PROBE_BUDGET_S) == PROBE_BUDGET_S
+    assert h.budget(0.3) == 0.3  # aggregation.timeout_ms below 800 ms still bounds it
+    assert h.record(False, 20.0 + 0.5 + h.budget(PROBE_BUDGET_S), "timeout") is True
+    # offline again: the link is known, so no growth (a healed partition is seen soon)
+    h.record(False, 22.0, "timeout")
+    assert h.budget(PROBE_BUDGET_S) == PROBE_BUDGET_S
+
+
+def test_a_slow_link_raises_the_budget_to_what_it_needs() -> None:
+    h = PeerHealth()
+    for k in range(20):  # answers take 0.9-1.1 s (a far robot, a loaded machine)
+        h.measure(1.0 + 0.1 * (-1) ** k)
+        h.record(True, float(k))
+    budget = h.budget(PROBE_BUDGET_S)
+    assert 2.0 <= budget <= PROBE_BUDGET_MAX_S
+    for _ in range(20):  # the link got fast again: back to the floor
+        h.measure(0.01)
+    assert h.budget(PROBE_BUDGET_S) == PROBE_BUDGET_S
