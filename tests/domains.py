@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 MAX_DOMAIN = 232  # the highest ROS domain id whose DDS ports fit (ROS 2's documented limit)
+RESERVED = frozenset({99})  # tests/unit/test_portowners.py binds a participant's ports of it
 BASE = int(os.environ.get("DIAG_TEST_DOMAIN_BASE", "20"))
 RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID")  # set in pytest-xdist workers only
 COUNTER = Path(tempfile.gettempdir()) / f"diag-test-domains-{RUN}" if RUN else None
@@ -31,6 +32,8 @@ def _take(n: int) -> int:
         fcntl.flock(f, fcntl.LOCK_EX)
         f.seek(0)
         first = int(f.read().strip() or BASE)
+        while any(d in RESERVED for d in range(first, first + n)):
+            first += 1
         f.seek(0)
         f.truncate()
         f.write(str(first + n))
@@ -54,7 +57,7 @@ def _sequence() -> Iterator[int]:
         while True:
             yield _take(1)
     for d in itertools.count(BASE):
-        if d in FLEET:
+        if d in FLEET or d in RESERVED:
             continue
         if d > MAX_DOMAIN:
             raise RuntimeError(f"the test run used up the ROS domains {BASE}-{MAX_DOMAIN}")

@@ -19,13 +19,13 @@ import pytest
 
 from gateway.demo.robot import Robot, ros_env
 from tests.conftest import free_port
+from tests.domains import next_domain
 from tests.fleet.conftest import ROOT, stop_process, wait_until
 from tests.harness import Gateway
 
 pytestmark = pytest.mark.integration
 
-ROBOT_DOMAIN, PRIMARY_DOMAIN = 75, 76
-NS_ROBOT_DOMAIN, NS_PRIMARY_DOMAIN = 77, 78
+ROBOT_DOMAIN, PRIMARY_DOMAIN, NS_ROBOT_DOMAIN, NS_PRIMARY_DOMAIN = (next_domain() for _ in range(4))
 # One service type per test run, so concurrent runs never see each other.
 SERVICE = f"_dg{os.getpid() % 100000:05d}._tcp.local."
 STATUS_TOPIC = "/body/door/front_left/state"

@@ -28,8 +28,9 @@ from test_msgs.action import Fibonacci
 
 from gateway.demo.nodes import Fault, lidar_faults
 from gateway.demo.robot import NAMESPACES, NODES, Robot, full_name, ros_env
+from tests.domains import next_domain
 
-DOMAIN = 91
+DOMAIN = next_domain()
 
 # rosidl_generator_py (imported lazily by rclpy) imports lark, which imports the deprecated
 # sre_parse module: import it now, outside pytest's filterwarnings=error.
@@ -60,7 +61,7 @@ def test_lidar_faults_clear_when_fixed_and_calibrated() -> None:
 def test_ros_env_is_localhost_with_short_lease_profile() -> None:
     env = ros_env(DOMAIN, base={"PATH": "/bin"})
     assert env["PATH"] == "/bin"
-    assert env["ROS_DOMAIN_ID"] == "91"
+    assert env["ROS_DOMAIN_ID"] == str(DOMAIN)
     assert env["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
     assert env["RMW_IMPLEMENTATION"] == "rmw_fastrtps_cpp"
     assert "<leaseDuration>" in Path(env["FASTDDS_DEFAULT_PROFILES_FILE"]).read_text()

@@ -11,7 +11,8 @@ import time
 
 from gateway.ros import portcensus
 
-DOMAIN = 99  # below the ephemeral ports; participant id 110 of it is free here
+DOMAIN = 99  # below the ephemeral ports; participant id 110 of it is free here (tests/domains.py
+# gives domain 99 to no test module)
 
 UDP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
  1: 00000000:{a:04X} 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 111 2
