@@ -1,7 +1,8 @@
 """A fleet at scale and distance: N robots in the lab behind slow links, one primary.
 
 Each robot is a namespaced host (tests/fleet/lab.py; root) on ROS domain 0 with one demo node
-(lidar_sensor; --nodes 2 adds temp_sensor), its gateway and a link emulator (--rtt-ms,
+(lidar_sensor; --nodes 2 adds temp_sensor) in its light mode (scans at 1 Hz, one executor
+thread; --full-nodes: 5 Hz and four threads), its gateway and a link emulator (--rtt-ms,
 --rate-bps); it announces itself by mDNS; the primary (read cache on) discovers them. Only
 one robot records rosbags (the one the download is measured on). Robots start --window at a
 time (a robot counts as started until its gateway answers through its link), so a large
@@ -19,12 +20,14 @@ Printed against the issue's targets, with the local baseline of the same run:
 - an address change followed (target <= 5 s);
 - a recording downloaded through the primary over one capped link, in % of the link rate
   (target >= 90%), resumed by Range, while merged reads go on (their p50 during the download);
-- the primary's RSS and CPU per robot; the machine's CPU use and load with each figure.
+- the primary's RSS and CPU per robot, and the idle fleet's CPU by process kind (gateways,
+  demo nodes, link emulators, primary; after --settle-s, over --idle-s); the machine's CPU
+  use and load with each figure.
 
 Everything (processes, namespaces) is torn down at the end, on failure and on Ctrl-C/SIGTERM.
 
 Usage: python bench/fleet.py [--robots 20] [--rtt-ms 80] [--rate-bps 2000000] [--nodes 1]
-                             [--window 8]
+                             [--window 8] [--settle-s 0] [--idle-s 10] [--idle-only]
 """
 
 from __future__ import annotations
