@@ -32,11 +32,31 @@ def xdist_group(path: str) -> str:
                 path)
 
 
+# The longest modules start first under xdist, so none of them ends the run alone on one worker.
+SLOW_FIRST = ("tests/integration/test_schemathesis.py", "tests/fleet/test_lab",
+              "tests/fleet/test_mdns", "tests/integration/test_discovery_info.py",
+              "tests/integration/test_graph_watch.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist (in each worker, which all collect alike): the slow modules go first."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+
+    def slow(item: pytest.Item) -> bool:
+        path = item.nodeid.split("::", 1)[0]
+        return path.startswith(SLOW_FIRST)
+
+    items.sort(key=lambda item: not slow(item))  # stable: modules stay whole and in order
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """Under `pytest -n`: whole groups of xdist_group() go to one worker each."""
     if config.getvalue("dist") not in ("load", "loadscope", "loadfile", "loadgroup"):
         return None
     from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False  # our order (slow modules first), not by test count
 
     class GroupScheduling(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
