@@ -190,7 +190,7 @@ class Build:
             settings += LIGHT
         self.robots[name] = LabRobot(self.lab[name], self.logs).start(
             settings, nodes=self.nodes, rtt_ms=self.args.rtt_ms, rate_bps=self.args.rate_bps,
-            light_nodes=not self.args.full_nodes)
+            light_nodes=not self.args.full_nodes and name != self.recorder)
         self.started[name] = time.monotonic()
 
     def probe(self, name: str) -> float | None:
@@ -277,7 +277,7 @@ def _terminate(signum: int, _frame: Any) -> None:
 
 
 def measure_idle(primary_pid: int, robots: dict[str, LabRobot], n: int,
-                 seconds: float = 10.0) -> None:
+                 seconds: float = 10.0) -> float:
     """The primary's CPU and RSS per robot, and the CPU of each kind of robot process
     (gateway, demo nodes, link emulator) over `seconds` of an idle fleet."""
     machine = Machine()
@@ -314,6 +314,7 @@ def measure_idle(primary_pid: int, robots: dict[str, LabRobot], n: int,
                       f"{rates[k] / max(total, 1e-9):.0%})" for k, v in kinds.items())
     print(f"idle fleet CPU by process kind: {split}; primary {primary:.0f} ms/s "
           f"({primary / max(total, 1e-9):.0%}); {total:.0f} ms/s in all", flush=True)
+    return total
 
 
 def measure_reads(client: Client, reads: int, n: int, rtt: float) -> None:
@@ -340,6 +341,38 @@ def measure_reads(client: Client, reads: int, n: int, rtt: float) -> None:
           f"{cp / lp:.2f} (target <= 2); live merged p50 {vp:.1f} ms, p99 "
           f"{pct(live, .99) * 1e3:.1f} ms (target p50 <= {rtt + 20:.0f} ms); "
           f"{machine.since()}", flush=True)
+
+
+def threads_s(pid: int) -> float:
+    """CPU seconds of a process's live threads, from schedstat (ns; finer than /proc/stat)."""
+    total = 0.0
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return 0.0
+    for tid in tasks:
+        try:
+            total += int((tid / "schedstat").read_text().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            continue  # the thread ended
+    return total
+
+
+def measure_live_cost(client: Client, pids: list[int], idle_ms_s: float, reads: int = 40
+                      ) -> None:
+    """The fleet's CPU (every robot process and the primary) per live merged read, above
+    the idle rate: on 2 shared cores it bounds the live read's wall time from below."""
+    machine = Machine()
+    before = sum(threads_s(p) for p in pids)
+    t0 = time.monotonic()
+    took = [client.get(f"/version-info?cost={k}")[0] for k in range(reads)]
+    dt = time.monotonic() - t0
+    spent = sum(threads_s(p) for p in pids) - before - idle_ms_s / 1e3 * dt
+    cores = os.cpu_count() or 1
+    print(f"fleet CPU per live merged read: {spent / reads * 1e3:.0f} ms above idle (at least "
+          f"{spent / reads * 1e3 / cores:.0f} ms of wall time on {cores} cores); these "
+          f"{reads} reads back to back p50 {pct(took, .5) * 1e3:.1f} ms; {machine.since()}",
+          flush=True)
 
 
 def measure_events(client: Client, events: Events, base: str, rtt: float
@@ -535,12 +568,15 @@ def main() -> None:
                   f"{max(joins, default=float('nan')):.2f} s (target <= 10 s)", flush=True)
             n = max(1, len(build.online))
             time.sleep(args.settle_s)
-            measure_idle(primary.pid, build.robots, n, args.idle_s)
+            idle = measure_idle(primary.pid, build.robots, n, args.idle_s)
             if args.idle_only:
                 print("tearing down (--idle-only)", flush=True)
                 return
             client = Client(ph.address)
             measure_reads(client, args.reads, len(build.online), rtt)
+            measure_live_cost(client, [primary.pid] + [
+                proc.pid for r in build.robots.values() for proc in r.host.procs
+                if proc.poll() is None], idle)
             events = Events(ph.address)
             time.sleep(3.0)
             apps = measure_events(client, events, base, rtt)
