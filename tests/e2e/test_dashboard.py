@@ -208,7 +208,11 @@ def test_data_subscriptions_end_when_the_panel_closes_or_the_page_unloads(
 
 
 def hold_sse_slots(demo: Gateway) -> list[http.client.HTTPConnection]:
-    """Open fault streams until the gateway refuses one (503): every SSE slot is taken."""
+    """Open fault streams until the gateway refuses one (503): every SSE slot is taken.
+
+    First every stream of an earlier page must be gone (the gateway frees a slot when it sees
+    the connection closed): a slot freed late would leave one open for the page."""
+    demo.wait_for("/health", lambda b: b["x-vendor-sse"]["connected_clients"] == 0, timeout=30)
     held = []
     for _ in range(32):
         conn = http.client.HTTPConnection("127.0.0.1", demo.port, timeout=30)
