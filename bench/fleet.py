@@ -74,8 +74,6 @@ def pct(xs: list[float], q: float) -> float:
 
 def cpu_rss(pid: int) -> tuple[float, int]:
     """(CPU seconds, RSS bytes) of a process from /proc."""
-    import os
-
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     rss = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), rss
@@ -358,8 +356,7 @@ def threads_s(pid: int) -> float:
     return total
 
 
-def measure_live_cost(client: Client, pids: list[int], idle_ms_s: float, reads: int = 40
-                      ) -> None:
+def measure_live_cost(client: Client, pids: list[int], idle_ms_s: float, reads: int = 40) -> None:
     """The fleet's CPU (every robot process and the primary) per live merged read, above
     the idle rate: on 2 shared cores it bounds the live read's wall time from below."""
     machine = Machine()
