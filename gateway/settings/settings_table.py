@@ -270,7 +270,8 @@ SETTINGS: tuple[Setting, ...] = (
     _s("aggregation.enabled", bool, False, "merge peer gateways into this one (fleet view)"),
     _s("aggregation.timeout_ms", int, 2000,
        "connect budget of every peer call; read budget of peer metadata and fan-out "
-       "(health checks cap both at 1000)", minimum=100, maximum=600000),
+       "(health probes use min(this, 800), more on a slow link, at most 4000)",
+       minimum=100, maximum=600000),
     _s("aggregation.forward_timeout_ms", int, 15000,
        "read budget of forwarded requests (raised to timeout_ms when lower)",
        minimum=100, maximum=600000),
