@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from gateway.model.entities import EntitySet
+from gateway.process.waits import wait_event
 
 from .beacon import BeaconReader
 from .client import PeerClient, PeerError, base_url
@@ -262,5 +263,4 @@ class PeerTable:
             if ok and self.settings.beacon:
                 self._beacon(peer).start()
             peer.wake.clear()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(peer.wake.wait(), peer.health.delay(interval))
+            await wait_event(peer.wake, peer.health.delay(interval))

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gateway.process.waits import wait_event
+
 from .buffer import RINGBUF_IMPL, RingBuffer
 from .config import RecorderConfig
 from .flusher import BagWriterThread, WriteJob
@@ -279,10 +281,7 @@ class Recorder:
             except Exception:
                 log.warning("recorder: subscription update failed", exc_info=True)
             self._wake.clear()
-            try:
-                await asyncio.wait_for(self._wake.wait(), TRACK_INTERVAL_S)
-            except asyncio.TimeoutError:
-                pass
+            await wait_event(self._wake, TRACK_INTERVAL_S)
 
     # queries (bulk-data) --------------------------------------------------------------------
     def resolve(self, rec_id_or_code: str) -> Recording | None:

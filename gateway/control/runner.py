@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.runids import new_id
+from ..process.waits import wait_event
 from .containment import MARKER, Containment, RunBox
 
 log = logging.getLogger(__name__)
@@ -214,9 +215,7 @@ class Runner:
                 if left <= 0:
                     record.requested = record.requested or "timeout"
                     break
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(exited.wait(), left if fd is not None
-                                           else min(left, _POLL_S))
+                await wait_event(exited, left if fd is not None else min(left, _POLL_S))
             await self._end(record, proc, box, pumps)
         except asyncio.CancelledError:
             record.requested = record.requested or FORCED

@@ -10,12 +10,12 @@ participants discovered, and only while more are bound, the processes holding th
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import time
 from typing import Any
 
+from ..process.waits import wait_event
 from ..ros import portcensus
 from .frozen import FAST_CHECK_S, FrozenWatch
 
@@ -87,8 +87,7 @@ class FrozenLoop:
                 log.exception("frozen-participant check failed")
             if now >= self._until and not (short and self.watch.watching()):
                 return
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), FAST_CHECK_S)
+            await wait_event(self._wake, FAST_CHECK_S)
 
     async def _rejoin(self, pids: list[int], owners: dict[int, str]) -> None:
         names = ", ".join(f"pid {pid} ({_comm(pid)})" for pid in pids)

@@ -6,6 +6,8 @@ import asyncio
 import logging
 from typing import Any
 
+from ..process.waits import wait_event
+
 log = logging.getLogger(__name__)
 
 
@@ -49,11 +51,7 @@ class GraphWake:
 
     async def wait(self, timeout_s: float) -> bool:
         """Wait for a change notice up to timeout_s; True when one came."""
-        try:
-            await asyncio.wait_for(self.changed.wait(), max(0.0, timeout_s))
-        except TimeoutError:
-            return False
-        return True
+        return await wait_event(self.changed, max(0.0, timeout_s))
 
     def _drop(self) -> None:
         if self.watch is not None:

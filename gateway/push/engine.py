@@ -13,6 +13,7 @@ from ..events import DATA, FAULTS, LOCKS, LOGS, OPERATIONS, UPDATES, Event
 from ..http.errors import SERVICE_UNAVAILABLE, ApiError
 from ..http.jsonutil import dumps
 from ..model.runids import new_id
+from ..process.waits import wait_event
 from .model import ACTIVE, TERMINATED, Subscription, Trigger, envelope
 from .orphans import OrphanClock
 from .rules import SubscriptionSpec, TriggerSpec, trigger_create
@@ -459,10 +460,7 @@ class PushEngine:
                 await asyncio.sleep(HOUSEKEEPING_S)
             else:
                 self._work.clear()
-                try:
-                    await asyncio.wait_for(self._work.wait(), IDLE_HOUSEKEEPING_S)
-                except TimeoutError:
-                    pass
+                await wait_event(self._work, IDLE_HOUSEKEEPING_S)
             now = time.time()
             for sub in [s for s in self.subscriptions.values() if s.expired(now)]:
                 self.remove_subscription(sub)

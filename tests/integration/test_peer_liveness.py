@@ -50,3 +50,15 @@ def test_a_stopped_peer_goes_offline_and_comes_back_when_resumed(
         primary.wait_for("/health", lambda b: b["peers"][0]["status"] == "online", timeout=20)
         assert "last_reason" not in peer_entry(primary)["x-vendor"]
         time.sleep(0.5)
+
+
+def test_a_primary_with_a_peer_stops_cleanly(pair: tuple[Gateway, Gateway]) -> None:
+    """A stop ends every peer's loop (one woken by its beacon's end as it is cancelled, too):
+    the primary logs `stopped` rather than waiting for the hard exit or the harness's kill."""
+    primary, _peer = pair
+    primary.wait_for("/health", lambda b: b["peers"][0]["status"] == "online"
+                     and b["peers"][0]["x-vendor"]["beacon"], timeout=60)
+    primary.stop()
+    assert primary.proc is not None and primary.proc.returncode == 0, primary.proc.returncode
+    assert primary.log_path is not None
+    assert "INFO gateway: stopped" in primary.log_path.read_text()
