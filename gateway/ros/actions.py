@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 import uuid
@@ -22,6 +23,7 @@ from .services import (
     wait_until,
 )
 
+log = logging.getLogger(__name__)
 # action_msgs/msg/GoalStatus values.
 ROS_STATUS_NAMES = {0: "UNKNOWN", 1: "ACCEPTED", 2: "EXECUTING", 3: "CANCELING",
                     4: "SUCCEEDED", 5: "CANCELED", 6: "ABORTED"}
@@ -32,6 +34,11 @@ CANCEL_CODES = {0: "ERROR_NONE", 1: "ERROR_REJECTED", 2: "ERROR_UNKNOWN_GOAL_ID"
                 3: "ERROR_GOAL_TERMINATED"}
 # Executions kept per (entity, operation); the oldest finished ones go first.
 MAX_KEPT = 100
+# A goal's result: checked for every RESULT_CHECK_S while it runs; asked for again when the
+# status topic showed the goal ended RESULT_LOST_S ago and no answer came, RESULT_ASKS at most.
+RESULT_CHECK_S = 0.5
+RESULT_LOST_S = 2.0
+RESULT_ASKS = 3
 
 
 def execution_status(ros_status: int, rejected: bool = False) -> str:
@@ -120,6 +127,7 @@ class ActionManager:
         self._clients = ClientCache(bridge)
         self._by_op: dict[tuple[str, str, str], OrderedDict[str, Execution]] = {}
         self._by_id: dict[str, Execution] = {}
+        self.results_asked_again = 0  # result requests repeated after a lost response
 
     async def client(self, action: str, type_name: str) -> Any:
         """The cached action client, created on first use (off the loop)."""
@@ -184,18 +192,48 @@ class ActionManager:
         ex.feedback_count += 1
 
     async def _await_result(self, ex: Execution, client: Any, handle: Any) -> None:
-        rfut = handle.get_result_async()
-        try:
-            response = await self.bridge.wrap_future(rfut)
-        except asyncio.CancelledError:
-            client._remove_pending_result_request(rfut)
-            raise
-        except Exception as exc:  # transport failure: the outcome is unknown
-            ex.reason = f"reading the result failed: {exc}"
-            ex.final_status = 6
+        """Ask for the goal's result until it arrives. A response can be lost (a server
+        answers before DDS matched its reply writer to this client's reader, and rmw drops
+        it): once the status topic shows the goal ended, an answer missing for RESULT_LOST_S
+        is asked for again, up to RESULT_ASKS times; then the execution fails, saying so."""
+        loop = asyncio.get_running_loop()
+        for ask in range(1, RESULT_ASKS + 1):
+            rfut = handle.get_result_async()
+            answer = self.bridge.wrap_future(rfut)
+            ended_at: float | None = None
+            try:
+                while not answer.done():
+                    await asyncio.wait({answer}, timeout=RESULT_CHECK_S)
+                    if answer.done() or getattr(handle, "status", 0) in _RUNNING:
+                        continue
+                    ended_at = ended_at if ended_at is not None else loop.time()
+                    if loop.time() - ended_at >= RESULT_LOST_S:
+                        break
+            except asyncio.CancelledError:
+                client._remove_pending_result_request(rfut)
+                answer.cancel()
+                raise
+            if not answer.done():  # the goal ended and its result did not come: ask again
+                client._remove_pending_result_request(rfut)
+                answer.cancel()
+                log.info("action %s: goal %s ended but its result did not arrive; asking "
+                         "again", ex.action, ex.id)
+                continue
+            try:
+                response = answer.result()
+            except Exception as exc:  # transport failure: the outcome is unknown
+                ex.reason = f"reading the result failed: {exc}"
+                ex.final_status = 6
+                return
+            ex.result = message_to_dict(response.result)
+            ex.final_status = int(response.status)
+            if ask > 1:
+                self.results_asked_again += ask - 1
             return
-        ex.result = message_to_dict(response.result)
-        ex.final_status = int(response.status)
+        ended = ros_status_name(getattr(handle, "status", 0))
+        ex.reason = (f"the goal ended ({ended}) but its result never arrived (asked "
+                     f"{RESULT_ASKS} times)")
+        ex.final_status = 6
 
     def _store(self, ex: Execution) -> None:
         key = (*ex.entity, ex.op_id)

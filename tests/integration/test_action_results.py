@@ -50,6 +50,23 @@ class LaggingServer:
         self.server = ActionServer(self.node, Fibonacci, "/fib", self._execute,
                                    goal_callback=lambda _goal: GoalResponse.ACCEPT,
                                    callback_group=ReentrantCallbackGroup())
+        # /fib_lossy: the first result response of every goal is lost (as rmw drops one sent
+        # before DDS matched the reply writer to the client's reader)
+        self.lossy = ActionServer(self.node, Fibonacci, "/fib_lossy", self._execute,
+                                  goal_callback=lambda _goal: GoalResponse.ACCEPT,
+                                  callback_group=ReentrantCallbackGroup())
+        self.dropped = 0
+        answered: set[int] = set()  # the goals' result futures whose first response was lost
+        send = self.lossy._send_result_response
+
+        def lose_first(header: Any, future: Any) -> None:
+            if id(future) not in answered:
+                answered.add(id(future))
+                self.dropped += 1
+                return
+            send(header, future)
+
+        self.lossy._send_result_response = lose_first  # type: ignore[method-assign]
         self.executor = MultiThreadedExecutor(num_threads=GOALS + 2, context=self.context)
         self.executor.add_node(self.node)
         self.thread = threading.Thread(target=self._spin, daemon=True)
@@ -127,3 +144,19 @@ def test_terminal_status_only_with_its_result(gw: Gateway) -> None:
     # the goals were polled during the lag: each saw the feedback while still running
     assert all(any(b.get("parameters") == {"sequence": [0, 1, -1]} for b in seen)
                for seen in runs)
+
+
+def test_a_lost_result_response_is_asked_for_again(gw: Gateway, server: LaggingServer) -> None:
+    """The goal ended (status topic) and its result response was lost: the gateway asks for
+    the result again and shows it, rather than a goal running for ever."""
+    path = "/apps/result_lag/operations/fib_lossy/executions"
+    gw.wait_for("/apps/result_lag/operations",
+                lambda b: any(i["id"] == "fib_lossy" for i in b["items"]), timeout=60)
+    resp = gw.request("POST", path, {"parameters": {"order": 5}})
+    assert resp.status == 202, resp
+    done = gw.wait_for(f"{path}/{enc(resp.json()['id'])}",
+                       lambda b: b["status"] != "running", timeout=60)
+    assert done["status"] == "completed", done
+    assert done["result"] == {"sequence": [0, 1, 2, 3, 4]}, done
+    assert server.dropped >= 1
+
