@@ -26,6 +26,7 @@ import aiohttp
 from aiohttp import web
 
 from gateway.http.errors import invalid_parameter, vendor_error
+from gateway.process.waits import within
 from gateway.state import state_of
 
 from .health import PROBE_BUDGET_S
@@ -149,7 +150,7 @@ class BeaconReader:
                     return
                 while True:
                     budget = self.interval_s + self.slack_s()
-                    line = await asyncio.wait_for(resp.content.readline(), budget)
+                    line = await within(resp.content.readline(), budget)
                     if not line.endswith(b"\n"):
                         return  # closed
                     if not line.startswith(b"data: "):

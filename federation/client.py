@@ -11,6 +11,7 @@ import orjson
 from multidict import CIMultiDictProxy
 
 from gateway.http import client_tls
+from gateway.process.waits import within
 
 from .health import CANCELED, ERROR_STATUS, INVALID_RESPONSE, TIMEOUT, TOO_LARGE, UNREACHABLE
 from .rawhttp import TooLarge, Unsupported, pool_for
@@ -101,7 +102,7 @@ class PeerClient:
                   max_bytes: int | None = None) -> Answer:
         """GET within the budget; PeerError with the reason when there is no answer."""
         try:
-            return await asyncio.wait_for(self._get(path, headers or {},
+            return await within(self._get(path, headers or {},
                                                     max_bytes or self.max_bytes), budget_s)
         except PeerError:
             raise
@@ -116,7 +117,7 @@ class PeerClient:
         read the answer (a health probe needs no headers); PeerError otherwise."""
         if self._raw is not None:
             try:
-                return await asyncio.wait_for(
+                return await within(
                     self._raw.get(API_PREFIX + path, headers, max_bytes), budget_s)
             except Unsupported:
                 pass

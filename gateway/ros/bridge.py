@@ -18,6 +18,7 @@ from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 
 from ..http.errors import not_responding
+from ..process.waits import within
 from .discovery_info import DiscoveryInfo
 from .discovery_info import attach as attach_discovery_info
 from .rejoin import Joined as _Joined
@@ -195,7 +196,7 @@ class RosBridge:
         self.queue_max_depth_observed = max(self.queue_max_depth_observed,
                                             self._pool._work_queue.qsize())
         try:
-            result = await asyncio.wait_for(fut, timeout) if timeout else await fut
+            result = await within(fut, timeout) if timeout else await fut
         except asyncio.TimeoutError:
             self.tasks_failed += 1
             self.watchdog_trips += 1

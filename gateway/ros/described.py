@@ -20,6 +20,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from ..process.waits import within
 from ._rawtopic import RawTopicReader, RawTopicWriter, _libs, message_type_support
 from .described_encode import Encoder
 from .topics import BEST_EFFORT_SETTLE_S, PUBLISH_MATCH_POLL_S, PUBLISH_MATCH_WAIT_S
@@ -43,7 +44,7 @@ async def ask_description(bridge: Any, client: Any, request: Any, fqn: str,
     for _ in range(FETCH_ATTEMPTS):  # a first request can go before the reply matches
         future = client.call_async(request)
         try:
-            response = await asyncio.wait_for(bridge.wrap_future(future), timeout_s)
+            response = await within(bridge.wrap_future(future), timeout_s)
             break
         except asyncio.TimeoutError:
             client.remove_pending_request(future)

@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from ..process.waits import within
 from .bridge import ClientCache, RosBridge
 from .loop_client import LoopClient, wakeup
 from .replies import forget, send, supports_slots
@@ -104,7 +105,7 @@ async def acquire_within(sem: asyncio.Semaphore, timeout: float) -> bool:
 
 async def result_within(fut: asyncio.Future[Any], timeout: float) -> Any:
     """fut's result, or asyncio.TimeoutError once timeout seconds (at least 0) have passed."""
-    return await asyncio.wait_for(fut, max(timeout, 0.0))
+    return await within(fut, max(timeout, 0.0))
 
 
 async def wait_until(predicate: Any, deadline: float) -> bool:

@@ -20,6 +20,7 @@ from rclpy.qos import (
     ReliabilityPolicy,
 )
 
+from ..process.waits import within
 from .bridge import RosBridge
 from .message import import_type
 
@@ -269,7 +270,7 @@ class SamplePool:
             entry.waiters.append(fut)
             self.cold_waits += 1
             try:
-                await asyncio.wait_for(fut, timeout)
+                await within(fut, timeout)
             except asyncio.TimeoutError:
                 pass
             finally:

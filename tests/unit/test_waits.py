@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from gateway.process.waits import wait_event
+from gateway.process.waits import wait_event, within
 
 
 def _loop_cancelled_as_its_event_is_set(wait: object) -> bool:
@@ -75,3 +75,41 @@ def test_wait_for_of_this_python_loses_it() -> None:
             pass
 
     assert not _loop_cancelled_as_its_event_is_set(wait_for)
+
+
+def test_within_answers_times_out_and_cancels_what_it_waited_for() -> None:
+    async def run() -> tuple[int, bool]:
+        assert await within(asyncio.sleep(0, result=7), 1.0) == 7
+        slow = asyncio.ensure_future(asyncio.sleep(10))
+        with pytest.raises(asyncio.TimeoutError):
+            await within(slow, 0.01)
+        return 7, slow.cancelled()
+
+    assert asyncio.run(run()) == (7, True)
+
+
+def test_within_never_loses_a_cancellation() -> None:
+    """A loop's query finishes in the iteration in which the loop is cancelled (a graph query
+    as the discovery poller stops): the loop ends."""
+    async def run() -> bool:
+        loop = asyncio.get_running_loop()
+        gate: asyncio.Future[None] = loop.create_future()
+
+        async def poller() -> None:
+            while True:
+                await within(gate, 5.0)
+                await asyncio.sleep(0.01)  # the poll interval
+
+        task = asyncio.create_task(poller())
+        await asyncio.sleep(0.01)
+        gate.set_result(None)  # done; the poller resumes in the next iteration
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=1.0)
+        if not done:
+            task.cancel()
+            await asyncio.wait({task}, timeout=1.0)
+            return False
+        return task.cancelled()
+
+    assert asyncio.run(run())
+
