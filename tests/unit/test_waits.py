@@ -9,6 +9,17 @@ import pytest
 from gateway.process.waits import wait_event, within
 
 
+async def _ends_when_cancelled(task: asyncio.Task[None]) -> bool:
+    """Cancel the task once; whether it ended cancelled (a task that ran on is stopped)."""
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=1.0)
+    if not done:
+        task.cancel()
+        await asyncio.wait({task}, timeout=1.0)
+        return False
+    return task.cancelled()
+
+
 def _loop_cancelled_as_its_event_is_set(wait: object) -> bool:
     """Run a loop that waits on an event each round; set the event and cancel the loop's task
     in the same iteration; whether the task ended (cancelled) rather than running on."""
@@ -27,13 +38,7 @@ def _loop_cancelled_as_its_event_is_set(wait: object) -> bool:
         await asyncio.sleep(0.05)  # the loop waits
         wake.set()
         await asyncio.sleep(0)  # the event's waiter is done, the loop not yet resumed
-        task.cancel()
-        done, _ = await asyncio.wait({task}, timeout=1.0)
-        if not done:
-            task.cancel()
-            await asyncio.wait({task}, timeout=1.0)
-            return False
-        return task.cancelled()
+        return await _ends_when_cancelled(task)
 
     return asyncio.run(run())
 
@@ -103,13 +108,7 @@ def test_within_never_loses_a_cancellation() -> None:
         task = asyncio.create_task(poller())
         await asyncio.sleep(0.01)
         gate.set_result(None)  # done; the poller resumes in the next iteration
-        task.cancel()
-        done, _ = await asyncio.wait({task}, timeout=1.0)
-        if not done:
-            task.cancel()
-            await asyncio.wait({task}, timeout=1.0)
-            return False
-        return task.cancelled()
+        return await _ends_when_cancelled(task)
 
     assert asyncio.run(run())
 
