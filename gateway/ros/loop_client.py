@@ -94,12 +94,27 @@ class SeenReady:
         return False
 
 
+# Every reply of a service reaches every client's reader (rmw filters at take), so a reader
+# keeping the services default of 10 loses its own reply when more than 10 replies to other
+# clients arrive before it takes them (a busy service on a loaded machine). The gateway's
+# clients keep REPLY_DEPTH.
+REPLY_DEPTH = 100
+
+
+def client_qos() -> Any:
+    """The QoS of the gateway's service clients: the services default, REPLY_DEPTH deep."""
+    from rclpy.qos import QoSProfile
+    from rclpy.qos import qos_profile_services_default as d
+
+    return QoSProfile(history=d.history, depth=REPLY_DEPTH, reliability=d.reliability,
+                      durability=d.durability)
+
+
 class LoopClient:
     """One service client whose responses complete asyncio futures on one loop."""
 
     def __init__(self, node: Any, srv_type: Any, name: str, hook: _Wakeup) -> None:
         from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
-        from rclpy.qos import qos_profile_services_default
         from rclpy.type_support import check_is_valid_srv_type
 
         check_is_valid_srv_type(srv_type)  # loads the type support the client needs
@@ -108,7 +123,7 @@ class LoopClient:
         self._response_cls = srv_type.Response
         with node.handle:
             self._impl: Any = _rclpy.Client(node.handle, srv_type, name,
-                                            qos_profile_services_default.get_c_qos_profile())
+                                            client_qos().get_c_qos_profile())
         self._hook = hook
         self._fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self.pending: dict[int, asyncio.Future[Any]] = {}

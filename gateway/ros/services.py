@@ -17,7 +17,7 @@ from typing import Any
 
 from ..process.waits import within
 from .bridge import ClientCache, RosBridge
-from .loop_client import LoopClient, wakeup
+from .loop_client import LoopClient, client_qos, wakeup
 from .replies import forget, send, supports_slots
 
 log = logging.getLogger(__name__)
@@ -211,7 +211,7 @@ class ServiceCaller:
             else:
                 self._loop_clients.append(client)
                 return client
-        return node.create_client(cls, name)
+        return node.create_client(cls, name, qos_profile=client_qos())
 
     async def call(self, name: str, type_name: str, request: Any, timeout: float) -> Any:
         """The response to one request; CallTimeout, NotAvailable or CallFailed otherwise."""
