@@ -23,13 +23,19 @@ log = logging.getLogger(__name__)
 WINDOW_S = 15.0  # checks go on this long after a graph change (a lease is 3-10 s)
 
 
-def _check(node: Any, domain_id: int, inodes: dict[int, int]
-           ) -> tuple[frozenset[bytes], int, dict[int, str]]:
+def bound_and_discovered(node: Any, domain_id: int) -> tuple[int | None, frozenset[bytes]]:
+    """The participants bound on this host (by their ports; None: unknown) and the GUID
+    prefixes of those the node's DDS participant discovered."""
     from ..ros.census import take_census
 
     # The ports first: a participant bound after them is then counted as discovered anyway.
     bound = portcensus.local_participants(domain_id)
-    prefixes = take_census(node).participants
+    return bound, take_census(node).participants
+
+
+def _check(node: Any, domain_id: int, inodes: dict[int, int]
+           ) -> tuple[frozenset[bytes], int, dict[int, str]]:
+    bound, prefixes = bound_and_discovered(node, domain_id)
     short = 0 if bound is None else max(0, bound - len(prefixes))
     owners = portcensus.participant_owners(domain_id, inodes) if short else {}
     return prefixes, short, owners

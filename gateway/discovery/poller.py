@@ -15,7 +15,7 @@ from ..ros.graph import GraphSnapshot
 from ..ros.graph_query import take_snapshot
 from ..ros.topics import SamplePool
 from .cache import EntityCache
-from .frozen_loop import FrozenLoop
+from .frozen_loop import FrozenLoop, bound_and_discovered
 from .graph_wake import GraphWake
 from .readiness import Readiness
 from .runclock import RunClock
@@ -50,9 +50,8 @@ def _starting_poll(node: Any, own_topics: frozenset[str], domain_id: int | None
 
 
 def _unseen_check(node: Any, domain_id: int) -> tuple[int | None, int]:
-    # The ports first: a participant bound after them is then counted as discovered anyway.
-    bound = portcensus.local_participants(domain_id)
-    return bound, len(take_census(node).participants)
+    bound, discovered = bound_and_discovered(node, domain_id)
+    return bound, len(discovered)
 
 
 class GraphPoller:
