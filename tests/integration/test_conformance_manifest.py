@@ -182,8 +182,9 @@ def test_configurations_of_an_app_that_inherits_no_resources(
         one = gw.get(f"/apps/temp_sensor/configurations/{sorted(names)[0]}")
         assert one.status == 200, one
         # (a new gateway's first GetState may time out while its client matches the service)
+        # (its operations are listed once the node's lifecycle services are on the graph)
         status = gw.wait_for("/apps/managed_lifecycle/status",
-                             lambda b: b["status"] == "ready", timeout=30)
+                             lambda b: b["status"] == "ready" and "restart" in b, timeout=30)
         assert "restart" in status
         began = gw.request("PUT", "/apps/managed_lifecycle/status/start")  # active: no steps
         assert began.status == 202 and began.json()["status"] == "completed", began
