@@ -6,8 +6,13 @@ so an address change keeps it reachable) and the gateway's own port (`--target`)
 direction of the link shares one bandwidth cap over all its connections; every chunk leaves
 after its serialization time plus half the RTT (plus jitter, order kept). A partition or a
 stall holds every byte (as a link that lost its packets, which TCP retransmits once it is
-back) and leaves new connections unanswered. Control: one line per connection on a unix
-socket (`set rtt_ms=80 jitter_ms=5 rate_bps=2000000`, `partition on|off`, `stall <s>`).
+back: held bytes leave half an RTT after the link is back) and leaves new connections
+unanswered. Control: one line per connection on a unix socket (`set rtt_ms=80 jitter_ms=5
+rate_bps=2000000`, `partition on|off`, `stall <s>`).
+
+The relay is built on asyncio protocols and timers (no stream reader, queue or task per
+direction): a 100-robot lab runs 100 of these on two cores beside everything else, and each
+chunk costs one read, one timer and one write.
 
 Usage: python -m tests.fleet.linkemu --listen 0.0.0.0:8080 --target 127.0.0.1:8081 \
            --control /tmp/link.sock [--rtt-ms 80] [--jitter-ms 0] [--rate-bps 0]
@@ -17,13 +22,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import random
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
-CHUNK = 16384
 QUEUE_BYTES = 256 * 1024  # bytes held per direction of one connection before reading stops
+_EOF = b""  # in a pipe's queue: write EOF; None: close the sink
 
 
 class Link:
@@ -31,10 +38,10 @@ class Link:
 
     def __init__(self, rtt_s: float, jitter_s: float, rate_bps: float) -> None:
         self.rtt_s, self.jitter_s, self.rate_bps = rtt_s, jitter_s, rate_bps
-        self.up = asyncio.Event()
-        self.up.set()
+        self.is_up = True
         self.busy_until = {"up": 0.0, "down": 0.0}  # serialization, per direction
-        self.conns: set[asyncio.Task[None]] = set()
+        self.pipes: set[_Pipe] = set()
+        self._when_up: list[Callable[[], None]] = []
 
     def set(self, **values: float) -> None:
         """Change latency, jitter or the rate (bit/s; 0: uncapped)."""
@@ -50,76 +57,199 @@ class Link:
         jitter = random.uniform(-self.jitter_s, self.jitter_s) if self.jitter_s else 0.0
         return max(sent + max(0.0, self.rtt_s / 2 + jitter), last)
 
+    def when_up(self, callback: Callable[[], None]) -> None:
+        """Call now if the link is up, else once it is back."""
+        if self.is_up:
+            callback()
+        else:
+            self._when_up.append(callback)
+
+    def down(self) -> None:
+        """Hold every byte and answer no new connection."""
+        if not self.is_up:
+            return
+        self.is_up = False
+        for pipe in self.pipes:
+            pipe.hold()
+
+    def up(self) -> None:
+        """Release held bytes half an RTT from now (the retransmission)."""
+        if self.is_up:
+            return
+        self.is_up = True
+        now = asyncio.get_running_loop().time()
+        for pipe in list(self.pipes):
+            pipe.release(now + self.rtt_s / 2)
+        waiting, self._when_up = self._when_up, []
+        for callback in waiting:
+            callback()
+
     async def stall(self, seconds: float) -> None:
         """Hold every byte for a while."""
-        self.up.clear()
+        self.down()
         await asyncio.sleep(seconds)
-        self.up.set()
+        self.up()
 
 
-async def _pipe(link: Link, direction: str, reader: asyncio.StreamReader,
-                writer: asyncio.StreamWriter) -> None:
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
-    held = [0]
-    room = asyncio.Event()
-    room.set()
+class _Pipe:
+    """One direction of one connection: chunks read from `source` leave on `sink` when due."""
 
-    async def deliver() -> None:
-        while True:
-            due, data = await queue.get()
-            if not data:
-                break
-            delay = due - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            await link.up.wait()
-            writer.write(data)
-            await writer.drain()
-            held[0] -= len(data)
-            if held[0] < QUEUE_BYTES:
-                room.set()
-        with contextlib.suppress(OSError):
-            writer.write_eof()
+    def __init__(self, link: Link, direction: str, source: asyncio.Transport) -> None:
+        self.link, self.direction, self.source = link, direction, source
+        self.sink: asyncio.Transport | None = None
+        self.loop = asyncio.get_running_loop()
+        self.queue: collections.deque[tuple[float, bytes | None]] = collections.deque()
+        self.held = 0
+        self.last = 0.0
+        self.timer: asyncio.TimerHandle | None = None
+        self.paused = False  # reading of the source stopped (queue full, sink full, link down)
+        self.sink_full = False
 
-    sender = asyncio.create_task(deliver())
-    last = 0.0
-    try:
-        while True:
-            await room.wait()
-            data = await reader.read(CHUNK)
-            await link.up.wait()
-            last = link.due(direction, len(data), loop.time(), last) if data else last
-            queue.put_nowait((last, data))
-            if not data:
-                break
-            held[0] += len(data)
-            if held[0] >= QUEUE_BYTES:
-                room.clear()
-        await sender
-    finally:
-        sender.cancel()
+    def put(self, data: bytes | None) -> None:
+        """A chunk (or EOF: b"", or the source's close: None) read from the source."""
+        if data:
+            self.last = self.link.due(self.direction, len(data), self.loop.time(), self.last)
+            self.held += len(data)
+        self.queue.append((self.last, data))
+        self._schedule()
+        self._flow()
+
+    def _schedule(self) -> None:
+        if self.timer is None and self.queue and self.link.is_up and self.sink is not None:
+            self.timer = self.loop.call_at(self.queue[0][0], self._flush)
+
+    def _flush(self) -> None:
+        self.timer = None
+        if not self.link.is_up or self.sink is None:
+            return
+        now = self.loop.time()
+        sink = self.sink
+        while self.queue and self.queue[0][0] <= now:
+            _, data = self.queue.popleft()
+            if data is None or sink.is_closing():
+                sink.close()
+                self.queue.clear()
+                self.link.pipes.discard(self)
+                return
+            if data:
+                sink.write(data)
+                self.held -= len(data)
+            elif sink.can_write_eof():
+                with contextlib.suppress(OSError, RuntimeError):
+                    sink.write_eof()
+        self._schedule()
+        self._flow()
+
+    def _flow(self) -> None:
+        """Pause or resume reading the source."""
+        stop = self.held >= QUEUE_BYTES or self.sink_full or not self.link.is_up
+        if stop and not self.paused:
+            self.paused = True
+            with contextlib.suppress(RuntimeError):
+                self.source.pause_reading()
+        elif not stop and self.paused:
+            self.paused = False
+            with contextlib.suppress(RuntimeError):
+                self.source.resume_reading()
+
+    def connect(self, sink: asyncio.Transport) -> None:
+        self.sink = sink
+        self._schedule()
+
+    def hold(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        self._flow()
+
+    def release(self, at: float) -> None:
+        self.queue = collections.deque((max(due, at), data) for due, data in self.queue)
+        self.last = max(self.last, at) if self.queue else self.last
+        self._schedule()
+        self._flow()
+
+    def sink_paused(self, full: bool) -> None:
+        self.sink_full = full
+        self._flow()
 
 
-async def _serve(link: Link, target: tuple[str, int], reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter) -> None:
-    task = asyncio.current_task()
-    assert task is not None
-    link.conns.add(task)
-    out_writer: asyncio.StreamWriter | None = None
-    try:
-        await link.up.wait()  # a partitioned link answers no new connection
-        await asyncio.sleep(link.rtt_s)  # the handshake's round trip
-        out_reader, out_writer = await asyncio.open_connection(*target)
-        await asyncio.gather(_pipe(link, "up", reader, out_writer),
-                             _pipe(link, "down", out_reader, writer))
-    except (OSError, asyncio.IncompleteReadError):
-        pass
-    finally:
-        link.conns.discard(task)
-        for w in (writer, out_writer):
-            if w is not None:
-                w.close()
+class _End(asyncio.Protocol):
+    """One side's socket: what it reads goes into `out` (toward the other side); what `into`
+    holds is written to it."""
+
+    def __init__(self, link: Link, direction: str) -> None:
+        self.link, self.direction = link, direction
+        self.out: _Pipe | None = None
+        self.into: _Pipe | None = None
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.out = _Pipe(self.link, self.direction, transport)
+        self.link.pipes.add(self.out)
+
+    def data_received(self, data: bytes) -> None:
+        assert self.out is not None
+        self.out.put(data)
+
+    def eof_received(self) -> bool:
+        assert self.out is not None
+        self.out.put(_EOF)
+        return True  # half-close: the other direction goes on
+
+    def pause_writing(self) -> None:
+        if self.into is not None:
+            self.into.sink_paused(True)
+
+    def resume_writing(self) -> None:
+        if self.into is not None:
+            self.into.sink_paused(False)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.out is not None:
+            self.out.put(None)  # the other side closes once what this one sent has left
+
+
+class _Client(_End):
+    """A peer's connection to the link: opens the inner one after the handshake's RTT."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        assert self.out is not None
+        self.out.paused = True
+        self.transport.pause_reading()  # type: ignore[union-attr]
+        self.link.when_up(self._handshake)
+
+    def _handshake(self) -> None:
+        """The handshake's round trip, then the inner connection."""
+        def start() -> None:
+            task = asyncio.ensure_future(self._open())
+            _OPENING.add(task)
+            task.add_done_callback(_OPENING.discard)
+        asyncio.get_running_loop().call_later(self.link.rtt_s, start)
+
+    async def _open(self) -> None:
+        assert self.transport is not None and self.out is not None
+        if self.transport.is_closing():
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            _, inner = await loop.create_connection(
+                lambda: _End(self.link, "down"), *_TARGET)
+        except OSError:
+            self.transport.close()
+            return
+        assert inner.out is not None and inner.transport is not None
+        self.into, inner.into = inner.out, self.out
+        self.out.connect(inner.transport)
+        inner.out.connect(self.transport)
+        self.out.paused = True
+        self.out._flow()
+
+
+_TARGET: tuple[str, int] = ("127.0.0.1", 0)
+_OPENING: set[asyncio.Future[None]] = set()
 
 
 async def _control(link: Link, reader: asyncio.StreamReader,
@@ -130,9 +260,9 @@ async def _control(link: Link, reader: asyncio.StreamReader,
         link.set(**{k: float(v) for k, v in (kv.split("=", 1) for kv in line[1:])})
     elif line[:1] == ["partition"]:
         if line[1:2] == ["on"]:
-            link.up.clear()
+            link.down()
         else:
-            link.up.set()
+            link.up()
     elif line[:1] == ["stall"]:
         asyncio.get_running_loop().create_task(link.stall(float(line[1])))
     else:
@@ -143,12 +273,14 @@ async def _control(link: Link, reader: asyncio.StreamReader,
 
 
 async def main(args: argparse.Namespace) -> None:
+    global _TARGET
     link = Link(args.rtt_ms / 1000, args.jitter_ms / 1000, args.rate_bps)
     host, port = args.listen.rsplit(":", 1)
     thost, tport = args.target.rsplit(":", 1)
-    server = await asyncio.start_server(
-        lambda r, w: _serve(link, (thost, int(tport)), r, w), host, int(port),
-        reuse_address=True)
+    _TARGET = (thost, int(tport))
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(lambda: _Client(link, "up"), host, int(port),
+                                      reuse_address=True)
     Path(args.control).unlink(missing_ok=True)
     control = await asyncio.start_unix_server(lambda r, w: _control(link, r, w), args.control)
     async with server, control:
