@@ -26,22 +26,20 @@ Printed against the issue's targets, with the local baseline of the same run:
   demo nodes, link emulators, primary; after --settle-s, over --idle-s); the machine's CPU
   use and load with each figure.
 
-The kernel's input backlog (net.core.netdev_max_backlog) is raised to 100 packets per host
-while the lab runs (--backlog; restored after): every multicast packet on the lab's bridge is
-queued once per host inside this one kernel, and the default 1000 lost mDNS packets in bursts
-at 100 hosts. Each figure line counts the packets the backlog dropped meanwhile, if any.
+The kernel's ARP table limits are raised while a lab of more than 11 hosts runs (restored
+after; tests/fleet/lab.py): the kernel keeps one table for all the lab's hosts, and past its
+default 1024 entries (33 hosts) robots' multicast sends, their mDNS announcements, were
+dropped. Each figure line counts packets the kernel's input backlog dropped meanwhile, if any.
 
 Everything (processes, namespaces) is torn down at the end, on failure and on Ctrl-C/SIGTERM.
 
 Usage: python bench/fleet.py [--robots 20] [--rtt-ms 80] [--rate-bps 2000000] [--nodes 1]
                              [--window 8] [--settle-s 0] [--idle-s 10] [--idle-only]
-                             [--backlog N]
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import http.client
 import json
 import os
@@ -50,7 +48,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -171,9 +168,6 @@ class Machine:
         return f"machine {share:.0%} busy of {os.cpu_count()} cores, load {load}{lost}"
 
 
-BACKLOG = Path("/proc/sys/net/core/netdev_max_backlog")
-
-
 def backlog_drops() -> int:
     """Packets the kernel dropped from its per-CPU input backlogs since boot (all CPUs)."""
     try:
@@ -181,30 +175,6 @@ def backlog_drops() -> int:
         return sum(int(line.split()[1], 16) for line in lines)
     except (OSError, IndexError, ValueError):
         return 0
-
-
-@contextlib.contextmanager
-def input_backlog(packets: int) -> Iterator[None]:
-    """The kernel's per-CPU input backlog (net.core.netdev_max_backlog) at least `packets`
-    while the lab runs, restored after. Each multicast packet on the lab's bridge is copied
-    to every host's veth inside this one kernel and queued there at once: with 100 hosts a
-    burst of a dozen mDNS answers overflows the default 1000 packets and loses them, a loss a
-    LAN of separate machines does not have (each receives one copy on its own NIC)."""
-    try:
-        old = int(BACKLOG.read_text())
-    except (OSError, ValueError):
-        yield
-        return
-    if packets <= old:
-        yield
-        return
-    BACKLOG.write_text(str(packets))
-    print(f"kernel input backlog raised from {old} to {packets} packets for the lab "
-          "(restored at the end)", flush=True)
-    try:
-        yield
-    finally:
-        BACKLOG.write_text(str(old))
 
 
 def memory_used_gib() -> float:
@@ -587,9 +557,6 @@ def main() -> None:
                     help="stop after the join and idle figures (a quick CPU split)")
     ap.add_argument("--probe-s", type=float, default=5.0,
                     help="budget of one readiness probe of a robot")
-    ap.add_argument("--backlog", type=int, default=-1,
-                    help="kernel input backlog (net.core.netdev_max_backlog) while the lab "
-                         "runs (default: 100 per host; 0: leave the kernel's)")
     ap.add_argument("--ready-timeout-s", type=float, default=180.0,
                     help="a robot whose gateway has not answered after this counts as failed")
     args = ap.parse_args()
@@ -607,8 +574,10 @@ def main() -> None:
     build: Build | None = None
     t_lab = time.monotonic()
     try:
-        backlog = 100 * (len(names) + 1) if args.backlog < 0 else args.backlog
-        with input_backlog(backlog), Lab(["primary", *names]) as lab:
+        with Lab(["primary", *names]) as lab:
+            if lab.neighbour_limits is not None:
+                print(f"kernel ARP table limits raised for the lab from "
+                      f"{lab.neighbour_limits} (restored at the end)", flush=True)
             ph = lab["primary"]
             primary = ph.run(gateway_argv("0.0.0.0", LAN_PORT, [
                 "aggregation.enabled=true", "aggregation.discover=true",

@@ -27,6 +27,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 _SHELL = 'mount -t tmpfs tmpfs /dev/shm && hostname "$0" && exec "$@"'
+NEIGH = Path("/proc/sys/net/ipv4/neigh/default")
+_THRESHOLDS = ("gc_thresh3", "gc_thresh2", "gc_thresh1")
 
 
 def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
@@ -48,6 +50,35 @@ def lab_unusable() -> str | None:
         return "ip netns add is not permitted here"
     ip("netns", "del", probe, check=False)
     return None
+
+
+def raise_neighbour_limits(hosts: int) -> dict[str, int] | None:
+    """Raise the kernel's ARP table limits for a lab of `hosts` hosts; the old values, or None
+    when they were high enough.
+
+    The kernel keeps one ARP table for all its namespaces. Each host learns every other
+    host's address (mDNS answers a new robot's probe by unicast), so a lab needs about hosts²
+    entries; past gc_thresh3 (1024 by default, reached at 33 hosts) the kernel refuses new
+    entries ("neighbor table overflow") and with them the host's multicast sends: the
+    robot's mDNS announcements never leave it. A LAN of separate machines has a table each.
+    """
+    need = {"gc_thresh1": hosts * hosts, "gc_thresh2": 2 * hosts * hosts,
+            "gc_thresh3": 4 * hosts * hosts}
+    try:
+        old = {k: int((NEIGH / k).read_text()) for k in _THRESHOLDS}
+    except (OSError, ValueError):
+        return None
+    if all(old[k] >= v for k, v in need.items()):
+        return None
+    for k in _THRESHOLDS:
+        (NEIGH / k).write_text(str(max(old[k], need[k])))
+    return old
+
+
+def restore_neighbour_limits(old: dict[str, int]) -> None:
+    for k in reversed(_THRESHOLDS):
+        with contextlib.suppress(OSError):
+            (NEIGH / k).write_text(str(old[k]))
 
 
 @dataclass
@@ -158,12 +189,14 @@ class Lab:
                       for k, name in enumerate(names)}
         if len(self.hosts) > 200:
             raise ValueError("at most 200 hosts on the lab's /24")
+        self.neighbour_limits: dict[str, int] | None = None  # the kernel's, while raised
 
     def __getitem__(self, name: str) -> Host:
         return self.hosts[name]
 
     def __enter__(self) -> Lab:
         try:
+            self.neighbour_limits = raise_neighbour_limits(len(self.hosts) + 1)
             ip("netns", "add", self.switch)
             ip("-n", self.switch, "link", "add", "br0", "type", "bridge")
             ip("-n", self.switch, "link", "set", "br0", "up")
@@ -198,6 +231,9 @@ class Lab:
                 ip("netns", "del", host.ns, check=False)
             ip("link", "del", self.uplink, check=False)
             ip("netns", "del", self.switch, check=False)
+            if self.neighbour_limits is not None:
+                restore_neighbour_limits(self.neighbour_limits)
+                self.neighbour_limits = None
         finally:
             if main:
                 signal.signal(signal.SIGINT, old)

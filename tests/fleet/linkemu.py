@@ -29,6 +29,7 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 
+CHUNK = 16384  # a large read leaves in pieces of this size, each when its time comes
 QUEUE_BYTES = 256 * 1024  # bytes held per direction of one connection before reading stops
 _EOF = b""  # in a pipe's queue: write EOF; None: close the sink
 
@@ -107,10 +108,14 @@ class _Pipe:
 
     def put(self, data: bytes | None) -> None:
         """A chunk (or EOF: b"", or the source's close: None) read from the source."""
-        if data:
-            self.last = self.link.due(self.direction, len(data), self.loop.time(), self.last)
-            self.held += len(data)
-        self.queue.append((self.last, data))
+        if not data:
+            self.queue.append((self.last, data))
+            data = b""
+        for at in range(0, len(data), CHUNK):
+            piece = data[at:at + CHUNK] if len(data) > CHUNK else data
+            self.last = self.link.due(self.direction, len(piece), self.loop.time(), self.last)
+            self.held += len(piece)
+            self.queue.append((self.last, piece))
         self._schedule()
         self._flow()
 
