@@ -53,6 +53,8 @@ class FleetView:
     origins: dict[Key, list[Origin]] = field(default_factory=dict)
     offline: frozenset[str] = frozenset()
     app_ids: dict[tuple[str, str], str] = field(default_factory=dict)  # (peer, its id) -> id
+    # no entity comes from a peer: nothing is forwarded (a robot that only announces itself)
+    local_only: bool = True
 
     def contributors(self, kind: str, entity_id: str) -> list[str]:
         """Gateways contributing the entity (`local` first)."""
@@ -148,7 +150,8 @@ def merge(local: EntitySet, peers: Sequence[PeerSet], generation: int) -> FleetV
                     have.identity = merge_identity(have.identity, entity.identity)
                 origins[(kind, eid)].append(Origin(p.name, eid))
     offline = frozenset(p.name for p in peers if not p.online)
-    return FleetView(out, origins, offline, app_ids)
+    local_only = all(o.is_local for found in origins.values() for o in found)
+    return FleetView(out, origins, offline, app_ids, local_only)
 
 
 def local_view(local: EntitySet) -> FleetView:

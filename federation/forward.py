@@ -101,6 +101,11 @@ class Forwarder:
     def __init__(self, fed: FederationService) -> None:
         self.fed = fed
 
+    def forwards_nothing(self) -> bool:
+        """True while no entity of the fleet view comes from a peer: `target` is None for
+        every request (a robot that announces itself and has no peers of its own)."""
+        return self.fed.view.local_only
+
     async def __call__(self, request: web.Request, route: Route) -> web.StreamResponse | None:
         """The peer's answer for a request this gateway does not answer itself, else None."""
         target = await self.target(request, route)

@@ -5,8 +5,10 @@ repeats the handler's cache lookup and returns the body while it is still the an
 handler would give, else None. The next GET of the same raw path (path and query) is answered
 from the probe before route resolution, the middleware and the handler run. The generic path
 answers instead whenever the fast one could differ: a setting that adds per-request work
-(authentication, rate limits, CORS, aggregation's forwarding), a stop in progress, a HEAD, or
-a request header the generic path reacts to (Range, Expect, conditional headers).
+(authentication, rate limits, CORS, aggregation's forwarding while some entity comes from a
+peer), a stop in progress, a HEAD, or a request header the generic path reacts to (Range,
+Expect, conditional headers). A robot that runs aggregation only to announce itself has no
+entity from a peer, forwards nothing, and keeps the fast path.
 
 A merged read of the federation offers a probe of the request (`offer_merged`): it looks at
 the request headers its body depends on and holds only while the fleet view, hence every
@@ -93,7 +95,9 @@ class HotAnswers:
 
     def _settings_clear(self, merged: bool) -> bool:
         """Whether no setting or stop adds per-request work the fast path would skip."""
-        if self._guard.all_checks or (not merged and self._state.forwarder is not None):
+        forwarder = self._state.forwarder
+        if self._guard.all_checks or (not merged and forwarder is not None
+                                      and not forwarder.forwards_nothing()):
             return False
         return not self._state.drain.stopping
 

@@ -33,15 +33,19 @@ GENERIC = {"If-None-Match": '"no-such-tag"'}
 @pytest.fixture(scope="module")
 def gateways(robot: Robot, domain: int, tmp_path_factory: pytest.TempPathFactory
              ) -> Iterator[dict[str, Gateway]]:
-    """One gateway per wire profile (the medkit one addresses any topic of the graph)."""
+    """One gateway per wire profile (the medkit one addresses any topic of the graph), and one
+    with aggregation on and no peer (a robot that only announces itself: nothing to forward)."""
     d = tmp_path_factory.mktemp("hot")
     with Gateway(free_port(), domain, [f"state_dir={d}/spec", *HOT_WIRE_SETTINGS],
                  d / "spec.log") as spec, \
             Gateway(free_port(), domain, [f"state_dir={d}/medkit", "api.profile=medkit",
-                                          *HOT_WIRE_SETTINGS], d / "medkit.log") as medkit:
-        for g, xv in ((spec, "x-vendor"), (medkit, "x-medkit")):
+                                          *HOT_WIRE_SETTINGS], d / "medkit.log") as medkit, \
+            Gateway(free_port(), domain, [f"state_dir={d}/agg", "aggregation.enabled=true",
+                                          "aggregation.cache.enabled=true",
+                                          *HOT_WIRE_SETTINGS], d / "agg.log") as agg:
+        for g, xv in ((spec, "x-vendor"), (medkit, "x-medkit"), (agg, "x-vendor")):
             g.wait_for(DATA, lambda b, xv=xv: b[xv]["status"] == "data", timeout=60)
-        yield {"spec": spec, "medkit": medkit}
+        yield {"spec": spec, "medkit": medkit, "aggregating": agg}
 
 
 @pytest.fixture(params=["spec", "medkit"])
@@ -81,6 +85,17 @@ def test_fast_answers_equal_generic_answers(gw: Gateway, path: str) -> None:
     fast, generic = fast_and_generic(gw, path)
     same_answer(fast, generic)
     assert fast.json()  # a real body, not an empty cache entry
+
+
+@pytest.mark.parametrize("path", [p for p in HOT_PATHS if not p.startswith("/faults")])
+def test_a_gateway_with_aggregation_and_no_peer_answers_fast(
+        gateways: dict[str, Gateway], path: str) -> None:
+    """A robot runs aggregation to announce itself; with no entity from a peer nothing is
+    forwarded, and its reads keep the fast path with the generic path's answers. (Its fault
+    list is a merged read: fast only once peers answer into the read cache.)"""
+    fast, generic = fast_and_generic(gateways["aggregating"], path)
+    same_answer(fast, generic)
+    assert fast.json()
 
 
 def test_wire_answers_follow_setting_server_hot_wire(gw: Gateway) -> None:

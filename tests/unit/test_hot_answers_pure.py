@@ -22,6 +22,16 @@ from gateway.state import STATE, GatewayState
 from tests.conftest import HOT_WIRE_SETTINGS, free_port
 
 BODY = b'{"items":[1,2,3],"x-vendor":{"total_count":3}}'
+
+
+class FakeForwarder:
+    """Aggregation's forwarder as the fast path sees it: whether some entity comes from a peer."""
+
+    def __init__(self, nothing: bool) -> None:
+        self.nothing = nothing
+
+    def forwards_nothing(self) -> bool:
+        return self.nothing
 Middleware = Callable[[web.Request, Any], Awaitable[web.StreamResponse]]
 
 
@@ -159,7 +169,7 @@ def test_per_request_settings_step_aside(setting: str) -> None:
             if setting == "guard":  # authentication installs a check every request passes
                 served.state.guard.add(check)
             elif setting == "forwarder":  # aggregation may answer from a peer
-                served.state.forwarder = object()  # type: ignore[assignment]
+                served.state.forwarder = FakeForwarder(False)  # type: ignore[assignment]
             else:
                 served.state.drain.stopping = True
             await fetch(session, url)
@@ -168,9 +178,30 @@ def test_per_request_settings_step_aside(setting: str) -> None:
     asyncio.run(scenario())
 
 
+def test_plain_probes_answer_while_aggregation_forwards_nothing() -> None:
+    """A robot that runs aggregation only to announce itself (no entity from a peer) keeps
+    the fast path; once a peer contributes an entity, plain probes step aside."""
+    served = Served()
+    forwarder = FakeForwarder(True)
+    served.state.forwarder = forwarder  # type: ignore[assignment]
+
+    async def scenario() -> None:
+        async with serving(served.app()) as url, aiohttp.ClientSession() as session:
+            generic = await fetch(session, url)
+            fast = await fetch(session, url)
+            assert (served.calls, served.hits) == (1, 1)
+            assert fast[2] == generic[2] and without_date(fast[1]) == without_date(generic[1])
+            forwarder.nothing = False  # a peer joined: its entities may be forwarded
+            await fetch(session, url)
+            assert (served.calls, served.hits) == (2, 1)
+
+    asyncio.run(scenario())
+
+
 def test_a_merged_probe_answers_while_aggregation_forwards_and_sees_the_request() -> None:
     served = Served()
-    served.state.forwarder = object()  # type: ignore[assignment]  # aggregation on: plain probes step aside
+    # aggregation on with entities from peers: plain probes step aside
+    served.state.forwarder = FakeForwarder(False)  # type: ignore[assignment]
 
     async def scenario() -> None:
         async with serving(served.app()) as url, aiohttp.ClientSession() as session:
