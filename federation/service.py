@@ -155,7 +155,7 @@ class FederationService:
 
     # -- requests -------------------------------------------------------------------------
 
-    def no_fan_out(self, request: web.Request) -> bool:
+    def no_fan_out(self, request: hot.HasHeaders) -> bool:
         """True when the caller asked for this gateway's answer alone (presence only); a site
         primary (aggregation.reexport) answers for its whole site even then (sites.py)."""
         return not self.settings.reexport and self.no_fan_out_header in request.headers

@@ -9,8 +9,9 @@ from aiohttp import web
 
 from .. import __version__
 from .._fast import MSGCONV_IMPL
+from ..http import hot
 from ..http.errors import not_found
-from ..http.jsonutil import json_response
+from ..http.jsonutil import JSON_TYPE, dumps, json_response
 from ..http.openapi import build, project
 from ..http.routes import API_PREFIX, ENTITY_TYPES, Registry
 from ..ros.embedded import ros_versions
@@ -72,9 +73,18 @@ async def version_info(request: web.Request) -> web.Response:
                         "name": state_of(request).wire.errors.product_name("vendor")},
         state_of(request).xv: {"ros2": ros_versions()},  # the ROS 2 the gateway embeds
     }]
-    fed = federation(state_of(request))
+    state = state_of(request)
+    fed = federation(state)
     if fed is None or fed.no_fan_out(request):
-        return json_response({"items": items})
+        # this gateway's own answer never changes while it runs: served again on the fast
+        # path (with aggregation, to requests for this gateway's answer alone: a primary's
+        # fan-out read of a robot)
+        body = dumps({"items": items})
+        if fed is None:
+            hot.offer(state, request, lambda: body)
+        else:
+            hot.offer_merged(state, request, lambda r: body if fed.no_fan_out(r) else None)
+        return web.Response(body=body, content_type=JSON_TYPE)
     return await fed.merged_response(  # type: ignore[no-any-return]
         request, "version-info", lambda: None, "version-info",
         lambda: fed.merge_server_list(request, "version-info", "/version-info", items))

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.integration
 
 DATA = "/apps/temp_sensor/data/" + enc("/powertrain/engine/temperature")
 HOT_PATHS = (DATA, "/faults", "/apps", "/apps/temp_sensor", "/faults?status=all",
-             "/apps/temp_sensor/data", "/apps/temp_sensor/operations")
+             "/apps/temp_sensor/data", "/apps/temp_sensor/operations", "/version-info")
 # A header the generic path ignores on these routes but which keeps a request off the
 # fast path: the same request, answered generically.
 GENERIC = {"If-None-Match": '"no-such-tag"'}
@@ -67,14 +67,16 @@ def same_answer(fast: Response, generic: Response) -> None:
     assert fast.body == generic.body
 
 
-def fast_and_generic(gw: Gateway, path: str) -> tuple[Response, Response]:
+def fast_and_generic(gw: Gateway, path: str, headers: dict[str, str] | None = None
+                     ) -> tuple[Response, Response]:
     """A fast answer and the generic answer just before it (retried past new samples)."""
+    headers = headers or {}
     for _ in range(50):
-        gw.get(path)  # offers the probe (or is already answered by it)
+        gw.get(path, headers=headers)  # offers the probe (or is already answered by it)
         before = hits(gw)
-        generic = gw.get(path, headers=GENERIC)
+        generic = gw.get(path, headers={**headers, **GENERIC})
         middle = hits(gw)
-        fast = gw.get(path)
+        fast = gw.get(path, headers=headers)
         if middle == before and hits(gw) == middle + 1:
             return fast, generic
     raise AssertionError(f"{path}: no fast answer in 50 tries")
@@ -87,7 +89,8 @@ def test_fast_answers_equal_generic_answers(gw: Gateway, path: str) -> None:
     assert fast.json()  # a real body, not an empty cache entry
 
 
-@pytest.mark.parametrize("path", [p for p in HOT_PATHS if not p.startswith("/faults")])
+@pytest.mark.parametrize("path", [p for p in HOT_PATHS
+                                  if not p.startswith(("/faults", "/version-info"))])
 def test_a_gateway_with_aggregation_and_no_peer_answers_fast(
         gateways: dict[str, Gateway], path: str) -> None:
     """A robot runs aggregation to announce itself; with no entity from a peer nothing is
@@ -96,6 +99,21 @@ def test_a_gateway_with_aggregation_and_no_peer_answers_fast(
     fast, generic = fast_and_generic(gateways["aggregating"], path)
     same_answer(fast, generic)
     assert fast.json()
+
+
+def test_a_gateways_own_version_info_is_fast_for_a_fan_out_read(
+        gateways: dict[str, Gateway]) -> None:
+    """With aggregation, a primary's fan-out read (X-Vendor-No-Fan-Out) of a robot's
+    /version-info takes the fast path; a client's read of the same path is merged and never
+    served this gateway's own answer."""
+    agg = gateways["aggregating"]
+    own = {"X-Vendor-No-Fan-Out": "1"}
+    fast, generic = fast_and_generic(agg, "/version-info", own)
+    same_answer(fast, generic)
+    before = hits(agg)
+    merged = agg.get("/version-info")
+    assert merged.status == 200 and hits(agg) == before
+    assert merged.body != fast.body and "x-vendor" in merged.json()
 
 
 def test_wire_answers_follow_setting_server_hot_wire(gw: Gateway) -> None:
