@@ -3,7 +3,8 @@
 Each robot is a namespaced host (tests/fleet/lab.py; root) on ROS domain 0 with one demo node
 (lidar_sensor; --nodes 2 adds temp_sensor) in its light mode (scans at 1 Hz, one executor
 thread; --full-nodes: 5 Hz and four threads), its gateway and a link emulator (--rtt-ms,
---rate-bps); it announces itself by mDNS; the primary (read cache on) discovers them. Only
+--rate-bps; the robots' links are served by one process, the link hub, each link's sockets in
+its robot's namespace; --link-per-robot: a process per robot); it announces itself by mDNS; the primary (read cache on) discovers them. Only
 one robot records rosbags (the one the download is measured on). Robots start --window at a
 time (a robot counts as started until its gateway answers through its link), so a large
 fleet builds without starving the machine; a progress line every few seconds shows it going.
@@ -208,7 +209,8 @@ class Build:
             settings += LIGHT
         self.robots[name] = LabRobot(self.lab[name], self.logs).start(
             settings, nodes=self.nodes, rtt_ms=self.args.rtt_ms, rate_bps=self.args.rate_bps,
-            light_nodes=not self.args.full_nodes and name != self.recorder)
+            light_nodes=not self.args.full_nodes and name != self.recorder,
+            hub=self.lab.hub_control)
         self.started[name] = time.monotonic()
 
     def probe(self, name: str) -> float | None:
@@ -295,7 +297,8 @@ def _terminate(signum: int, _frame: Any) -> None:
 
 
 def measure_idle(primary_pid: int, robots: dict[str, LabRobot], n: int,
-                 seconds: float = 10.0) -> tuple[dict[str, list[int]], dict[str, float]]:
+                 seconds: float = 10.0, hub: int | None = None
+                 ) -> tuple[dict[str, list[int]], dict[str, float]]:
     """The primary's CPU and RSS per robot, and the CPU of each kind of robot process
     (gateway, demo nodes, link emulator) over `seconds` of an idle fleet."""
     machine = Machine()
@@ -307,6 +310,8 @@ def measure_idle(primary_pid: int, robots: dict[str, LabRobot], n: int,
             kind = ("gateway" if proc is r.gateway else "link emulator" if proc is r.link
                     else "demo node")
             kinds[kind].append(proc.pid)
+    if hub is not None:  # one process for every robot's link
+        kinds["link emulator"].append(hub)
 
     def cpu(pids: list[int]) -> float:
         total = 0.0
@@ -328,7 +333,7 @@ def measure_idle(primary_pid: int, robots: dict[str, LabRobot], n: int,
           f"{rss / n / 2**20:.2f} MiB RSS per robot ({primary:.0f} ms/s, "
           f"{rss / 2**20:.0f} MiB in all); {machine.since()}", flush=True)
     total = primary + sum(rates.values())
-    split = "; ".join(f"{k}s {rates[k]:.0f} ms/s ({rates[k] / max(1, len(v)):.1f} each, "
+    split = "; ".join(f"{k}s {rates[k]:.0f} ms/s ({rates[k] / n:.1f} per robot, "
                       f"{rates[k] / max(total, 1e-9):.0%})" for k, v in kinds.items())
     print(f"idle fleet CPU by process kind: {split}; primary {primary:.0f} ms/s "
           f"({primary / max(total, 1e-9):.0%}); {total:.0f} ms/s in all", flush=True)
@@ -557,6 +562,9 @@ def main() -> None:
                     help="stop after the join and idle figures (a quick CPU split)")
     ap.add_argument("--probe-s", type=float, default=5.0,
                     help="budget of one readiness probe of a robot")
+    ap.add_argument("--link-per-robot", action="store_true",
+                    help="a link emulator process per robot (default: one process, the "
+                         "link hub, serving every robot's link from inside its namespace)")
     ap.add_argument("--ready-timeout-s", type=float, default=180.0,
                     help="a robot whose gateway has not answered after this counts as failed")
     args = ap.parse_args()
@@ -595,6 +603,8 @@ def main() -> None:
             wait_until(primary_up, 120, "primary")
             print(f"lab of {len(names) + 1} hosts and the primary up after "
                   f"{time.monotonic() - t_lab:.1f} s", flush=True)
+            if not args.link_per_robot:
+                lab.start_link_hub(logs)
             build = Build(lab, names, args, logs, base, recorder)
             build.run()
             joins = build.joins()
@@ -605,7 +615,8 @@ def main() -> None:
                   f"{max(joins, default=float('nan')):.2f} s (target <= 10 s)", flush=True)
             n = max(1, len(build.online))
             time.sleep(args.settle_s)
-            kinds, idle = measure_idle(primary.pid, build.robots, n, args.idle_s)
+            kinds, idle = measure_idle(primary.pid, build.robots, n, args.idle_s,
+                                       lab.hub.pid if lab.hub is not None else None)
             if args.idle_only:
                 print("tearing down (--idle-only)", flush=True)
                 return

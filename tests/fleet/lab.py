@@ -190,6 +190,8 @@ class Lab:
         if len(self.hosts) > 200:
             raise ValueError("at most 200 hosts on the lab's /24")
         self.neighbour_limits: dict[str, int] | None = None  # the kernel's, while raised
+        self.hub: subprocess.Popen[bytes] | None = None  # one process for every robot's link
+        self.hub_control: Path | None = None
 
     def __getitem__(self, name: str) -> Host:
         return self.hosts[name]
@@ -222,10 +224,34 @@ class Lab:
         host.ip("link", "set", "lo", "up")
         host.ip("route", "add", "224.0.0.0/4", "dev", "eth0")
 
+    def start_link_hub(self, logs: Path) -> Path:
+        """One link emulator process for every robot's link (`LabRobot.start(hub=...)`): its
+        control socket. A fan-out to 100 robots wakes one process, not 100."""
+        if self.hub_control is not None:
+            return self.hub_control
+        control = logs / "link-hub.sock"
+        control.unlink(missing_ok=True)
+        with open(logs / "link-hub.log", "ab") as out:
+            self.hub = subprocess.Popen(python_argv("-m", "tests.fleet.linkemu", "--hub",
+                                                    str(control)), cwd=ROOT, stdout=out,
+                                        stderr=subprocess.STDOUT, start_new_session=True)
+        wait_until(lambda: control.exists() or self.hub.poll() is not None,  # type: ignore[union-attr]
+                   30, "the link hub's control socket", every=0.05)
+        if self.hub.poll() is not None:
+            raise RuntimeError(f"the link hub exited with {self.hub.returncode}")
+        self.hub_control = control
+        return control
+
     def __exit__(self, *exc: object) -> None:
         main = threading.current_thread() is threading.main_thread()
         old = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
         try:  # a second Ctrl-C does not leave namespaces and processes behind
+            if self.hub is not None:  # it holds every host's namespace open
+                with _quiet():
+                    os.killpg(self.hub.pid, signal.SIGKILL)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.hub.wait(10)
+                self.hub = self.hub_control = None
             stop_hosts(list(self.hosts.values()))
             for host in self.hosts.values():
                 ip("netns", "del", host.ns, check=False)
@@ -317,12 +343,13 @@ class LabRobot:
 
     def start(self, settings: Sequence[str] = (), nodes: Sequence[str] = DEMO_NODES,
               rtt_ms: float = 0.0, jitter_ms: float = 0.0, rate_bps: float = 0.0,
-              link: bool = True, dds_profile: bool = True, light_nodes: bool = False
-              ) -> LabRobot:
+              link: bool = True, dds_profile: bool = True, light_nodes: bool = False,
+              hub: Path | None = None) -> LabRobot:
         """Start nodes, link and gateway (returns at once). Without a link nothing listens
         on the LAN: the robot reaches out, nobody reaches in. dds_profile: the demo's Fast
         DDS profile (3 s lease), else Fast DDS's defaults. light_nodes: the demo nodes' light
-        mode (gateway/demo/nodes.py LIGHT_ENV: fewer scans, one executor thread)."""
+        mode (gateway/demo/nodes.py LIGHT_ENV: fewer scans, one executor thread). hub: the
+        link goes into this link hub (Lab.start_link_hub), not a process of its own."""
         from gateway.demo.nodes import LIGHT_ENV
 
         env = host_env()
@@ -332,7 +359,15 @@ class LabRobot:
         for node in nodes:
             self.host.run(python_argv("-m", "gateway.demo.nodes", node),
                           self.logs / f"{self.host.name}.{node}.log", node_env)
-        if link:
+        if link and hub is not None:
+            from tests.fleet.linkemu import command
+
+            answer = command(hub, f"add /run/netns/{self.host.ns} 0.0.0.0:{LAN_PORT} "
+                                  f"127.0.0.1:{GATEWAY_PORT} {self.control} rtt_ms={rtt_ms} "
+                                  f"jitter_ms={jitter_ms} rate_bps={rate_bps}", timeout=30)
+            if answer != "ok":
+                raise RuntimeError(f"{self.host.name}'s link: {answer}")
+        elif link:
             self.link = self.host.run(python_argv(
                 "-m", "tests.fleet.linkemu", "--listen", f"0.0.0.0:{LAN_PORT}",
                 "--target", f"127.0.0.1:{GATEWAY_PORT}", "--control", str(self.control),

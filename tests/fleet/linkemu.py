@@ -16,6 +16,7 @@ chunk costs one read, one timer and one write.
 
 Usage: python -m tests.fleet.linkemu --listen 0.0.0.0:8080 --target 127.0.0.1:8081 \
            --control /tmp/link.sock [--rtt-ms 80] [--jitter-ms 0] [--rate-bps 0]
+       python -m tests.fleet.linkemu --hub /tmp/hub.sock   (many links; see `hub`)
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ import argparse
 import asyncio
 import collections
 import contextlib
+import ctypes
+import os
 import random
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 CHUNK = 16384  # a large read leaves in pieces of this size, each when its time comes
@@ -37,8 +40,11 @@ _EOF = b""  # in a pipe's queue: write EOF; None: close the sink
 class Link:
     """The link's state, shared by every connection through it."""
 
-    def __init__(self, rtt_s: float, jitter_s: float, rate_bps: float) -> None:
+    def __init__(self, rtt_s: float, jitter_s: float, rate_bps: float,
+                 target: tuple[str, int] = ("127.0.0.1", 0), netns: int | None = None) -> None:
         self.rtt_s, self.jitter_s, self.rate_bps = rtt_s, jitter_s, rate_bps
+        self.target = target  # the gateway's own address, where the link's inner side goes
+        self.netns = netns  # fd of the network namespace of the link's sockets (None: ours)
         self.is_up = True
         self.busy_until = {"up": 0.0, "down": 0.0}  # serialization, per direction
         self.pipes: set[_Pipe] = set()
@@ -239,10 +245,16 @@ class _Client(_End):
         if self.transport.is_closing():
             return
         loop = asyncio.get_running_loop()
+        sock = None
         try:
-            _, inner = await loop.create_connection(
-                lambda: _End(self.link, "down"), *_TARGET)
+            with in_netns(self.link.netns):
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setblocking(False)
+            await loop.sock_connect(sock, self.link.target)
+            _, inner = await loop.create_connection(lambda: _End(self.link, "down"), sock=sock)
         except OSError:
+            if sock is not None:
+                sock.close()
             self.transport.close()
             return
         assert inner.out is not None and inner.transport is not None
@@ -253,8 +265,49 @@ class _Client(_End):
         self.out._flow()
 
 
-_TARGET: tuple[str, int] = ("127.0.0.1", 0)
 _OPENING: set[asyncio.Future[None]] = set()
+_CLONE_NEWNET = 0x40000000
+
+
+@contextlib.contextmanager
+def in_netns(fd: int | None) -> Iterator[None]:
+    """This thread in the network namespace `fd` (None: stay), back in its own after: a
+    socket made meanwhile lives there for good."""
+    if fd is None:
+        yield
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    try:
+        if libc.setns(fd, _CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), "setns into the robot's network namespace")
+        try:
+            yield
+        finally:
+            if libc.setns(own, _CLONE_NEWNET) != 0:
+                raise SystemExit("setns back into the hub's own network namespace failed")
+    finally:
+        os.close(own)
+
+
+async def open_link(link: Link, listen: tuple[str, int], control: str
+                    ) -> tuple[asyncio.Server, asyncio.Server]:
+    """A link's listening socket (in the link's namespace) and its control socket."""
+    loop = asyncio.get_running_loop()
+    with in_netns(link.netns):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(listen)
+        sock.listen(128)
+        sock.setblocking(False)
+        server = await loop.create_server(lambda: _Client(link, "up"), sock=sock)
+    except BaseException:
+        sock.close()
+        raise
+    Path(control).unlink(missing_ok=True)
+    ctl = await asyncio.start_unix_server(lambda r, w: _control(link, r, w), control)
+    return server, ctl
 
 
 async def _control(link: Link, reader: asyncio.StreamReader,
@@ -277,19 +330,59 @@ async def _control(link: Link, reader: asyncio.StreamReader,
     writer.close()
 
 
+def _address(text: str) -> tuple[str, int]:
+    host, port = text.rsplit(":", 1)
+    return host, int(port)
+
+
 async def main(args: argparse.Namespace) -> None:
-    global _TARGET
-    link = Link(args.rtt_ms / 1000, args.jitter_ms / 1000, args.rate_bps)
-    host, port = args.listen.rsplit(":", 1)
-    thost, tport = args.target.rsplit(":", 1)
-    _TARGET = (thost, int(tport))
-    loop = asyncio.get_running_loop()
-    server = await loop.create_server(lambda: _Client(link, "up"), host, int(port),
-                                      reuse_address=True)
-    Path(args.control).unlink(missing_ok=True)
-    control = await asyncio.start_unix_server(lambda r, w: _control(link, r, w), args.control)
+    if args.hub:
+        await hub(args.hub)
+        return
+    link = Link(args.rtt_ms / 1000, args.jitter_ms / 1000, args.rate_bps,
+                _address(args.target))
+    server, control = await open_link(link, _address(args.listen), args.control)
     async with server, control:
         await asyncio.gather(server.serve_forever(), control.serve_forever())
+
+
+async def hub(path: str) -> None:
+    """Many links in one process (a 100-robot lab on 2 cores: one process wakes once for a
+    fan-out to every robot, not once per robot). Each link's sockets live in its robot's
+    network namespace; `add <netns path> <listen> <target> <control> [rtt_ms= jitter_ms=
+    rate_bps=]` on the hub's control socket opens one, `remove <control>` closes it."""
+    links: dict[str, tuple[Link, asyncio.Server, asyncio.Server, int]] = {}
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        line = (await reader.readline()).decode().split()
+        answer = "ok"
+        try:
+            if line[:1] == ["add"] and len(line) >= 5:
+                ns, listen, target, control = line[1:5]
+                values = {k: float(v) for k, v in (kv.split("=", 1) for kv in line[5:])}
+                fd = os.open(ns, os.O_RDONLY)
+                link = Link(values.get("rtt_ms", 0) / 1000, values.get("jitter_ms", 0) / 1000,
+                            values.get("rate_bps", 0), _address(target), fd)
+                server, ctl = await open_link(link, _address(listen), control)
+                links[control] = (link, server, ctl, fd)
+            elif line[:1] == ["remove"] and len(line) == 2 and line[1] in links:
+                link, server, ctl, fd = links.pop(line[1])
+                link.down()
+                server.close()
+                ctl.close()
+                os.close(fd)
+            else:
+                answer = f"unknown command {line!r}"
+        except (OSError, ValueError) as exc:
+            answer = f"failed: {exc}"
+        writer.write(answer.encode() + b"\n")
+        await writer.drain()
+        writer.close()
+
+    Path(path).unlink(missing_ok=True)
+    control = await asyncio.start_unix_server(serve, path)
+    async with control:
+        await control.serve_forever()
 
 
 def command(control: str | Path, line: str, timeout: float = 5.0) -> str:
@@ -303,11 +396,15 @@ def command(control: str | Path, line: str, timeout: float = 5.0) -> str:
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--listen", required=True)
-    ap.add_argument("--target", required=True)
-    ap.add_argument("--control", required=True)
+    ap.add_argument("--listen")
+    ap.add_argument("--target")
+    ap.add_argument("--control")
+    ap.add_argument("--hub", help="serve many links, added on this control socket")
     ap.add_argument("--rtt-ms", type=float, default=0.0)
     ap.add_argument("--jitter-ms", type=float, default=0.0)
     ap.add_argument("--rate-bps", type=float, default=0.0)
+    parsed = ap.parse_args()
+    if not parsed.hub and not (parsed.listen and parsed.target and parsed.control):
+        ap.error("--listen, --target and --control are needed (or --hub)")
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main(ap.parse_args()))
+        asyncio.run(main(parsed))
