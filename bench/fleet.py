@@ -27,10 +27,11 @@ Printed against the issue's targets, with the local baseline of the same run:
   demo nodes, link emulators, primary; after --settle-s, over --idle-s); the machine's CPU
   use and load with each figure.
 
-The kernel's ARP table limits are raised while a lab of more than 11 hosts runs (restored
-after; tests/fleet/lab.py): the kernel keeps one table for all the lab's hosts, and past its
-default 1024 entries (33 hosts) robots' multicast sends, their mDNS announcements, were
-dropped. Each figure line counts packets the kernel's input backlog dropped meanwhile, if any.
+The kernel's ARP table limits and input backlog are raised while a lab of more than 10 hosts
+runs (restored after; tests/fleet/lab.py): the kernel keeps one of each for all the lab's
+hosts; past the ARP table's default 1024 entries (33 hosts) robots' multicast sends, their
+mDNS announcements, were dropped, and the default backlog dropped packets of fan-out reads.
+Each figure line counts packets the kernel's input backlog dropped meanwhile, if any.
 
 Everything (processes, namespaces) is torn down at the end, on failure and on Ctrl-C/SIGTERM.
 
@@ -583,9 +584,9 @@ def main() -> None:
     t_lab = time.monotonic()
     try:
         with Lab(["primary", *names]) as lab:
-            if lab.neighbour_limits is not None:
-                print(f"kernel ARP table limits raised for the lab from "
-                      f"{lab.neighbour_limits} (restored at the end)", flush=True)
+            if lab.kernel_limits is not None:
+                print(f"kernel network limits (ARP table, input backlog) raised for the lab "
+                      f"from {lab.kernel_limits} (restored at the end)", flush=True)
             ph = lab["primary"]
             primary = ph.run(gateway_argv("0.0.0.0", LAN_PORT, [
                 "aggregation.enabled=true", "aggregation.discover=true",

@@ -27,8 +27,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 _SHELL = 'mount -t tmpfs tmpfs /dev/shm && hostname "$0" && exec "$@"'
-NEIGH = Path("/proc/sys/net/ipv4/neigh/default")
-_THRESHOLDS = ("gc_thresh3", "gc_thresh2", "gc_thresh1")
+SYSCTL = Path("/proc/sys/net")
+_NEIGH = "ipv4/neigh/default/gc_thresh"
+_BACKLOG = "core/netdev_max_backlog"
+_LIMITS = (f"{_NEIGH}3", f"{_NEIGH}2", f"{_NEIGH}1", _BACKLOG)  # raised in this order
 
 
 def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
@@ -52,33 +54,36 @@ def lab_unusable() -> str | None:
     return None
 
 
-def raise_neighbour_limits(hosts: int) -> dict[str, int] | None:
-    """Raise the kernel's ARP table limits for a lab of `hosts` hosts; the old values, or None
-    when they were high enough.
+def raise_kernel_limits(hosts: int) -> dict[str, int] | None:
+    """Raise the kernel's network limits for a lab of `hosts` hosts; the old values, or None
+    when they were high enough. Each limit is one for every namespace of the kernel, where a
+    LAN of separate machines has one per machine:
 
-    The kernel keeps one ARP table for all its namespaces. Each host learns every other
-    host's address (mDNS answers a new robot's probe by unicast), so a lab needs about hosts²
-    entries; past gc_thresh3 (1024 by default, reached at 33 hosts) the kernel refuses new
-    entries ("neighbor table overflow") and with them the host's multicast sends: the
-    robot's mDNS announcements never leave it. A LAN of separate machines has a table each.
+    - the ARP table: each host learns every other host's address (mDNS answers a new robot's
+      probe by unicast), about hosts² entries; past gc_thresh3 (1024 by default, reached at
+      33 hosts) the kernel refuses new entries ("neighbor table overflow") and with them the
+      host's multicast sends: the robot's mDNS announcements never left it;
+    - the input backlog (netdev_max_backlog, per CPU): a fan-out read to every robot queues
+      its segments and every robot's loopback answer in it at once; at 100 hosts the default
+      1000 dropped some 200 packets per 40 reads, each a TCP retransmission later.
     """
-    need = {"gc_thresh1": hosts * hosts, "gc_thresh2": 2 * hosts * hosts,
-            "gc_thresh3": 4 * hosts * hosts}
+    need = {f"{_NEIGH}1": hosts * hosts, f"{_NEIGH}2": 2 * hosts * hosts,
+            f"{_NEIGH}3": 4 * hosts * hosts, _BACKLOG: 100 * hosts}
     try:
-        old = {k: int((NEIGH / k).read_text()) for k in _THRESHOLDS}
+        old = {k: int((SYSCTL / k).read_text()) for k in _LIMITS}
     except (OSError, ValueError):
         return None
     if all(old[k] >= v for k, v in need.items()):
         return None
-    for k in _THRESHOLDS:
-        (NEIGH / k).write_text(str(max(old[k], need[k])))
+    for k in _LIMITS:
+        (SYSCTL / k).write_text(str(max(old[k], need[k])))
     return old
 
 
-def restore_neighbour_limits(old: dict[str, int]) -> None:
-    for k in reversed(_THRESHOLDS):
+def restore_kernel_limits(old: dict[str, int]) -> None:
+    for k in reversed(_LIMITS):
         with contextlib.suppress(OSError):
-            (NEIGH / k).write_text(str(old[k]))
+            (SYSCTL / k).write_text(str(old[k]))
 
 
 @dataclass
@@ -189,7 +194,7 @@ class Lab:
                       for k, name in enumerate(names)}
         if len(self.hosts) > 200:
             raise ValueError("at most 200 hosts on the lab's /24")
-        self.neighbour_limits: dict[str, int] | None = None  # the kernel's, while raised
+        self.kernel_limits: dict[str, int] | None = None  # the kernel's, while raised
         self.hub: subprocess.Popen[bytes] | None = None  # one process for every robot's link
         self.hub_control: Path | None = None
 
@@ -198,7 +203,7 @@ class Lab:
 
     def __enter__(self) -> Lab:
         try:
-            self.neighbour_limits = raise_neighbour_limits(len(self.hosts) + 1)
+            self.kernel_limits = raise_kernel_limits(len(self.hosts) + 1)
             ip("netns", "add", self.switch)
             ip("-n", self.switch, "link", "add", "br0", "type", "bridge")
             ip("-n", self.switch, "link", "set", "br0", "up")
@@ -257,9 +262,9 @@ class Lab:
                 ip("netns", "del", host.ns, check=False)
             ip("link", "del", self.uplink, check=False)
             ip("netns", "del", self.switch, check=False)
-            if self.neighbour_limits is not None:
-                restore_neighbour_limits(self.neighbour_limits)
-                self.neighbour_limits = None
+            if self.kernel_limits is not None:
+                restore_kernel_limits(self.kernel_limits)
+                self.kernel_limits = None
         finally:
             if main:
                 signal.signal(signal.SIGINT, old)
