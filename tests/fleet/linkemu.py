@@ -352,10 +352,6 @@ async def hub(path: str) -> None:
     network namespace; `add <netns path> <listen> <target> <control> [rtt_ms= jitter_ms=
     rate_bps=]` on the hub's control socket opens one, `remove <control>` closes it."""
     links: dict[str, tuple[Link, asyncio.Server, asyncio.Server, int]] = {}
-    # The hub stands for the network: its delays are the configured ones, not its place in
-    # the queue behind the robots' processes on the lab's shared cores.
-    with contextlib.suppress(OSError):
-        os.setpriority(os.PRIO_PROCESS, 0, -10)
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         line = (await reader.readline()).decode().split()
