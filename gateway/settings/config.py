@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from ..discovery.safeyaml import BoundedSafeLoader
 from .settings_table import OPEN_KEYS, REMOVED, SETTINGS, Setting
 from .settings_unbuilt import built_features, unbuilt_feature, unbuilt_keys
 from .settings_unbuilt import pattern as unbuilt_pattern
@@ -182,8 +183,8 @@ def load(path: str | Path | None = None, overrides: Iterable[str] = ()) -> Setti
             text = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
             raise ConfigError(f"--config {path}: cannot read: {exc.strerror}") from None
-        try:
-            tree = yaml.safe_load(text) or {}
+        try:  # nesting and alias expansion capped, as for manifests (a YAML bomb refused)
+            tree = yaml.load(text, Loader=BoundedSafeLoader) or {}  # noqa: S506
         except yaml.YAMLError as exc:
             raise ConfigError(f"--config {path}: not valid YAML: {exc}") from None
         if not isinstance(tree, Mapping):

@@ -81,3 +81,16 @@ def test_secrets_are_redacted() -> None:
     shown = s.as_dict()
     assert shown["auth.jwt_secret"] == "***" and shown["auth.clients"] == "***"
     assert s["auth.jwt_secret"] == "hunter2"
+
+
+def test_a_settings_file_with_a_yaml_bomb_is_refused_naming_the_file(tmp_path: Path) -> None:
+    """Aliases that expand a small file into a huge tree are refused while reading, as for
+    manifests; read as it is, this file flattens into a million setting keys."""
+    lines = ["l0: &l0 {k: v}"]
+    for level in range(1, 7):
+        refs = ", ".join(f"k{j}: *l{level - 1}" for j in range(10))
+        lines.append(f"l{level}: &l{level} {{{refs}}}")
+    path = tmp_path / "bomb.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(config.ConfigError, match=r"bomb\.yaml: not valid YAML: .*aliases expand"):
+        config.load(path)
