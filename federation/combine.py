@@ -18,7 +18,7 @@ import orjson
 from gateway.http.jsonutil import dumps
 from gateway.model.items import operation_fleet_ids, reattribute
 
-from .items import reserialize
+from .items import MAX_PEER_PATH, reserialize
 from .settings import LOCAL
 
 Rename = Callable[[str, str], str]  # (gateway, its app id) -> fleet app id
@@ -126,8 +126,20 @@ def _prepare(collection: str, xv: str, answer: PeerAnswer, rename: Rename) -> _P
         if collection == "logs":
             item["id"] = f"{answer.peer}:{item['id']}"
         if collection in ("logs", "faults", "version-info"):
-            item.setdefault(xv, {})["peer"] = answer.peer
+            mark_peer(item.setdefault(xv, {}), answer.peer)
     return _Prepared(kept, lost, nodes_of)
+
+
+def mark_peer(vendor: dict[str, Any], peer: str) -> None:
+    """`peer`: the peer that gave this gateway the item or event. Through more than one level
+    (a site), `peer_path` also lists the gateways it passed on its way up, down to the one
+    that made it: `["site1", "r1"]`, so the robot stays readable at the fleet primary."""
+    below = vendor.get("peer_path")
+    if not isinstance(below, list):
+        below = [vendor["peer"]] if isinstance(vendor.get("peer"), str) else []
+    vendor["peer"] = peer
+    if below:
+        vendor["peer_path"] = [peer, *below][:MAX_PEER_PATH]
 
 
 def combine(collection: str, xv: str, local_items: Sequence[dict[str, Any]] | None,

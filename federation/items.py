@@ -226,6 +226,23 @@ def source_id(raw: Any) -> str | None:
     return None
 
 
+MAX_PEER_PATH = 8  # levels of primaries an item's path may name
+
+
+def _peer_marks(raw: dict[str, Any], item: dict[str, Any], xv: str) -> None:
+    """Keep the marks a primary below put on the item (a site: the robot it came from), so
+    combine.mark_peer can extend the path; anything else there is dropped."""
+    vin = raw.get(xv)
+    if not isinstance(vin, dict):
+        return
+    path, peer = vin.get("peer_path"), vin.get("peer")
+    if isinstance(path, list) and 0 < len(path) <= MAX_PEER_PATH \
+            and all(isinstance(p, str) for p in path):
+        item.setdefault(xv, {})["peer_path"] = list(path)
+    elif isinstance(peer, str):
+        item.setdefault(xv, {})["peer"] = peer
+
+
 def reserialize(collection: str, raws: list[Any], xv: str, peer: str
                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(valid items rebuilt, dropped entries with the peer, source_id and error)."""
@@ -236,7 +253,10 @@ def reserialize(collection: str, raws: list[Any], xv: str, peer: str
         try:
             if not isinstance(raw, dict):
                 raise ItemError("item is not an object")
-            kept.append(schema(raw, xv))
+            item = schema(raw, xv)
+            if collection in ("logs", "faults", "version-info"):
+                _peer_marks(raw, item, xv)
+            kept.append(item)
         except ItemError as exc:
             entry: dict[str, Any] = {"peer": peer, "error": str(exc)}
             _put(entry, "source_id", source_id(raw))

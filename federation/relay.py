@@ -2,8 +2,9 @@
 
 Spec "Events / Fault stream" 1-3: relays are open only while a client is attached here; each
 uses one SSE client slot on its peer. A relayed event is numbered by this gateway's stream
-(Last-Event-ID replay covers it) and carries `x-vendor.peer` naming the gateway that raised
-the fault; an `entity_id` of a renamed peer app is given its fleet id.
+(Last-Event-ID replay covers it) and carries `x-vendor.peer` naming the peer it came from
+(through a site also `peer_path`, down to the gateway that raised the fault); an
+`entity_id` of a renamed peer app is given its fleet id.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from .combine import mark_peer
 from .health import BACKOFF_S
 from .peers import Peer, PeerTable
 
@@ -52,7 +54,7 @@ def tag(data: Any, peer: str, xv: str, rename: Callable[[str, str], str]) -> dic
     """A peer's event payload marked with the peer's name (and fleet entity ids)."""
     out = dict(data) if isinstance(data, dict) else {"data": data}
     vx = dict(out.get(xv) or {})
-    vx["peer"] = peer
+    mark_peer(vx, peer)
     if vx.get("entity_type") == "apps" and isinstance(vx.get("entity_id"), str):
         vx["entity_id"] = rename(peer, vx["entity_id"])
     out[xv] = vx

@@ -95,9 +95,11 @@ def test_ids_qualified_once_and_reads_through_two_levels(sites: Sites) -> None:
     data = _get(top, "/apps/r1__temp_sensor/data")
     assert data["items"], data
     # a merged server list: every gateway of the site answers, through the site
-    versions = wait_until(lambda: len(_get(top, "/version-info")["items"]) >= 4, 20,
-                          "version-info of fleet, site and both robots")
-    assert versions
+    wait_until(lambda: len(_get(top, "/version-info")["items"]) >= 4, 20,
+               "version-info of fleet, site and both robots")
+    versions = _get(top, "/version-info")["items"]
+    paths = sorted(tuple(v.get("x-vendor", {}).get("peer_path", ())) for v in versions)
+    assert paths == [(), (), ("site1", "r1"), ("site1", "r2")], versions
 
 
 def test_fault_stream_and_forwarded_clear_through_two_levels(sites: Sites) -> None:
@@ -109,9 +111,12 @@ def test_fault_stream_and_forwarded_clear_through_two_levels(sites: Sites) -> No
         time.sleep(1.5)  # relays open: fleet -> site -> robot
         status, _, body = request("DELETE", f"{top}/api/v1/apps/lidar_sensor/faults/{FAULT}")
         assert status == 204, body
-        wait_until(lambda: [e for e in stream.events
-                            if e.get("fault", {}).get("fault_code") == FAULT], 30,
-                   "r1's fault event relayed by the site to the fleet primary")
+        events = wait_until(lambda: [e for e in stream.events
+                                     if e.get("fault", {}).get("fault_code") == FAULT], 30,
+                            "r1's fault event relayed by the site to the fleet primary")
+        # the fleet primary's peer is the site; the path names the robot that raised it
+        assert {(e["x-vendor"]["peer"], tuple(e["x-vendor"]["peer_path"])) for e in events} \
+            == {("site1", ("site1", "r1"))}, events
     finally:
         stream.close()
 

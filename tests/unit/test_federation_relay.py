@@ -31,3 +31,14 @@ def test_events_are_tagged_with_the_peer_and_fleet_ids() -> None:
                                "peer": "robot1"}
     assert data["x-vendor"]["entity_id"] == "temp_sensor"  # the input is not changed
     assert tag({"fault": {}}, "r", "x-vendor", rename)["x-vendor"] == {"peer": "r"}
+
+
+def test_an_event_through_a_site_keeps_the_robot_that_raised_it() -> None:
+    def rename(gateway: str, app_id: str) -> str:
+        return app_id
+
+    at_site = tag({"fault": {}}, "r1", "x-vendor", rename)
+    at_fleet = tag(at_site, "site1", "x-vendor", rename)
+    assert at_fleet["x-vendor"] == {"peer": "site1", "peer_path": ["site1", "r1"]}
+    at_top = tag(at_fleet, "region", "x-vendor", rename)
+    assert at_top["x-vendor"]["peer_path"] == ["region", "site1", "r1"]
