@@ -372,6 +372,14 @@ class FederationService:
     def _relay_headers(self, peer: Peer) -> dict[str, str]:
         return {**peer.own_headers(self.auth), self.no_fan_out_header: "1"}
 
+    def answers_alone(self, request: hot.HasHeaders) -> bool:
+        """True when GET /faults is this gateway's own answer: it has no peer, or it is
+        already on the request's fan-out path (a robot read by its primary has neither)."""
+        if not self.table.peers:
+            return True
+        path = request.headers.get(self.fan_out_path_header, "")
+        return self.settings.self_name in path.split(",")
+
     async def merge_global_faults(self, request: web.Request, body: dict[str, Any]
                                   ) -> dict[str, Any]:
         """GET /faults over the fleet (X-Vendor-No-Fan-Out is not honoured here, per spec).
@@ -379,9 +387,9 @@ class FederationService:
         A gateway already on the request's fan-out path answers alone, so primaries that
         discover each other do not ask one another in circles.
         """
-        path = [p for p in request.headers.get(self.fan_out_path_header, "").split(",") if p]
-        if self.settings.self_name in path or not self.table.peers:
+        if self.answers_alone(request):
             return body
+        path = [p for p in request.headers.get(self.fan_out_path_header, "").split(",") if p]
         query = f"?{request.query_string}" if request.query_string else ""
         calls = []
         for name in sorted(self.table.peers):

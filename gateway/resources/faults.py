@@ -63,10 +63,11 @@ async def list_all(request: web.Request) -> web.Response:
     svc = service(state)
     fed = federation(state)  # aggregation: every peer's faults too (no X-Vendor-No-Fan-Out)
     key = ("all", request.query_string)
-    if fed is None:  # a local body holds while the fault state does
+    alone = fed is None or fed.answers_alone(request)
+    if alone:  # a local body holds while the fault state does
         cached = svc.bodies.get(key, svc.generation)
         if cached is not None:
-            hot.offer(state, request, _hot_all(state, svc, key))
+            _offer_all(state, request, svc, key)
             return _cached(cached)
 
     def local() -> dict[str, Any]:
@@ -83,12 +84,30 @@ async def list_all(request: web.Request) -> web.Response:
             body["clusters"] = engine.cluster_items(iso)
         return body
 
-    if fed is not None:  # with the read cache the merged bytes are served again until a change
+    if fed is not None and not alone:  # with the read cache the merged bytes are served again
         return await fed.merged_response(  # type: ignore[no-any-return]
             request, "faults", lambda: svc.generation, "faults",
             lambda: fed.merge_global_faults(request, local()))
-    hot.offer(state, request, _hot_all(state, svc, key))
+    _offer_all(state, request, svc, key)
     return _cached(svc.bodies.put(key, svc.generation, dumps(local())))
+
+
+def _offer_all(state: GatewayState, request: web.Request, svc: FaultService,
+               key: tuple[str, str]) -> None:
+    """list_all's local body for the fast path: without aggregation, or with it to requests
+    this gateway answers alone (no peer, or already on the fan-out path: a robot's answer to
+    its primary's fan-out read)."""
+    fed = state.federation
+    if fed is None:
+        hot.offer(state, request, _hot_all(state, svc, key))
+        return
+
+    def probe(r: hot.HasHeaders) -> bytes | None:
+        if state.faults is not svc or state.federation is not fed or not fed.answers_alone(r):
+            return None
+        return svc.bodies.cached(key, svc.generation)
+
+    hot.offer_merged(state, request, probe)
 
 
 def _hot_all(state: GatewayState, svc: FaultService, key: tuple[str, str]) -> hot.Probe:
