@@ -273,7 +273,7 @@ class Forwarder:
                 if ctype.startswith("application/json"):
                     if renamed:
                         assert target.entity is not None
-                        body = _rename_body(body, *target.entity)
+                        body = _rename_body(body, *target.entity, error=resp.status >= 400)
                     body = _rename_apps(body, [
                         (remote, fleet) for (peer, remote), fleet in fed.view.app_ids.items()
                         if peer == target.peer and remote != fleet])
@@ -367,9 +367,11 @@ def _to_peer_ids(body: bytes, target: Target) -> bytes:
                         f"{API_PREFIX}/{kind}/{remote_id}/".encode())
 
 
-def _rename_body(body: bytes, kind: str, remote_id: str, fleet_id: str) -> bytes:
+def _rename_body(body: bytes, kind: str, remote_id: str, fleet_id: str,
+                 error: bool = False) -> bytes:
     """Entity hrefs and ids of a peer's JSON body in fleet ids (`entity_id`; for an app also
-    `app_id` and `id`, as status and lifecycle answers name it)."""
+    `app_id` and `id`, as status and lifecycle answers name it; in an error's text the id as
+    its messages quote it, `'<id>'`)."""
     old = f"{API_PREFIX}/{kind}/{remote_id}".encode()
     new = f"{API_PREFIX}/{kind}/{fleet_id}".encode()
     for end in (b"/", b'"', b"?"):
@@ -378,6 +380,8 @@ def _rename_body(body: bytes, kind: str, remote_id: str, fleet_id: str) -> bytes
     for key in keys:
         body = body.replace(b'"' + key + b'":"' + remote_id.encode() + b'"',
                             b'"' + key + b'":"' + fleet_id.encode() + b'"')
+    if error:
+        body = body.replace(b"'" + remote_id.encode() + b"'", b"'" + fleet_id.encode() + b"'")
     return body
 
 

@@ -177,6 +177,14 @@ def test_forwarded_reads(fleet: Fleet) -> None:
     assert fleet.get("/apps/robot1__temp_sensor/logs").status == 200
 
 
+def test_a_forwarded_error_names_the_app_by_its_fleet_id(fleet: Fleet) -> None:
+    missing = fleet.get(f"/apps/robot1__temp_sensor/data/{enc('/no/such/topic')}")
+    assert missing.status == 404, missing
+    err = missing.json()
+    assert "'robot1__temp_sensor'" in err["message"], err  # as the caller named it
+    assert "'temp_sensor'" not in err["message"], err
+
+
 def test_forwarded_writes(fleet: Fleet) -> None:
     put = fleet.primary.request("PUT", "/apps/calibration/configurations/calibration_offset",
                                 body={"value": 2.5})
