@@ -102,8 +102,8 @@ class PeerClient:
                   max_bytes: int | None = None) -> Answer:
         """GET within the budget; PeerError with the reason when there is no answer."""
         try:
-            return await within(self._get(path, headers or {},
-                                                    max_bytes or self.max_bytes), budget_s)
+            return await within(self._get(path, headers or {}, max_bytes or self.max_bytes),
+                                budget_s)
         except PeerError:
             raise
         except asyncio.CancelledError:

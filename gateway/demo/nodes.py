@@ -213,6 +213,7 @@ def lidar_sensor() -> Node:
     from gateway.faults.reporter import FaultReporter
 
     node = Node("lidar_sensor", namespace="/perception/lidar")
+    period = LIGHT_SCAN_PERIOD_S if light() else SCAN_PERIOD_S
     reporter = FaultReporter(node)
     node.declare_parameter("min_range", 10.0)
     node.declare_parameter("max_range", 5.0)
@@ -229,7 +230,7 @@ def lidar_sensor() -> Node:
             angle_min=-math.pi,
             angle_max=math.pi,
             angle_increment=2.0 * math.pi / count,
-            scan_time=LIGHT_SCAN_PERIOD_S if light() else SCAN_PERIOD_S,
+            scan_time=period,
             range_min=0.1,
             range_max=30.0,
             ranges=[5.0 + 2.0 * math.sin(i * math.pi / 45.0 + phase) for i in range(count)],
@@ -262,7 +263,6 @@ def lidar_sensor() -> Node:
         res.success, res.message = True, "lidar calibrated"
         return res
 
-    period = LIGHT_SCAN_PERIOD_S if light() else SCAN_PERIOD_S
     node.create_timer(period, scan)
     node.create_timer(2.0, check)
     node.create_service(Trigger, "calibrate", calibrate)

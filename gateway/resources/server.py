@@ -66,14 +66,14 @@ async def root(request: web.Request) -> web.Response:
 
 async def version_info(request: web.Request) -> web.Response:
     """Supported API versions (with aggregation: each peer's too, tagged with its name)."""
+    state = state_of(request)
     items = [{
         "version": API_VERSION,
         "base_uri": API_PREFIX,
         "vendor_info": {"version": __version__,
-                        "name": state_of(request).wire.errors.product_name("vendor")},
-        state_of(request).xv: {"ros2": ros_versions()},  # the ROS 2 the gateway embeds
+                        "name": state.wire.errors.product_name("vendor")},
+        state.xv: {"ros2": ros_versions()},  # the ROS 2 the gateway embeds
     }]
-    state = state_of(request)
     fed = federation(state)
     if fed is None or fed.no_fan_out(request):
         # this gateway's own answer never changes while it runs: served again on the fast
