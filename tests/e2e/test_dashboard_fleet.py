@@ -93,6 +93,11 @@ def test_fleet_view_shows_each_robot_with_status_and_faults(browser: Browser,
 def test_live_timeline_shows_events_relayed_from_a_robot(browser: Browser,
                                                         fleet: Fleet) -> None:
     browser.text_in("#stream-state", "live")
+    # The primary's relay from robot2 opens with the page and then holds a stream slot there.
+    # A clear before that is a change the stream never brought, which the page reports as
+    # missed, rightly: clear only once the relay is open.
+    fleet.robot2.wait_for("/health", lambda b: b["x-vendor-sse"]["connected_clients"] >= 1,
+                          timeout=30)
 
     def cleared_and_back(d: object) -> bool:
         rows = [r.text for r in d.find_elements(By.CSS_SELECTOR, "#events tr.event")]  # type: ignore[attr-defined]
