@@ -11,6 +11,11 @@ its participant stays undiscovered for GRACE_S: a resumed participant that DDS d
 is back within about 0.3 s. Re-joining while the owner is still stopped is useless (it cannot
 answer), so stopped owners only mark themselves.
 
+A participant DDS did rediscover can still come back incomplete: its writers rediscovered and
+not its readers (a service it serves stays unlisted). A returned participant whose announced
+endpoints are not all on the graph after INCOMPLETE_GRACE_S is a reason to re-join as well
+(`observe_incomplete`, by GUID prefix; the endpoints: ros/orphans.py missing_endpoints).
+
 Participants are told apart by process: a Fast DDS GUID prefix holds the low 16 bits of its
 process id (bytes 4-5, little endian, after the vendor id 01 0f and the host id).
 """
@@ -22,6 +27,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 GRACE_S = 1.0  # running again and still undiscovered this long: DDS will not bring it back
+INCOMPLETE_GRACE_S = 2.0  # a returned participant's endpoints normally all come within 0.3 s
 FAST_CHECK_S = 0.5  # check cadence while an undiscovered participant may need a rejoin
 EPROSIMA = b"\x01\x0f"
 STOPPED = ("T", "t")  # /proc/<pid>/stat: stopped by a signal, stopped by a tracer
@@ -55,6 +61,8 @@ class FrozenWatch:
         self.running_since: dict[int, float] = {}  # undiscovered pid -> first seen running
         self.tried: set[int] = set()  # pids a rejoin was made for (not again until seen)
         self.unseen: set[int] = set()  # pids not discovered at the last check
+        self.incomplete_since: dict[bytes, float] = {}  # GUID prefix -> first seen incomplete
+        self.tried_incomplete: set[bytes] = set()  # prefixes a rejoin was made for
         self.rejoins = 0
         self.failures = 0
         self.last_rejoin: float | None = None  # monotonic
@@ -95,16 +103,29 @@ class FrozenWatch:
                 continue  # never a ROS participant we knew, or a rejoin did not help
             if now - since >= self.grace_s:
                 due.append(pid)
-        if not due or not self.enabled:
-            return []
-        if self.last_rejoin is not None and now - self.last_rejoin < self.min_interval_s:
-            return []
-        return due
+        return due if due and self._may_rejoin(now) else []
+
+    def observe_incomplete(self, missing: Iterable[bytes], now: float) -> list[bytes]:
+        """Account the returned participants (GUID prefixes) with endpoints not on the graph at
+        one check; the prefixes to re-join for now (empty: none)."""
+        missing = set(missing)
+        for prefix in list(self.incomplete_since):
+            if prefix not in missing:
+                del self.incomplete_since[prefix]
+        self.tried_incomplete &= missing
+        due = [p for p in sorted(missing) if p not in self.tried_incomplete
+               and now - self.incomplete_since.setdefault(p, now) >= INCOMPLETE_GRACE_S]
+        return due if due and self._may_rejoin(now) else []
+
+    def _may_rejoin(self, now: float) -> bool:
+        return self.enabled and (self.last_rejoin is None
+                                 or now - self.last_rejoin >= self.min_interval_s)
 
     def rejoined(self, pids: Iterable[int], now: float, wall: float, took_s: float | None,
-                 ok: bool = True) -> None:
-        """Account a rejoin made (or failed) for these pids."""
+                 ok: bool = True, prefixes: Iterable[bytes] = ()) -> None:
+        """Account a rejoin made (or failed) for these pids (or returned participants)."""
         self.tried |= set(pids)
+        self.tried_incomplete |= set(prefixes)
         self.last_rejoin, self.last_rejoin_wall = now, wall
         if ok:
             self.rejoins += 1
@@ -115,7 +136,8 @@ class FrozenWatch:
     def watching(self) -> bool:
         """Whether a check soon may lead to a rejoin (else the slow cadence will do)."""
         return any(pid not in self.tried and (pid in self.stopped or pid_key(pid) in self.known)
-                   for pid in self.unseen)
+                   for pid in self.unseen) or any(
+            p not in self.tried_incomplete for p in self.incomplete_since)
 
     def health(self) -> dict[str, Any]:
         """For /health: rejoins made, the last one (UTC, ISO 8601) and what it took."""

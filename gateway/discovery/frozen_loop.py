@@ -4,7 +4,8 @@ process needs the gateway to re-join DDS (the decision: frozen.py; the rejoin: r
 A participant frozen past its lease drops from the graph (a change), so every graph change
 opens a WINDOW_S of checks every FAST_CHECK_S: the ports bound on this host against the
 participants discovered, and only while more are bound, the processes holding them
-(/proc, ros/portcensus.py). An idle graph costs nothing here.
+(/proc, ros/portcensus.py). Participants back from a lost lease are checked too, for
+endpoints DDS did not rediscover (ros/orphans.py). An idle graph costs nothing here.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import asyncio
 import logging
 import os
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from ..process.waits import wait_event
 from ..ros import portcensus
-from .frozen import FAST_CHECK_S, FrozenWatch
+from .frozen import FAST_CHECK_S, INCOMPLETE_GRACE_S, FrozenWatch
 
 log = logging.getLogger(__name__)
 WINDOW_S = 15.0  # checks go on this long after a graph change (a lease is 3-10 s)
@@ -33,12 +35,23 @@ def bound_and_discovered(node: Any, domain_id: int) -> tuple[int | None, frozens
     return bound, take_census(node).participants
 
 
+def incomplete(node: Any, alive: frozenset[bytes]) -> dict[bytes, tuple[int, int]]:
+    """Participants back from a lost lease whose announced endpoints DDS has not all
+    rediscovered: GUID prefix -> (readers, writers) missing (blocking)."""
+    from ..ros.discovery_info import tracker_of
+    from ..ros.orphans import missing_endpoints
+
+    tracker = tracker_of(node)
+    returned = [] if tracker is None else tracker.returned_recently(set(alive))
+    return missing_endpoints(node, returned) if returned else {}
+
+
 def _check(node: Any, domain_id: int, inodes: dict[int, int]
-           ) -> tuple[frozenset[bytes], int, dict[int, str]]:
+           ) -> tuple[frozenset[bytes], int, dict[int, str], dict[bytes, tuple[int, int]]]:
     bound, prefixes = bound_and_discovered(node, domain_id)
     short = 0 if bound is None else max(0, bound - len(prefixes))
     owners = portcensus.participant_owners(domain_id, inodes) if short else {}
-    return prefixes, short, owners
+    return prefixes, short, owners, incomplete(node, prefixes)
 
 
 class FrozenLoop:
@@ -80,18 +93,21 @@ class FrozenLoop:
         while True:
             self._wake.clear()
             now = time.monotonic()
-            short = 0
+            short, missing = 0, {}
             try:
-                prefixes, short, owners = await self.bridge.run(
+                prefixes, short, owners, missing = await self.bridge.run(
                     _check, self.bridge.node, domain_id, self._inodes, timeout=10.0)
                 due = self.watch.observe(owners, prefixes, now)
+                late = self.watch.observe_incomplete(missing, now)
                 if due:
                     await self._rejoin(due, owners)
+                elif late:
+                    await self._rejoin_incomplete(late, missing)
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("frozen-participant check failed")
-            if now >= self._until and not (short and self.watch.watching()):
+            if now >= self._until and not ((short or missing) and self.watch.watching()):
                 return
             await wait_event(self._wake, FAST_CHECK_S)
 
@@ -99,14 +115,28 @@ class FrozenLoop:
         names = ", ".join(f"pid {pid} ({_comm(pid)})" for pid in pids)
         log.warning("DDS participant(s) of %s resumed but not rediscovered for %.1f s: "
                     "re-joining DDS with a new participant", names, self.watch.grace_s)
+        await self._rejoin_for(names, pids=pids)
+
+    async def _rejoin_incomplete(self, prefixes: list[bytes],
+                                 missing: dict[bytes, tuple[int, int]]) -> None:
+        names = ", ".join(f"{p.hex()} ({missing[p][0]} readers, {missing[p][1]} writers "
+                          "missing)" for p in prefixes)
+        log.warning("DDS participant(s) %s came back without all of their endpoints for %.1f s:"
+                    " re-joining DDS with a new participant", names, INCOMPLETE_GRACE_S)
+        await self._rejoin_for(names, prefixes=prefixes)
+
+    async def _rejoin_for(self, names: str, pids: Sequence[int] = (),
+                          prefixes: Sequence[bytes] = ()) -> None:
         try:
             took = await self.bridge.rejoin()
         except Exception:
-            self.watch.rejoined(pids, time.monotonic(), time.time(), None, ok=False)
+            self.watch.rejoined(pids, time.monotonic(), time.time(), None, ok=False,
+                                prefixes=prefixes)
             log.exception("rejoin failed; the nodes of %s stay unlisted until the gateway or "
                           "the node is restarted", names)
             return
-        self.watch.rejoined(pids, time.monotonic(), time.time(), round(took, 3))
+        self.watch.rejoined(pids, time.monotonic(), time.time(), round(took, 3),
+                            prefixes=prefixes)
         log.warning("re-joined DDS with a new participant in %.2f s (rejoin %d): %d "
                     "subscriptions, publishers and services moved", took, self.watch.rejoins,
                     self.bridge.node.replayed + (self.bridge.call_node.replayed

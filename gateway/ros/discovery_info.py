@@ -34,6 +34,8 @@ RELEARN_AFTER_S = 1.0
 RELEARN_EVERY_S = 5.0
 # A participant's sample is kept this long after it left the graph (it may come back).
 KEEP_AWAY_S = 3600.0
+# A participant back on the graph is watched this long for endpoints DDS did not rediscover.
+RETURN_WATCH_S = 30.0
 MAX_PARTICIPANTS = 4096
 
 
@@ -60,6 +62,7 @@ class DiscoveryInfo:
         self.humble_participants = 0
         self.returned = 0  # participants back on the graph after they had left it
         self._away: set[bytes] = set()
+        self._back_at: dict[bytes, float] = {}  # GUID prefix -> when it came back (monotonic)
         try:
             self._reader = self._factory(node)
         except Exception as exc:  # an rmw without the C API used: the rmw's view only
@@ -94,6 +97,9 @@ class DiscoveryInfo:
             for prefix in [p for p, k in self._kept.items() if now - k.seen > KEEP_AWAY_S]:
                 del self._kept[prefix]
             self._away = {p for p in self._kept if p not in alive}
+            for prefix in [p for p, at in self._back_at.items()
+                           if p not in alive or now - at > RETURN_WATCH_S]:
+                del self._back_at[prefix]
             self.humble_participants = sum(
                 1 for p, k in self._kept.items() if p in alive and k.info.gid_size != GUID_BYTES)
 
@@ -101,6 +107,7 @@ class DiscoveryInfo:
         """A participant left the graph (its DDS lease expired: stopped, stalled, cut off)
         and came back; the rmw no longer names its nodes, the kept sample does."""
         self.returned += 1
+        self._back_at[prefix] = now
         log.warning("DDS participant %s is back after %.1f s off the graph (its lease had "
                     "expired while the process lived on): node(s) %s named from its kept "
                     "ros_discovery_info", prefix.hex(), now - kept.seen,
@@ -142,6 +149,15 @@ class DiscoveryInfo:
         """Kept samples of the participants on the graph."""
         with self._lock:
             return [k.info for p, k in self._kept.items() if p in alive]
+
+    def returned_recently(self, alive: set[bytes], now: float | None = None
+                          ) -> list[ParticipantEntities]:
+        """Kept samples of the participants on the graph that came back within RETURN_WATCH_S
+        (their endpoints may be partly rediscovered: ros/orphans.py missing_endpoints)."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            return [self._kept[p].info for p, at in self._back_at.items()
+                    if p in alive and p in self._kept and now - at <= RETURN_WATCH_S]
 
     def writer_guids(self, alive: set[bytes]) -> frozenset[bytes]:
         """GUIDs of the writers of every node kept for the participants on the graph."""

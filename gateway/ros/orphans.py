@@ -4,6 +4,9 @@ announced (for nodes the rmw cannot name; see ros/discovery_info.py).
 DDS topic names carry the ROS kind: `rt/<topic>` for topics, `rq/<service>Request` (the
 server's reader) and `rr/<service>Reply` (its writer) for services; an action server is the
 server of `<action>/_action/send_goal`.
+
+The same GUIDs tell whether DDS rediscovered all of a returned participant's endpoints
+(`missing_endpoints`): after a resume it may bring back its writers but not its readers.
 """
 
 from __future__ import annotations
@@ -11,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .discovery_layout import GUID_BYTES, NodeEntities
+from .discovery_layout import GUID_BYTES, NodeEntities, ParticipantEntities
 from .graph import NodeInfo
 
 _SEND_GOAL = "/_action/send_goal"
+PREFIX_BYTES = 12
 
 
 def ros_type(dds_type: str) -> str:
@@ -77,4 +81,31 @@ def orphan_nodes(node: Any, wanted: Iterable[NodeEntities]) -> list[NodeInfo]:
         out.append(NodeInfo(name=entry.name, namespace=entry.namespace,
                             publishers=tuple(sorted(pubs[i])), subscribers=tuple(sorted(subs[i])),
                             services=tuple(sorted(srvs[i])), actions=actions))
+    return out
+
+
+def graph_guids(node: Any) -> set[bytes]:
+    """GUIDs of every endpoint on the graph, queried through `node` (blocking)."""
+    found: set[bytes] = set()
+    for dds_name, _types in node.get_topic_names_and_types(no_demangle=True):
+        for infos in (node.get_publishers_info_by_topic(dds_name, no_mangle=True),
+                      node.get_subscriptions_info_by_topic(dds_name, no_mangle=True)):
+            found.update(bytes(i.endpoint_gid[:GUID_BYTES]) for i in infos)
+    return found
+
+
+def missing_endpoints(node: Any, participants: Iterable[ParticipantEntities]
+                      ) -> dict[bytes, tuple[int, int]]:
+    """Per participant (GUID prefix): the readers and writers its nodes announced that are not
+    on the graph; participants with nothing missing are left out (blocking)."""
+    wanted = list(participants)
+    if not wanted:
+        return {}
+    found = graph_guids(node)
+    out = {}
+    for p in wanted:
+        readers = sum(1 for n in p.nodes for g in n.readers if g not in found)
+        writers = sum(1 for n in p.nodes for g in n.writers if g not in found)
+        if readers or writers:
+            out[p.guid[:PREFIX_BYTES]] = (readers, writers)
     return out

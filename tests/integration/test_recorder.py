@@ -54,11 +54,15 @@ def recording_with_history(gw: Gateway) -> dict[str, Any]:
     gw.wait_for("/health", lambda b: b["x-vendor-recorder"]["buffer"]["messages"] >= 10,
                 timeout=30)
     gw.wait_for(FAULT, lambda b: b["item"]["status"]["confirmedDTC"] == "1", timeout=30)
-    cleared_at = time.time_ns()
+    # Every window open now is written first: a fault confirming again while a window is open
+    # joins that window, whose recording (and creation_date) predates the clear.
+    gw.wait_for("/health", lambda b: b["x-vendor-recorder"]["open_windows"] == 0
+                and b["x-vendor-recorder"]["writing"] == 0, timeout=30)
+    before = {d["id"] for d in gw.get("/apps/lidar_sensor/bulk-data/rosbags").json()["items"]}
     assert gw.request("DELETE", FAULT).status == 204
 
     def fresh(body: dict[str, Any]) -> bool:
-        return any(CODE in d["x-vendor"]["fault_codes"] and ns_of(d["creation_date"]) > cleared_at
+        return any(CODE in d["x-vendor"]["fault_codes"] and d["id"] not in before
                    for d in body["items"])
 
     body = gw.wait_for("/apps/lidar_sensor/bulk-data/rosbags", fresh, timeout=30)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from gateway.discovery.frozen import GRACE_S, FrozenWatch, pid_key, prefix_pid_key
+from gateway.discovery.frozen import (
+    GRACE_S,
+    INCOMPLETE_GRACE_S,
+    FrozenWatch,
+    pid_key,
+    prefix_pid_key,
+)
 
 OWN = 100
 TALKER = 4242
@@ -110,3 +116,43 @@ def test_disabled_never_rejoins() -> None:
     watch.observe({OWN: "S", TALKER: "S"}, [prefix(OWN)], t)
     assert watch.observe({OWN: "S", TALKER: "S"}, [prefix(OWN)], t + 10) == []
     assert watch.health()["rejoin_enabled"] is False
+
+
+def test_a_returned_participant_missing_endpoints_past_the_grace_is_due_once() -> None:
+    watch = FrozenWatch(own_pid=OWN, min_interval_s=5.0)
+    p = prefix(TALKER)
+    assert watch.observe_incomplete([p], 10.0) == []
+    assert watch.watching()
+    assert watch.observe_incomplete([p], 10.0 + INCOMPLETE_GRACE_S / 2) == []
+    assert watch.observe_incomplete([p], 10.0 + INCOMPLETE_GRACE_S) == [p]
+    watch.rejoined([], 12.0, 0.0, 0.3, prefixes=[p])
+    assert watch.rejoins == 1
+    # the rejoin did not complete it: not again for the same participant
+    assert watch.observe_incomplete([p], 40.0) == []
+    assert not watch.watching()
+    # complete at some check, then incomplete again (another return): due again
+    assert watch.observe_incomplete([], 41.0) == []
+    assert watch.observe_incomplete([p], 42.0) == []
+    assert watch.observe_incomplete([p], 42.0 + INCOMPLETE_GRACE_S) == [p]
+
+
+def test_endpoints_arriving_within_the_grace_need_no_rejoin() -> None:
+    watch = FrozenWatch(own_pid=OWN)
+    p = prefix(TALKER)
+    watch.observe_incomplete([p], 0.0)
+    assert watch.observe_incomplete([], 0.5) == []
+    # missing again later: the grace counts from then
+    assert watch.observe_incomplete([p], INCOMPLETE_GRACE_S + 0.1) == []
+    assert watch.incomplete_since == {p: INCOMPLETE_GRACE_S + 0.1}
+
+
+def test_an_incomplete_participant_waits_for_the_interval_and_the_switch() -> None:
+    watch = FrozenWatch(own_pid=OWN, min_interval_s=5.0)
+    watch.rejoined([TALKER], 0.0, 0.0, 0.3)
+    p = prefix(5151)
+    watch.observe_incomplete([p], 1.0)
+    assert watch.observe_incomplete([p], 4.0) == []  # 4 s after the last rejoin
+    assert watch.observe_incomplete([p], 5.0) == [p]
+    off = FrozenWatch(enabled=False, own_pid=OWN)
+    off.observe_incomplete([p], 0.0)
+    assert off.observe_incomplete([p], 10.0) == []

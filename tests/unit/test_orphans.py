@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gateway.ros.discovery_layout import NodeEntities
-from gateway.ros.orphans import orphan_nodes
+from gateway.ros.discovery_layout import GUID_BYTES, NodeEntities, ParticipantEntities
+from gateway.ros.orphans import missing_endpoints, orphan_nodes
 
 PREFIX = bytes(range(12))
 
@@ -66,3 +66,17 @@ def test_topics_services_and_actions_of_each_node() -> None:
     assert a.actions == (("/fib", "test_msgs/action/Fibonacci"),)
     assert a.user_services() == (("/ping", "std_srvs/srv/Trigger"),)
     assert (b.name, b.publishers, b.services) == ("quiet", (), ())
+
+
+def test_endpoints_a_participant_announced_and_dds_did_not_rediscover() -> None:
+    # its writers back, the reader of its service not: one reader missing
+    graph = FakeGraph(publishers={"rt/chatter": [info(1, "std_msgs::msg::dds_::String_")],
+                                  "rr/resetReply": [info(4, "std_srvs::srv::dds_::Empty_")]},
+                      subscriptions={"rt/cmd": [info(2, "std_msgs::msg::dds_::Bool_")]})
+    talker = NodeEntities("/", "talker", frozenset({guid(2), guid(3)}),
+                          frozenset({guid(1), guid(4)}))
+    back = ParticipantEntities(PREFIX + bytes(GUID_BYTES - len(PREFIX)), (talker,), GUID_BYTES)
+    assert missing_endpoints(graph, [back]) == {PREFIX: (1, 0)}
+    graph.subscriptions["rq/resetRequest"] = [info(3, "std_srvs::srv::dds_::Empty_")]
+    assert missing_endpoints(graph, [back]) == {}
+    assert missing_endpoints(graph, []) == {}
