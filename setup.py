@@ -28,6 +28,7 @@ TWINS = [
     ("gateway._fast",
      ("_msgconv_tables", "_msgconv_floats", "_msgconv_digits", "_msgconv_cursor", "msgconv_py"),
      "msgconv_c"),
+    ("gateway._fast", ("wirejudge_py",), "wirejudge_c"),
     ("recorder", ("ringbuf_py",), "ringbuf_c"),
 ]
 

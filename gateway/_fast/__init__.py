@@ -2,6 +2,8 @@
 
 ``DIAG_GATEWAY_PURE=1`` forces the pure twins; ``MSGCONV_IMPL`` says which one is loaded
 ("compiled" or "pure"). A missing or stale compiled twin is reported with a RuntimeWarning.
+The wire judge (``wire_judge``, ``WIREJUDGE_IMPL``) is the compiled twin or None: its plain
+reference in http/hotwire.py serves then.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -53,6 +56,14 @@ else:
 
     msgconv, MSGCONV_IMPL = msgconv_py, "pure"
 
+# The wire judge (http/hotwire.py) has a plain reference there; only the compiled twin serves.
+_wirejudge = None
+if _compiled is not None:
+    _wirejudge = _load_compiled("wirejudge_c")
+wire_judge: Callable[[bytes], str | None] | None = (
+    None if _wirejudge is None else _wirejudge.judge)
+WIREJUDGE_IMPL = "compiled" if _wirejudge is not None else "plain"
+
 CdrError: type[ValueError] = msgconv.CdrError
 UnknownTypeError: type[ValueError] = msgconv.UnknownTypeError
 Converter = msgconv.Converter
@@ -62,6 +73,7 @@ converter_for_definition = msgconv.converter_for_definition
 
 __all__ = [
     "MSGCONV_IMPL",
+    "WIREJUDGE_IMPL",
     "CdrError",
     "Converter",
     "UnknownTypeError",
@@ -69,4 +81,5 @@ __all__ = [
     "converter_for",
     "converter_for_definition",
     "msgconv",
+    "wire_judge",
 ]

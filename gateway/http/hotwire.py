@@ -35,6 +35,7 @@ from aiohttp.helpers import rfc822_formatted_time  # aiohttp's own, cached per s
 from aiohttp.http import SERVER_SOFTWARE
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from .._fast import wire_judge, wirejudge_py
 from .jsonutil import JSON_TYPE
 
 # RequestHandler fields the wire path reads or keeps current.
@@ -49,10 +50,12 @@ _TARGET = re.compile(rb"/[\x21-\x7e]*")
 # Headers after which the generic path answers differently (or a body follows).
 _STEP_ASIDE = (b"\nrange:", b"\nexpect:", b"\nif-", b"\ncontent-length:",
                b"\ntransfer-encoding:", b"\nupgrade:")
-# More headers than this are aiohttp's to judge (its own limit, max_headers, is 128).
-MAX_HEADERS = 64
-# Longer requests are aiohttp's to judge (its line and field limits, the URI limit).
-MAX_CHUNK = 8192
+# More headers than this are aiohttp's to judge (its own limit, max_headers, is 128);
+# longer requests too (its line and field limits, the URI limit).
+MAX_HEADERS, MAX_CHUNK = wirejudge_py.MAX_HEADERS, wirejudge_py.MAX_CHUNK
+# The compiled judge when built (gateway/_fast/wirejudge_py.py): a robot answers each fan-out
+# read after sleeping, caches cold, where `_judge` costs about ten times its warm cost.
+_JUDGE = wire_judge
 MAX_REMEMBERED = 512  # distinct request chunks whose verdict and headers are kept
 _verdicts: dict[bytes, str | None] = {}
 _headers: dict[bytes, CIMultiDictProxy[str]] = {}
@@ -80,11 +83,12 @@ def simple_get(data: bytes) -> str | None:
         pass
     if len(_verdicts) >= MAX_REMEMBERED:
         _verdicts.clear()
-    verdict = _verdicts[data] = _judge(data)
+    verdict = _verdicts[data] = (_JUDGE or _judge)(data)
     return verdict
 
 
 def _judge(data: bytes) -> str | None:
+    """The plain judge of a chunk simple_get has checked (the compiled twin's reference)."""
     line_end = data.find(b"\r\n")
     head_end = data.find(b"\r\n\r\n")
     if head_end != len(data) - 4:
