@@ -3,8 +3,9 @@
 Each robot is a namespaced host (tests/fleet/lab.py; root) on ROS domain 0 with one demo node
 (lidar_sensor; --nodes 2 adds temp_sensor) in its light mode (scans at 1 Hz, one executor
 thread; --full-nodes: 5 Hz and four threads), its gateway and a link emulator (--rtt-ms,
---rate-bps; the robots' links are served by one process, the link hub, each link's sockets in
-its robot's namespace; --link-per-robot: a process per robot); it announces itself by mDNS; the primary (read cache on) discovers them. Only
+--rate-bps; the robots' links are served by link hubs, one process per core by default
+(--link-hubs), each link's sockets in its robot's namespace; --link-per-robot: a process per
+robot); it announces itself by mDNS; the primary (read cache on) discovers them. Only
 one robot records rosbags (the one the download is measured on). Robots start --window at a
 time (a robot counts as started until its gateway answers through its link), so a large
 fleet builds without starving the machine; a progress line every few seconds shows it going.
@@ -211,7 +212,7 @@ class Build:
         self.robots[name] = LabRobot(self.lab[name], self.logs).start(
             settings, nodes=self.nodes, rtt_ms=self.args.rtt_ms, rate_bps=self.args.rate_bps,
             light_nodes=not self.args.full_nodes and name != self.recorder,
-            hub=self.lab.hub_control)
+            hub=self.lab.hub_for(len(self.robots)))
         self.started[name] = time.monotonic()
 
     def probe(self, name: str) -> float | None:
@@ -298,7 +299,7 @@ def _terminate(signum: int, _frame: Any) -> None:
 
 
 def measure_idle(primary_pid: int, robots: dict[str, LabRobot], n: int,
-                 seconds: float = 10.0, hub: int | None = None
+                 seconds: float = 10.0, hubs: list[int] | None = None
                  ) -> tuple[dict[str, list[int]], dict[str, float]]:
     """The primary's CPU and RSS per robot, and the CPU of each kind of robot process
     (gateway, demo nodes, link emulator) over `seconds` of an idle fleet."""
@@ -311,8 +312,7 @@ def measure_idle(primary_pid: int, robots: dict[str, LabRobot], n: int,
             kind = ("gateway" if proc is r.gateway else "link emulator" if proc is r.link
                     else "demo node")
             kinds[kind].append(proc.pid)
-    if hub is not None:  # one process for every robot's link
-        kinds["link emulator"].append(hub)
+    kinds["link emulator"] += hubs or []  # link hubs: each serves many robots' links
 
     def cpu(pids: list[int]) -> float:
         total = 0.0
@@ -563,6 +563,8 @@ def main() -> None:
                     help="stop after the join and idle figures (a quick CPU split)")
     ap.add_argument("--probe-s", type=float, default=5.0,
                     help="budget of one readiness probe of a robot")
+    ap.add_argument("--link-hubs", type=int, default=os.cpu_count() or 1,
+                    help="link hub processes, robots spread over them (default: one per core)")
     ap.add_argument("--link-per-robot", action="store_true",
                     help="a link emulator process per robot (default: one process, the "
                          "link hub, serving every robot's link from inside its namespace)")
@@ -605,7 +607,7 @@ def main() -> None:
             print(f"lab of {len(names) + 1} hosts and the primary up after "
                   f"{time.monotonic() - t_lab:.1f} s", flush=True)
             if not args.link_per_robot:
-                lab.start_link_hub(logs)
+                lab.start_link_hubs(logs, args.link_hubs)
             build = Build(lab, names, args, logs, base, recorder)
             build.run()
             joins = build.joins()
@@ -617,7 +619,7 @@ def main() -> None:
             n = max(1, len(build.online))
             time.sleep(args.settle_s)
             kinds, idle = measure_idle(primary.pid, build.robots, n, args.idle_s,
-                                       lab.hub.pid if lab.hub is not None else None)
+                                       [h.pid for h in lab.hubs])
             if args.idle_only:
                 print("tearing down (--idle-only)", flush=True)
                 return

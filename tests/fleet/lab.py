@@ -195,8 +195,8 @@ class Lab:
         if len(self.hosts) > 200:
             raise ValueError("at most 200 hosts on the lab's /24")
         self.kernel_limits: dict[str, int] | None = None  # the kernel's, while raised
-        self.hub: subprocess.Popen[bytes] | None = None  # one process for every robot's link
-        self.hub_control: Path | None = None
+        self.hubs: list[subprocess.Popen[bytes]] = []  # link hubs: each serves many links
+        self.hub_controls: list[Path] = []
 
     def __getitem__(self, name: str) -> Host:
         return self.hosts[name]
@@ -232,31 +232,41 @@ class Lab:
     def start_link_hub(self, logs: Path) -> Path:
         """One link emulator process for every robot's link (`LabRobot.start(hub=...)`): its
         control socket. A fan-out to 100 robots wakes one process, not 100."""
-        if self.hub_control is not None:
-            return self.hub_control
-        control = logs / "link-hub.sock"
-        control.unlink(missing_ok=True)
-        with open(logs / "link-hub.log", "ab") as out:
-            self.hub = subprocess.Popen(python_argv("-m", "tests.fleet.linkemu", "--hub",
-                                                    str(control)), cwd=ROOT, stdout=out,
-                                        stderr=subprocess.STDOUT, start_new_session=True)
-        wait_until(lambda: control.exists() or self.hub.poll() is not None,  # type: ignore[union-attr]
-                   30, "the link hub's control socket", every=0.05)
-        if self.hub.poll() is not None:
-            raise RuntimeError(f"the link hub exited with {self.hub.returncode}")
-        self.hub_control = control
-        return control
+        return self.start_link_hubs(logs, 1)[0]
+
+    def start_link_hubs(self, logs: Path, count: int) -> list[Path]:
+        """`count` link hubs (robots spread over them: `hub_for`), so the links' work can run
+        on as many cores; their control sockets."""
+        while len(self.hubs) < count:
+            k = len(self.hubs)
+            control = logs / f"link-hub{k or ''}.sock"
+            control.unlink(missing_ok=True)
+            with open(logs / f"link-hub{k or ''}.log", "ab") as out:
+                hub = subprocess.Popen(python_argv("-m", "tests.fleet.linkemu", "--hub",
+                                                   str(control)), cwd=ROOT, stdout=out,
+                                       stderr=subprocess.STDOUT, start_new_session=True)
+            self.hubs.append(hub)
+            wait_until(lambda c=control, h=hub: c.exists() or h.poll() is not None,
+                       30, "the link hub's control socket", every=0.05)
+            if hub.poll() is not None:
+                raise RuntimeError(f"the link hub exited with {hub.returncode}")
+            self.hub_controls.append(control)
+        return self.hub_controls[:count]
+
+    def hub_for(self, k: int) -> Path | None:
+        """The control socket of the link hub serving the k-th robot (None: no hub)."""
+        return self.hub_controls[k % len(self.hub_controls)] if self.hub_controls else None
 
     def __exit__(self, *exc: object) -> None:
         main = threading.current_thread() is threading.main_thread()
         old = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
         try:  # a second Ctrl-C does not leave namespaces and processes behind
-            if self.hub is not None:  # it holds every host's namespace open
+            for hub in self.hubs:  # it holds every host's namespace open
                 with _quiet():
-                    os.killpg(self.hub.pid, signal.SIGKILL)
+                    os.killpg(hub.pid, signal.SIGKILL)
                 with contextlib.suppress(subprocess.TimeoutExpired):
-                    self.hub.wait(10)
-                self.hub = self.hub_control = None
+                    hub.wait(10)
+            self.hubs, self.hub_controls = [], []
             stop_hosts(list(self.hosts.values()))
             for host in self.hosts.values():
                 ip("netns", "del", host.ns, check=False)

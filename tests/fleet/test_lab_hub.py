@@ -1,6 +1,6 @@
-"""The link hub (tests/fleet/linkemu.py --hub): one process serves every robot's link, each
+"""The link hub (tests/fleet/linkemu.py --hub): one process serves many robots' links, each
 link's sockets inside its robot's namespace (root only). bench/fleet.py runs 100 robots'
-links this way."""
+links this way, spread over one hub per core; here two hubs, a robot on each."""
 
 from __future__ import annotations
 
@@ -42,11 +42,13 @@ def hub_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, dic
         pytest.skip(why)
     logs = tmp_path_factory.mktemp("hub")
     with Lab(["r1", "r2"]) as lab:
-        hub = lab.start_link_hub(logs)
+        assert len(lab.start_link_hubs(logs, 2)) == 2 and len(lab.hubs) == 2
         robots = {}
-        for name in ("r1", "r2"):
+        for k, name in enumerate(("r1", "r2")):  # one robot on each hub
             lab[name].run(python_argv("-c", SERVER), logs / f"{name}.server.log")
             robots[name] = LabRobot(lab[name], logs)
+            hub = lab.hub_for(k)
+            assert hub is not None
             answer = command(hub, f"add /run/netns/{lab[name].ns} 0.0.0.0:{LAN_PORT} "
                                   f"127.0.0.1:{GATEWAY_PORT} {robots[name].control} rtt_ms=40")
             assert answer == "ok", answer
