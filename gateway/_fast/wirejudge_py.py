@@ -99,7 +99,7 @@ def judge(data):
     target_end = i
     if not _has(data, n, i, _VERSION):
         return None
-    pos = i + 11
+    pos = i + len(_VERSION)
     first = pos
     count = 0
     host = False

@@ -42,7 +42,7 @@ def incomplete(node: Any, alive: frozenset[bytes]) -> dict[bytes, tuple[int, int
     from ..ros.orphans import missing_endpoints
 
     tracker = tracker_of(node)
-    returned = [] if tracker is None else tracker.returned_recently(set(alive))
+    returned = [] if tracker is None else tracker.returned_recently(alive)
     return missing_endpoints(node, returned) if returned else {}
 
 

@@ -20,6 +20,7 @@ import logging
 import threading
 import time
 import weakref
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,7 +151,7 @@ class DiscoveryInfo:
         with self._lock:
             return [k.info for p, k in self._kept.items() if p in alive]
 
-    def returned_recently(self, alive: set[bytes], now: float | None = None
+    def returned_recently(self, alive: Collection[bytes], now: float | None = None
                           ) -> list[ParticipantEntities]:
         """Kept samples of the participants on the graph that came back within RETURN_WATCH_S
         (their endpoints may be partly rediscovered: ros/orphans.py missing_endpoints)."""

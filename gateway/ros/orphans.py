@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from .discovery_info import PREFIX_BYTES
 from .discovery_layout import GUID_BYTES, NodeEntities, ParticipantEntities
 from .graph import NodeInfo
 
 _SEND_GOAL = "/_action/send_goal"
-PREFIX_BYTES = 12
 
 
 def ros_type(dds_type: str) -> str:
