@@ -51,7 +51,8 @@ browser:
 		"(apt-get install chromium chromium-driver)"; fi
 
 # The hot-answer tests run a second time with the wire path off (setting server.hot_wire,
-# docs/performance.md): hot answers must hold on an aiohttp hotwire does not know.
+# docs/performance.md): hot answers must hold on an aiohttp hotwire does not know; their
+# gateways then run on asyncio's own loop (server.event_loop), the first run's on uvloop.
 HOT_ANSWER_TESTS := tests/unit/test_hot_answers_pure.py tests/integration/test_hot_answers.py
 
 # The suite runs on TEST_WORKERS processes (pytest-xdist): it mostly waits on DDS discovery and
@@ -61,7 +62,7 @@ TEST_WORKERS ?= 3
 
 test: install jazzy lint browser
 	$(BIN)/python -m pytest -q -rs -n $(TEST_WORKERS) $(PYTEST_ARGS)
-	DIAG_TEST_HOT_WIRE=off $(BIN)/python -m pytest -q -rs $(HOT_ANSWER_TESTS)
+	DIAG_TEST_HOT_WIRE=off DIAG_TEST_EVENT_LOOP=asyncio $(BIN)/python -m pytest -q -rs $(HOT_ANSWER_TESTS)
 
 unit: install
 	$(BIN)/python -m pytest -q tests/unit $(PYTEST_ARGS)

@@ -44,6 +44,7 @@ COLD_S = 6.0  # per cold round
 WARM = 3000  # requests per warm round
 ROUNDS = 3
 BARE_BODY = b'{"items":[]}'
+LOOPS = ("asyncio", "uvloop")  # the gateway on each (server.event_loop)
 
 
 def bare_server(port: int) -> None:
@@ -131,41 +132,53 @@ def wait_answering(port: int, budget_s: float) -> Conn:
 def main() -> None:
     env = {**ros_env(DOMAIN), "PYTHONPATH": str(ROOT), LIGHT_ENV: "1"}
     state = Path(tempfile.mkdtemp(prefix="wake-cost-"))
-    gw_port, bare_port = free_port(), free_port()
+    bare_port = free_port()
     procs = [subprocess.Popen([sys.executable, "-m", "gateway.demo.nodes", "lidar_sensor"],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
     try:
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "gateway", "run", "--host", "127.0.0.1", "--port",
-             str(gw_port), "--domain", str(DOMAIN), "--set", f"state_dir={state}",
-             "--set", "aggregation.announce=true", "--set", "aggregation.mdns_name=wake-cost",
-             "--set", "snapshots.enabled=false", "--set", "faults.rosout_bridge.enabled=false"],
-            env=env, stdout=open(state / "gateway.log", "wb"), stderr=subprocess.STDOUT))
+        gateways: dict[str, tuple[int, Conn]] = {}
+        ports = {loop: free_port() for loop in LOOPS}
+        for k, (loop, port) in enumerate(ports.items()):
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "gateway", "run", "--host", "127.0.0.1", "--port",
+                 str(port), "--domain", str(DOMAIN), "--set", f"state_dir={state / loop}",
+                 "--set", "aggregation.announce=true", "--set",
+                 f"aggregation.mdns_name=wake-cost-{k}", "--set", "snapshots.enabled=false",
+                 "--set", "faults.rosout_bridge.enabled=false",
+                 "--set", f"server.event_loop={loop}"],
+                env=env, stdout=open(state / f"gateway-{loop}.log", "wb"),
+                stderr=subprocess.STDOUT))
         procs.append(subprocess.Popen([sys.executable, "-c", "import sys; sys.path.insert(0, "
                                        f"{str(ROOT)!r}); from bench.wake_cost import "
                                        f"bare_server; bare_server({bare_port})"]))
-        gateway, bare = wait_answering(gw_port, 60), wait_answering(bare_port, 20)
-        time.sleep(5.0)  # the gateway's start settles
+        for k, (loop, port) in enumerate(ports.items()):
+            gateways[loop] = (procs[1 + k].pid, wait_answering(port, 60))
+        bare = wait_answering(bare_port, 20)
+        time.sleep(5.0)  # the gateways' start settles
         for _ in range(200):  # warm-up
-            gateway.get()
+            for _pid, conn in gateways.values():
+                conn.get()
             bare.get()
-        rows: dict[str, list[tuple[float, float]]] = {"cold": [], "warm": []}
+        rows: dict[tuple[str, str], list[tuple[float, float]]] = {
+            (loop, mode): [] for mode in ("cold", "warm") for loop in LOOPS}
         for _ in range(ROUNDS):
-            for mode in rows:
-                g = per_request_us(procs[1].pid, gateway, mode == "cold")
-                b = per_request_us(procs[2].pid, bare, mode == "cold")
-                rows[mode].append((g, b))
+            for mode in ("cold", "warm"):
+                b = per_request_us(procs[-1].pid, bare, mode == "cold")
+                for loop, (pid, conn) in gateways.items():
+                    rows[loop, mode].append((per_request_us(pid, conn, mode == "cold"), b))
         print(f"event-loop CPU per fan-out read (/version-info, X-Vendor-No-Fan-Out): robot "
-              f"gateway vs a bare asyncio protocol; {ROUNDS} alternating rounds; cold: one "
-              f"request every {GAP_S * 1e3:.0f} ms, warm: {WARM} back to back")
-        for mode, pairs in rows.items():
-            print(f"{mode:<5} gateway {statistics.median(g for g, _ in pairs):6.1f} us, bare "
-                  f"{statistics.median(b for _, b in pairs):6.1f} us; gateway / bare "
+              f"gateway (server.event_loop: {', '.join(LOOPS)}) vs a bare asyncio protocol; "
+              f"{ROUNDS} alternating rounds; cold: one request every {GAP_S * 1e3:.0f} ms, "
+              f"warm: {WARM} back to back")
+        for (loop, mode), pairs in rows.items():
+            print(f"{mode:<5} gateway on {loop:<7} {statistics.median(g for g, _ in pairs):6.1f}"
+                  f" us, bare {statistics.median(b for _, b in pairs):6.1f} us; gateway / bare "
                   f"{spread([g / b for g, b in pairs])}")
-        cold_g = statistics.median(g for g, _ in rows["cold"])
-        warm_g = statistics.median(g for g, _ in rows["warm"])
-        print(f"a wake from sleep adds {cold_g - warm_g:.0f} us to the gateway's read "
-              f"({cold_g / warm_g:.1f}x its warm cost)")
+        for loop in LOOPS:
+            cold_g = statistics.median(g for g, _ in rows[loop, "cold"])
+            warm_g = statistics.median(g for g, _ in rows[loop, "warm"])
+            print(f"on {loop}, a wake from sleep adds {cold_g - warm_g:.0f} us to the "
+                  f"gateway's read ({cold_g / warm_g:.1f}x its warm cost)")
     finally:
         for p in procs:
             p.terminate()

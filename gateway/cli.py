@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from . import __version__
-from .process import hardexit
+from .process import eventloop, hardexit
 from .settings.config import ConfigError, Settings, load
 
 log = logging.getLogger("gateway")
@@ -207,7 +207,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     settings = _settings(args)
     _cap_arenas(settings)
-    asyncio.run(serve(settings))
+    eventloop.run(serve(settings), settings["server.event_loop"])
     return 0
 
 
@@ -243,7 +243,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"  curl {base}/x-{settings.vendor}-watchdog\n"
             f"  OpenAPI document: {base}/docs\n"
             "Ctrl-C stops the gateway and the robot.\n")
-        asyncio.run(serve(settings, message, on_force_exit=lambda: robot.stop(timeout=0.5)))
+        eventloop.run(serve(settings, message, on_force_exit=lambda: robot.stop(timeout=0.5)),
+                      settings["server.event_loop"])
     return 0
 
 

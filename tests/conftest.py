@@ -16,6 +16,10 @@ from tests.domains import _domains  # noqa: E402  (one counter however a module 
 # those tests run with the wire path off (setting server.hot_wire).
 HOT_WIRE_SETTINGS = ["server.hot_wire=false"] if os.environ.get("DIAG_TEST_HOT_WIRE") == "off" \
     else []
+# `DIAG_TEST_EVENT_LOOP=asyncio` (the same second run): their gateways on asyncio's own loop
+# (setting server.event_loop; the first run has them on uvloop, the default).
+GATEWAY_RERUN_SETTINGS = HOT_WIRE_SETTINGS + (
+    ["server.event_loop=asyncio"] if os.environ.get("DIAG_TEST_EVENT_LOOP") == "asyncio" else [])
 
 
 # pytest-xdist (`make test` runs `-n`): a module's tests stay on one worker (its module-scoped

@@ -1,4 +1,5 @@
-"""Event loop lag: how long the loop stays busy at a stretch, measured around its selector."""
+"""Event loop lag: how long the loop stays busy at a stretch, measured around its selector
+(or, on a loop without one, sampled by a probe timer: loopprobe.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import time
 from collections import deque
 from collections.abc import Iterable
 from typing import Any
+
+from .loopprobe import LoopProbe
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +47,20 @@ class LoopLag:
         self._selector: Any = None
         self._started = 0.0
         self._since = 0.0  # when the current busy stretch began
+        self._probe: LoopProbe | None = None  # a loop with no selector to time
+        self.loop_kind: str | None = None  # asyncio or uvloop, once started
 
     def start(self) -> None:
-        """Measure the running loop (a selector event loop; others are left unmeasured)."""
-        self.attach(getattr(asyncio.get_running_loop(), "_selector", None))
+        """Measure the running loop: a selector loop around its selector; any other (uvloop)
+        with a probe timer (loopprobe.py)."""
+        loop = asyncio.get_running_loop()
+        self.loop_kind = "uvloop" if type(loop).__module__.startswith("uvloop") else "asyncio"
+        selector = getattr(loop, "_selector", None)
+        if selector is None or not callable(getattr(selector, "select", None)):
+            self._probe = LoopProbe()
+            self._probe.start()
+            return
+        self.attach(selector)
 
     def attach(self, selector: Any) -> None:
         """Wrap selector.select so that the time between two waits is measured."""
@@ -82,12 +95,23 @@ class LoopLag:
 
     async def stop(self) -> None:
         """Stop measuring."""
+        if self._probe is not None:
+            self._probe.stop()
         if self._selector is not None:
             del self._selector.select  # the class's own method again
             self._selector = None
 
-    def health(self) -> dict[str, float | None]:
-        """p50, p99 and max lag (ms) over the last WINDOW_S, the max since start, the slice."""
+    def health(self) -> dict[str, float | str | None]:
+        """p50, p99 and max lag (ms) over the last WINDOW_S, the max since start, the slice,
+        and how it is measured."""
+        if self._probe is not None:
+            late = sorted(self._probe.recent())
+            return {"window_s": WINDOW_S,
+                    "p50_ms": round(_quantile(late, 0.5) * 1e3, 2),
+                    "p99_ms": round(_quantile(late, 0.99) * 1e3, 2),
+                    "max_ms": round(max(late, default=0.0) * 1e3, 2),
+                    "max_since_start_ms": round(self._probe.max_ms, 2),
+                    "slice_us": self.slice_us, "loop": self.loop_kind, "measured_by": "probe"}
         now = time.perf_counter()
         kept = self._stretches
         while kept and kept[0][0] < now - WINDOW_S:
@@ -98,4 +122,12 @@ class LoopLag:
                 "p50_ms": round(lag_quantile(recent, window, 0.5) * 1e3, 2),
                 "p99_ms": round(lag_quantile(recent, window, 0.99) * 1e3, 2),
                 "max_ms": round(max(recent, default=0.0) * 1e3, 2),
-                "max_since_start_ms": round(self.max_ms, 2), "slice_us": self.slice_us}
+                "max_since_start_ms": round(self.max_ms, 2), "slice_us": self.slice_us,
+                "loop": self.loop_kind, "measured_by": "selector" if self._selector is not None else None}
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    """The q-quantile of sorted samples (0 when there are none)."""
+    if not ordered:
+        return 0.0
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]

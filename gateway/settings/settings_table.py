@@ -411,6 +411,10 @@ SETTINGS: tuple[Setting, ...] = (
        "scheduler slice asked for the event-loop thread (Linux 6.12+ EEVDF): a short slice "
        "lets the loop run soon after it wakes on a busy machine, with no more CPU; 0: kernel "
        "default", minimum=0, maximum=100000),
+    # Event loop (docs/performance.md, "The event loop"): process/eventloop.py.
+    _s("server.event_loop", str, "auto",
+       "event loop: uvloop (its wake runs in C: less CPU per request, most of all after "
+       "sleep), asyncio, or auto (uvloop when installed)", choices=("auto", "uvloop", "asyncio")),
     # Hot answers on the wire (docs/performance.md): hotwire.py reads aiohttp internals.
     _s("server.hot_wire", bool, True,
        "answer a hot GET from its request bytes before aiohttp parses it (checked against "

@@ -11,7 +11,7 @@ import pytest
 from std_msgs.msg import Float32
 
 from gateway.demo.robot import Robot
-from tests.conftest import HOT_WIRE_SETTINGS, free_port
+from tests.conftest import GATEWAY_RERUN_SETTINGS, HOT_WIRE_SETTINGS, free_port
 from tests.harness import Gateway, Response, enc
 from tests.integration.test_faults_support import RosSide, wait_until
 from tests.integration.test_security_helpers import (
@@ -38,13 +38,13 @@ def gateways(robot: Robot, domain: int, tmp_path_factory: pytest.TempPathFactory
     """One gateway per wire profile (the medkit one addresses any topic of the graph), and one
     with aggregation on and no peer (a robot that only announces itself: nothing to forward)."""
     d = tmp_path_factory.mktemp("hot")
-    with Gateway(free_port(), domain, [f"state_dir={d}/spec", *HOT_WIRE_SETTINGS],
+    with Gateway(free_port(), domain, [f"state_dir={d}/spec", *GATEWAY_RERUN_SETTINGS],
                  d / "spec.log") as spec, \
             Gateway(free_port(), domain, [f"state_dir={d}/medkit", "api.profile=medkit",
-                                          *HOT_WIRE_SETTINGS], d / "medkit.log") as medkit, \
+                                          *GATEWAY_RERUN_SETTINGS], d / "medkit.log") as medkit, \
             Gateway(free_port(), domain, [f"state_dir={d}/agg", "aggregation.enabled=true",
                                           "aggregation.cache.enabled=true",
-                                          *HOT_WIRE_SETTINGS], d / "agg.log") as agg:
+                                          *GATEWAY_RERUN_SETTINGS], d / "agg.log") as agg:
         for g, xv in ((spec, "x-vendor"), (medkit, "x-medkit"), (agg, "x-vendor")):
             g.wait_for(DATA, lambda b, xv=xv: b[xv]["status"] == "data", timeout=60)
         yield {"spec": spec, "medkit": medkit, "aggregating": agg}
@@ -269,3 +269,13 @@ def test_auth_rate_limits_and_cors_keep_every_check(guarded: SecureGateway) -> N
     assert remaining[0] - remaining[-1] >= READS - 1 - refilled, (remaining, refilled)
     assert guarded.get(DATA).status == 401  # no token: refused after hot reads
     assert hits(guarded, token) == -1  # the fast path is not installed
+
+
+def test_the_gateways_run_on_the_loop_asked_for(gateways: dict[str, Gateway]) -> None:
+    # make test's second run puts them on asyncio's loop (DIAG_TEST_EVENT_LOOP), the first
+    # on the default: uvloop
+    expected = "asyncio" if "server.event_loop=asyncio" in GATEWAY_RERUN_SETTINGS else "uvloop"
+    for name, gw in gateways.items():
+        xv = "x-medkit" if name == "medkit" else "x-vendor"
+        health = gw.wait_for("/health", lambda h, k=f"{xv}-event-loop": k in h, timeout=30)
+        assert health[f"{xv}-event-loop"]["loop"] == expected, (name, health)
