@@ -1,8 +1,12 @@
 """The lab's link emulator (tests/fleet/linkemu.py): when a chunk arrives on the other side."""
 
 import asyncio
+import time
+from pathlib import Path
 
-from tests.fleet.linkemu import Link
+import pytest
+
+from tests.fleet.linkemu import Link, open_link
 
 
 def _link(rtt_s: float, rate_bps: float) -> Link:
@@ -31,3 +35,43 @@ def test_order_is_kept_whatever_the_jitter() -> None:
         due = link.due("down", 10, now=k * 0.001, last=last)
         assert due >= last
         last = due
+
+
+@pytest.mark.parametrize("loop_name", ["asyncio", "uvloop"])
+def test_no_byte_crosses_before_its_time_on_either_loop(tmp_path: Path, loop_name: str) -> None:
+    # uvloop's timers count whole milliseconds and may fire before a due time between two:
+    # every round trip through a 30 ms link still takes at least 30 ms, the first (the
+    # request sent while the link's handshake runs) at least two.
+    factory = asyncio.new_event_loop if loop_name == "asyncio" else \
+        pytest.importorskip("uvloop").new_event_loop
+
+    async def scenario() -> list[float]:
+        async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while data := await reader.read(100):
+                writer.write(data)
+            writer.close()
+        target = await asyncio.start_server(echo, "127.0.0.1", 0)
+        port = target.sockets[0].getsockname()[1]
+        link = Link(0.03, 0.0, 0.0, ("127.0.0.1", port))
+        server, control = await open_link(link, ("127.0.0.1", 0), str(tmp_path / "ctl.sock"))
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", server.sockets[0].getsockname()[1])
+        took = []
+        for k in range(8):
+            t0 = time.monotonic()
+            writer.write(b"ping%d" % k)
+            assert await reader.read(100) == b"ping%d" % k
+            took.append(time.monotonic() - t0)
+        writer.close()
+        for pipe in list(link.pipes):  # the link's own sockets
+            pipe.source.close()
+        for s in (server, control, target):
+            s.close()
+        for _ in range(20):  # a few loop passes: the closes complete (uvloop's loop.close()
+            await asyncio.sleep(0)  # waits on handles still closing)
+        return took
+
+    with asyncio.Runner(loop_factory=factory) as runner:
+        took = runner.run(scenario())
+    assert took[0] >= 0.06, took
+    assert all(t >= 0.03 for t in took[1:]), took
