@@ -2,17 +2,19 @@
 sleep), against a bare asyncio protocol answering fixed bytes, measured in the same run.
 
 A primary's live merged read wakes every robot once. On a machine simulating a fleet, the CPU
-each wake costs bounds the live read's wall time (bench/fleet.py). Here one real robot
-gateway (a light lidar node, aggregation announcing on loopback, as bench/fleet.py's robots)
-answers `GET /version-info` with `X-Vendor-No-Fan-Out` and a new `X-Client-Id` each time,
-as a primary's live read asks it; beside it, a bare asyncio server (one Protocol, one write
+each wake costs bounds the live read's wall time (bench/fleet.py). Here a real robot
+gateway on each event loop (server.event_loop: asyncio, uvloop; a light lidar node,
+aggregation announcing on loopback, as bench/fleet.py's robots) answers
+`GET /version-info` with `X-Vendor-No-Fan-Out` and a new `X-Client-Id` each time, as a
+primary's live read asks it; beside it, a bare asyncio server (one Protocol, one write
 of a fixed response per request: the floor of any Python asyncio server) answers the same
 request bytes. Both are charged their event-loop thread's CPU (schedstat, ns) per request:
 
 - one request every GAP_S (the server sleeps in between: a cold wake each time),
 - back to back on one keep-alive connection (warm).
 
-Printed: µs per request of each, and the gateway / bare ratio per mode, alternating rounds.
+Printed: µs per request of each, and the gateway / bare ratio per loop and mode, alternating
+rounds.
 
     .venv/bin/python bench/wake_cost.py     # ROS domain $BENCH_DOMAIN (default 93)
 """

@@ -123,7 +123,8 @@ class LoopLag:
                 "p99_ms": round(lag_quantile(recent, window, 0.99) * 1e3, 2),
                 "max_ms": round(max(recent, default=0.0) * 1e3, 2),
                 "max_since_start_ms": round(self.max_ms, 2), "slice_us": self.slice_us,
-                "loop": self.loop_kind, "measured_by": "selector" if self._selector is not None else None}
+                "loop": self.loop_kind,
+                "measured_by": "selector" if self._selector is not None else None}
 
 
 def _quantile(ordered: list[float], q: float) -> float:

@@ -5,9 +5,9 @@ stretch timing has nothing to wrap. Here a timer notes how late it runs: anythin
 that instant waited as long. It runs every PROBE_S while the loop is busy (its thread used
 more than BUSY_SHARE of a core since the last probe, or the probe ran LATE_S late) and backs
 off, doubling up to IDLE_S, while it is not: an idle gateway wakes once per IDLE_S for it
-(about 0.05 ms of CPU a second). A timer fires on whole milliseconds, so only lateness beyond TICK_S counts. Lags
-of short busy stretches between probes are sampled, not all seen: `max_ms` is the largest
-lateness a probe saw.
+(about 0.05 ms of CPU a second). A timer fires on whole milliseconds, so only lateness
+beyond TICK_S counts. Lags of short busy stretches between probes are sampled, not all
+seen: `max_ms` is the largest lateness a probe saw.
 """
 
 from __future__ import annotations
