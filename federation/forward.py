@@ -31,6 +31,7 @@ from gateway.model.items import ItemLookupError, MemberItem, resolve, resolve_to
 from .client import CHUNK
 from .combine import combine
 from .local import PROVIDERS
+from .peers import Peer
 from .service import FederationService
 
 log = logging.getLogger(__name__)
@@ -249,12 +250,13 @@ class Forwarder:
         streamed_body = data is not None and not isinstance(data, bytes)
         deadline = started + budgets.forward_s + (budgets.write_s if streamed_body else 0.0)
         try:
-            return await self._relay(request, route, target, resp, deadline)
+            return await self._relay(request, route, target, resp, deadline, peer)
         finally:
             resp.release()
 
     async def _relay(self, request: web.Request, route: Route, target: Target,
-                     resp: aiohttp.ClientResponse, deadline: float) -> web.StreamResponse:
+                     resp: aiohttp.ClientResponse, deadline: float, peer: Peer
+                     ) -> web.StreamResponse:
         fed = self.fed
         out_headers = {k: v for k, v in resp.headers.items() if k.lower() not in RESPONSE_DROP}
         if "Location" in out_headers:
@@ -267,7 +269,7 @@ class Forwarder:
         if not streaming:
             # Up to SMALL_BODY is read before any header goes out, so a peer too slow to
             # send it within the budget still gets the spec's 504.
-            done = await _read_head(resp, head, deadline, target.peer)
+            done = await _read_head(resp, head, deadline, peer)
             if done:
                 body = b"".join(head)
                 if ctype.startswith("application/json"):
@@ -294,6 +296,7 @@ class Forwarder:
                 chunk = await asyncio.wait_for(resp.content.read(CHUNK), read_s)
                 if not chunk:
                     break
+                peer.last_bytes = time.monotonic()  # the peer answers (peers.py _timed_out)
                 await out.write(chunk)
         except (asyncio.TimeoutError, aiohttp.ClientError, OSError) as exc:
             # Headers are out: the only honest signal left is a cut connection.
@@ -413,8 +416,9 @@ def _resolve_op(requested: str, paths: list[str], members: list[tuple[str, ...]]
 
 
 async def _read_head(resp: aiohttp.ClientResponse, head: list[bytes], deadline: float,
-                     peer: str) -> bool:
+                     of: Peer) -> bool:
     """Read up to SMALL_BODY of the answer into head by the deadline; True when complete."""
+    peer = of.name
     size = 0
     while size <= SMALL_BODY:
         left = deadline - time.monotonic()
@@ -433,6 +437,7 @@ async def _read_head(resp: aiohttp.ClientResponse, head: list[bytes], deadline: 
                                f"{type(exc).__name__}", peer=peer) from None
         if not chunk:
             return True
+        of.last_bytes = time.monotonic()  # the peer answers (peers.py _timed_out)
         head.append(chunk)
         size += len(chunk)
     return False

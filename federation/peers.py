@@ -32,6 +32,9 @@ from .settings import FederationSettings
 from .wire import WireError, load
 
 log = logging.getLogger(__name__)
+# Bytes of a forwarded answer from a peer this recent prove it answering (a slow link
+# delivers a transfer in bursts: the link emulator's 16 KiB pieces, TCP's window).
+TRANSFER_GRACE_S = 4.0
 
 HEALTH_BODY_CAP = 1024 * 1024
 
@@ -58,6 +61,10 @@ class Peer:
     # fan-out answers by path: (status, body bytes, the answer made of them) (fanout.py)
     answers: dict[str, tuple[int, bytes, Any]] = field(default_factory=dict)
     beacon: BeaconReader | None = None  # liveness and ETag stream of an idle peer (beacon.py)
+    # when body bytes of a forwarded answer last came from the peer (time.monotonic()): a
+    # probe that timed out meanwhile waited behind that transfer on the peer's link
+    last_bytes: float = float("-inf")
+    probes_passed_by_transfer: int = 0
 
     @property
     def online(self) -> bool:
@@ -71,14 +78,17 @@ class Peer:
 
 
 def status_since(peer: Peer, wall: float, mono: float) -> dict[str, Any]:
-    """`status_since` (ISO time of the last status change, or of the peer's addition) and
-    `last_reason` while offline; `mono` is on the probe loop's clock."""
+    """`status_since` (ISO time of the last status change, or of the peer's addition),
+    `last_reason` while offline and `probes_passed_by_transfer` once some have; `mono` is on
+    the probe loop's clock."""
     changed = peer.health.since or peer.added
     at = datetime.fromtimestamp(wall - (mono - changed), timezone.utc)
     out: dict[str, Any] = {"status_since": at.isoformat(timespec="milliseconds")
                            .replace("+00:00", "Z")}
     if not peer.health.online and peer.health.last_reason:
         out["last_reason"] = peer.health.last_reason
+    if peer.probes_passed_by_transfer:  # probes held back behind a transfer of the peer's
+        out["probes_passed_by_transfer"] = peer.probes_passed_by_transfer
     return out
 
 
@@ -159,7 +169,9 @@ class PeerTable:
 
     def stats(self) -> dict[str, Any]:
         """Per-peer counters for diagnostics."""
-        return {p.name: {"probes": p.probes, "refreshes": p.refreshes,
+        return {p.name: {"probes": p.probes,
+                         "probes_passed_by_transfer": p.probes_passed_by_transfer,
+                         "refreshes": p.refreshes,
                          "not_modified": p.not_modified, "refresh_failures": p.refresh_failures,
                          "failures": p.health.failures, "last_reason": p.health.last_reason}
                 for p in self.peers.values()}
@@ -174,7 +186,7 @@ class PeerTable:
         beacon = peer.beacon
         if beacon is not None:
             if beacon.verdict():
-                return False, TIMEOUT
+                return self._timed_out(peer)
             if beacon.stands_in(time.monotonic()):
                 return True, None
         peer.probes += 1
@@ -184,6 +196,8 @@ class PeerTable:
                 "/health", budget_s=self.probe_budget(peer),
                 headers=peer.own_headers(self.auth), max_bytes=HEALTH_BODY_CAP)
         except PeerError as exc:
+            if exc.reason == TIMEOUT:
+                return self._timed_out(peer)
             return False, exc.reason
         peer.health.measure(time.monotonic() - started)  # an answer: the link's round trip
         if status != 200:
@@ -196,6 +210,18 @@ class PeerTable:
         if not is_health_document(document):
             return False, INVALID_RESPONSE
         return True, None
+
+    def _timed_out(self, peer: Peer) -> tuple[bool, str | None]:
+        """A probe (or the beacon) went unanswered within its budget: a timeout, unless a
+        forwarded answer of the peer is streaming in (bytes of it came within
+        TRANSFER_GRACE_S). Then the peer is answering and its link is full of that transfer
+        (a recording downloaded over a slow link), which holds the probe's answer back: the
+        probe passes. A peer that stops mid-transfer goes offline TRANSFER_GRACE_S after its
+        last bytes (and the transfer itself ends by aggregation.forward_timeout_ms)."""
+        if time.monotonic() - peer.last_bytes <= TRANSFER_GRACE_S:
+            peer.probes_passed_by_transfer += 1
+            return True, None
+        return False, TIMEOUT
 
     async def refresh(self, peer: Peer) -> bool:
         """One conditional entity refresh; True when the peer's set changed.

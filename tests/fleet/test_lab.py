@@ -2,7 +2,8 @@
 LAN, each robot behind its link emulator) and a primary that discovers them (root only).
 
 Peer beacons, a partition healed with no fault event lost, an address change followed, and a
-recording downloaded through the primary over a slow, capped link.
+recording downloaded through the primary over a slow, capped link (the robot online while the
+download fills its link).
 """
 
 from __future__ import annotations
@@ -208,6 +209,38 @@ def test_recording_downloads_through_the_primary_over_a_capped_link(fleet_lab: F
         assert status == 206 and tail == body[half:]
     finally:
         r2.link_command("set rtt_ms=0 rate_bps=0")
+
+
+def test_a_robot_stays_online_while_its_link_is_full_of_a_download(fleet_lab: FleetLab
+                                                                   ) -> None:
+    # A recording downloaded through the primary fills the robot's slow link for seconds: the
+    # primary's probes and beacon lines wait behind it. The robot is answering (its bytes
+    # keep coming), so it stays online and other reads still reach it after.
+    r2 = fleet_lab.robots["r2"]
+    rec = wait_until(lambda: fleet_lab.get("/apps/lidar_sensor/bulk-data/rosbags")["items"],
+                     60, "a recording of r2's fault, listed on the primary")[0]
+    rate = max(8000, rec["size"] * 8 // 4)  # about 4 s for the whole recording
+    seen: list[str] = []
+    got: dict[str, Any] = {}
+
+    def download() -> None:
+        got["answer"] = request(
+            "GET", f"{fleet_lab.primary_url}/api/v1/apps/lidar_sensor/bulk-data/rosbags/"
+                   f"{rec['id']}", timeout=120)
+    r2.link_command(f"set rtt_ms=80 rate_bps={rate}")
+    try:
+        import threading
+        worker = threading.Thread(target=download)
+        worker.start()
+        while worker.is_alive():
+            seen.append(fleet_lab.peers()["r2"]["status"])
+            worker.join(0.1)
+    finally:
+        r2.link_command("set rtt_ms=0 rate_bps=0")
+    status, _headers, body = got["answer"]
+    assert status == 200 and len(body) == rec["size"]
+    assert seen and set(seen) == {"online"}, seen
+    assert fleet_lab.peers()["r2"]["x-vendor"].get("probes_passed_by_transfer", 0) > 0
 
 
 def on_host_bytes(robot: LabRobot, path: str) -> tuple[int, bytes]:
