@@ -416,9 +416,9 @@ def _resolve_op(requested: str, paths: list[str], members: list[tuple[str, ...]]
 
 
 async def _read_head(resp: aiohttp.ClientResponse, head: list[bytes], deadline: float,
-                     of: Peer) -> bool:
+                     peer: Peer) -> bool:
     """Read up to SMALL_BODY of the answer into head by the deadline; True when complete."""
-    peer = of.name
+    name = peer.name
     size = 0
     while size <= SMALL_BODY:
         left = deadline - time.monotonic()
@@ -428,16 +428,16 @@ async def _read_head(resp: aiohttp.ClientResponse, head: list[bytes], deadline: 
             chunk = await asyncio.wait_for(resp.content.read(CHUNK), left)
         except asyncio.TimeoutError:
             raise not_responding(
-                f"Peer gateway '{peer}' did not send its whole answer within "
+                f"Peer gateway '{name}' did not send its whole answer within "
                 "aggregation.forward_timeout_ms; the request may still run there",
-                peer=peer, budget="aggregation.forward_timeout_ms") from None
+                peer=name, budget="aggregation.forward_timeout_ms") from None
         except (aiohttp.ClientError, OSError) as exc:
             raise vendor_error(502, "x-vendor-peer-unavailable",
-                               f"Peer gateway '{peer}' broke off its answer: "
-                               f"{type(exc).__name__}", peer=peer) from None
+                               f"Peer gateway '{name}' broke off its answer: "
+                               f"{type(exc).__name__}", peer=name) from None
         if not chunk:
             return True
-        of.last_bytes = time.monotonic()  # the peer answers (peers.py _timed_out)
+        peer.last_bytes = time.monotonic()  # the peer answers (peers.py _timed_out)
         head.append(chunk)
         size += len(chunk)
     return False
