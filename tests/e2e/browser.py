@@ -111,6 +111,12 @@ class Browser:
         return self._first(selector, lambda el: text in el.text and el,
                            f"'{text}' in {selector}", timeout)
 
+    def texts_in(self, selector: str, texts: tuple[str, ...], timeout: float = WAIT_S) -> Any:
+        """Wait for an element matching selector whose text contains every one of texts,
+        read at once (a live table redraws its rows: an element found earlier goes stale)."""
+        return self._first(selector, lambda el: all(t in el.text for t in texts) and el,
+                           f"{texts} in {selector}", timeout)
+
     def console_errors(self) -> list[dict[str, Any]]:
         """Console entries at SEVERE level since the last call."""
         return [e for e in self.driver.get_log("browser") if e.get("level") == "SEVERE"]
