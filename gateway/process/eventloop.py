@@ -50,5 +50,19 @@ def run(main: Coroutine[Any, Any, None], choice: str) -> None:
         main.close()
         raise
     log.debug("event loop: %s", name)
+    if not hasattr(asyncio, "Runner"):  # Python 3.10: asyncio.run makes its loop by policy
+        if name == "asyncio":
+            asyncio.run(main)
+            return
+
+        class _Policy(asyncio.DefaultEventLoopPolicy):
+            def new_event_loop(self) -> asyncio.AbstractEventLoop:
+                return factory()
+        asyncio.set_event_loop_policy(_Policy())
+        try:
+            asyncio.run(main)
+        finally:
+            asyncio.set_event_loop_policy(None)
+        return
     with asyncio.Runner(loop_factory=factory) as runner:
         runner.run(main)
