@@ -19,6 +19,7 @@ from .services import (
     CallTimeout,
     InFlightLimiter,
     NotAvailable,
+    budget_now,
     result_within,
     wait_until,
 )
@@ -140,7 +141,7 @@ class ActionManager:
         from unique_identifier_msgs.msg import UUID
 
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
+        deadline = budget_now() + timeout
         try:
             client = await self.client(action, type_name)
         except Exception as exc:
@@ -155,8 +156,8 @@ class ActionManager:
         name = action + "/_action/send_goal"
         async with self.limiter.slot(name, timeout):
             if not await wait_until(client.server_is_ready,
-                                    min(deadline, loop.time() + READY_WAIT_S)):
-                if loop.time() >= deadline:
+                                    min(deadline, budget_now() + READY_WAIT_S)):
+                if budget_now() >= deadline:
                     raise CallTimeout(f"action {action} did not answer within {timeout:g} s",
                                       timeout)
                 raise NotAvailable(f"action {action} is not available on the ROS graph")
@@ -167,7 +168,7 @@ class ActionManager:
                 raise CallFailed(f"sending a goal to {action} failed: {exc}") from exc
             try:
                 handle = await result_within(self.bridge.wrap_future(rfut),
-                                             deadline - loop.time())
+                                             deadline - budget_now())
             except asyncio.TimeoutError:
                 client._remove_pending_goal_request(rfut)
                 _drop_feedback_callback(client, gid)
@@ -267,8 +268,7 @@ class ActionManager:
             return
         ex.capability = "stop"
         client = await self.client(ex.action, ex.type_name)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
+        deadline = budget_now() + timeout
         async with self.limiter.slot(ex.action + "/_action/cancel_goal", timeout):
             try:
                 rfut = ex.handle.cancel_goal_async()
@@ -276,7 +276,7 @@ class ActionManager:
                 raise CallFailed(f"cancelling a goal of {ex.action} failed: {exc}") from exc
             try:
                 response = await result_within(self.bridge.wrap_future(rfut),
-                                               deadline - loop.time())
+                                               deadline - budget_now())
             except asyncio.TimeoutError:
                 client._remove_pending_cancel_request(rfut)
                 raise CallTimeout(f"action {ex.action} did not answer the cancel request "

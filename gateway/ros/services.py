@@ -24,6 +24,9 @@ log = logging.getLogger(__name__)
 
 # How long a call waits for a freshly created client to match its server.
 READY_WAIT_S = 2.0
+# The clock of call budgets: exact on any event loop (uvloop's loop.time() counts whole
+# milliseconds, so a budget under 1 ms never looked spent). asyncio's loop.time() is this clock.
+budget_now = time.monotonic
 
 
 class CallError(Exception):
@@ -109,13 +112,13 @@ async def result_within(fut: asyncio.Future[Any], timeout: float) -> Any:
 
 
 async def wait_until(predicate: Any, deadline: float) -> bool:
-    """Poll predicate() on the loop (backing off to 50 ms) until true or the loop time deadline."""
-    loop = asyncio.get_running_loop()
+    """Poll predicate() on the loop (backing off to 50 ms) until true or the budget_now()
+    deadline."""
     delay = 0.002
     while True:
         if predicate():
             return True
-        left = deadline - loop.time()
+        left = deadline - budget_now()
         if left <= 0:
             return False
         await asyncio.sleep(min(delay, left))
@@ -215,7 +218,7 @@ class ServiceCaller:
 
     async def call(self, name: str, type_name: str, request: Any, timeout: float) -> Any:
         """The response to one request; CallTimeout, NotAvailable or CallFailed otherwise."""
-        deadline = asyncio.get_running_loop().time() + timeout
+        deadline = budget_now() + timeout
         limiter = self.limiter
         try:
             await limiter.acquire(name, timeout)
@@ -240,15 +243,14 @@ class ServiceCaller:
             client.users += 1  # not closed as idle while this call holds it
             client.last_used = time.monotonic()
         try:
-            loop = asyncio.get_running_loop()
             if not client.service_is_ready():
-                ready_by = min(deadline, loop.time() + READY_WAIT_S)
+                ready_by = min(deadline, budget_now() + READY_WAIT_S)
                 if not await wait_until(client.service_is_ready, ready_by):
-                    if loop.time() >= deadline:
+                    if budget_now() >= deadline:
                         raise CallTimeout(f"service {name} did not answer within {timeout:g} s",
                                           timeout)
                     raise NotAvailable(f"service {name} is not available on the ROS graph")
-            if loop.time() >= deadline:  # spent already: an answer taken first must not count
+            if budget_now() >= deadline:  # spent already: an answer taken first must not count
                 raise CallTimeout(f"service {name} did not answer within {timeout:g} s",
                                   timeout)
             if loop_client:
@@ -275,14 +277,13 @@ class ServiceCaller:
     async def _call_future(self, client: Any, name: str, request: Any, timeout: float,
                            deadline: float) -> Any:
         """The plain rclpy path (call_async and a wrapped future), for clients without slots."""
-        loop = asyncio.get_running_loop()
         try:
             rfut = client.call_async(request)
         except Exception as exc:
             raise CallFailed(f"calling {name} failed: {exc}") from exc
         self.calls += 1
         try:
-            return await result_within(self.bridge.wrap_future(rfut), deadline - loop.time())
+            return await result_within(self.bridge.wrap_future(rfut), deadline - budget_now())
         except asyncio.TimeoutError:
             client.remove_pending_request(rfut)
             raise CallTimeout(f"service {name} did not answer within {timeout:g} s",
@@ -309,8 +310,9 @@ class ServiceCaller:
 
 async def _answer(afut: asyncio.Future[Any], forget_call: Any, key: Any, name: str,
                   timeout: float, deadline: float) -> Any:
-    """afut's response by the loop time deadline; forget_call(key) when it is not awaited."""
-    timer = asyncio.get_running_loop().call_at(deadline, _expire, afut)
+    """afut's response by the budget_now() deadline; forget_call(key) when it is not awaited."""
+    timer = asyncio.get_running_loop().call_later(max(0.0, deadline - budget_now()), _expire,
+                                                  afut)
     try:
         return await afut
     except asyncio.TimeoutError:
