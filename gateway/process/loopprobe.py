@@ -3,9 +3,11 @@
 uvloop waits and runs its callbacks in C, with no hook around its poll, so looplag.py's
 stretch timing has nothing to wrap. Here a timer notes how late it runs: anything due at
 that instant waited as long. It runs every PROBE_S while the loop is busy (its thread used
-more than BUSY_SHARE of a core since the last probe, or the probe ran LATE_S late) and backs
-off, doubling up to IDLE_S, while it is not: an idle gateway wakes once per IDLE_S for it
-(about 0.05 ms of CPU a second). A timer fires on whole milliseconds, so only lateness
+more than BUSY_SHARE of a core since the last probe) and backs off, doubling up to IDLE_S,
+while it is not: an idle gateway wakes once per IDLE_S for it (about 0.05 ms of CPU a
+second). A late probe alone does not make it probe faster: on a machine short of CPU that
+would add wakes where they cost most (a stall, a blocking call or a wait for a core, is
+recorded by the probe that waited through it). A timer fires on whole milliseconds, so only lateness
 beyond TICK_S counts. Lags of short busy stretches between probes are sampled, not all
 seen: `max_ms` is the largest lateness a probe saw.
 """
@@ -20,7 +22,6 @@ PROBE_S = 0.02
 IDLE_S = 1.0
 BUSY_SHARE = 0.05
 TICK_S = 0.001  # libuv's timer granularity
-LATE_S = 0.005  # a probe this late finds the loop busy, whatever its CPU
 WINDOW_S = 5.0
 
 
@@ -53,8 +54,7 @@ class LoopProbe:
         self.samples.append((now, late))
         self.max_ms = max(self.max_ms, late * 1e3)
         cpu = time.thread_time()
-        # busy: the thread worked, or was held (a blocking call, a wait for a core)
-        busy = late > LATE_S or cpu - self._cpu > BUSY_SHARE * (self.interval + late)
+        busy = cpu - self._cpu > BUSY_SHARE * (self.interval + late)  # the thread worked
         self._cpu = cpu
         self.interval = PROBE_S if busy else min(IDLE_S, self.interval * 2)
         self._arm()

@@ -83,19 +83,22 @@ def test_the_probe_backs_off_while_idle_and_returns_when_busy() -> None:
     assert stopped
 
 
-def test_a_loop_held_without_cpu_counts_as_busy() -> None:
-    async def scenario() -> float:
+def test_a_stall_without_cpu_is_recorded_and_does_not_speed_the_probe_up() -> None:
+    async def scenario() -> tuple[float, float, float]:
         probe = LoopProbe()
         probe.start()
         await _until(lambda: probe.interval >= 0.16, 30, "backed off")
+        before = len(probe.samples)
         time.sleep(loopprobe.IDLE_S + 0.2)  # a blocking call: the probe due meanwhile is
         # late (whatever its period), with no CPU used
-        await _until(lambda: probe.interval == loopprobe.PROBE_S or len(probe.samples) > 50,
-                     30, "the next probe")
+        await _until(lambda: len(probe.samples) > before, 30, "the late probe")
+        late = probe.samples[-1][1]
         probe.stop()
-        return probe.interval
+        return late, probe.max_ms, probe.interval
 
-    assert _on_uvloop(scenario) == loopprobe.PROBE_S
+    late, max_ms, interval = _on_uvloop(scenario)
+    assert late >= 0.15 and max_ms >= 150  # the stall is in the figures
+    assert interval > loopprobe.PROBE_S  # and the probe keeps backing off
 
 
 def test_an_idle_loop_reports_no_lag() -> None:
