@@ -169,9 +169,7 @@ class PeerTable:
 
     def stats(self) -> dict[str, Any]:
         """Per-peer counters for diagnostics."""
-        return {p.name: {"probes": p.probes,
-                         "probes_passed_by_transfer": p.probes_passed_by_transfer,
-                         "refreshes": p.refreshes,
+        return {p.name: {"probes": p.probes, "refreshes": p.refreshes,
                          "not_modified": p.not_modified, "refresh_failures": p.refresh_failures,
                          "failures": p.health.failures, "last_reason": p.health.last_reason}
                 for p in self.peers.values()}

@@ -104,27 +104,25 @@ class LoopLag:
     def health(self) -> dict[str, float | str | None]:
         """p50, p99 and max lag (ms) over the last WINDOW_S, the max since start, the slice,
         and how it is measured."""
-        if self._probe is not None:
+        how: str | None
+        if self._probe is not None:  # sampled lateness of the probe timer
             late = sorted(self._probe.recent())
-            return {"window_s": WINDOW_S,
-                    "p50_ms": round(_quantile(late, 0.5) * 1e3, 2),
-                    "p99_ms": round(_quantile(late, 0.99) * 1e3, 2),
-                    "max_ms": round(max(late, default=0.0) * 1e3, 2),
-                    "max_since_start_ms": round(self._probe.max_ms, 2),
-                    "slice_us": self.slice_us, "loop": self.loop_kind, "measured_by": "probe"}
-        now = time.perf_counter()
-        kept = self._stretches
-        while kept and kept[0][0] < now - WINDOW_S:
-            kept.popleft()
-        recent = [length for _, length in kept]
-        window = min(WINDOW_S, max(now - self._started, 1e-3))
-        return {"window_s": WINDOW_S,
-                "p50_ms": round(lag_quantile(recent, window, 0.5) * 1e3, 2),
-                "p99_ms": round(lag_quantile(recent, window, 0.99) * 1e3, 2),
-                "max_ms": round(max(recent, default=0.0) * 1e3, 2),
-                "max_since_start_ms": round(self.max_ms, 2), "slice_us": self.slice_us,
-                "loop": self.loop_kind,
-                "measured_by": "selector" if self._selector is not None else None}
+            p50, p99 = _quantile(late, 0.5), _quantile(late, 0.99)
+            longest, since_start, how = max(late, default=0.0), self._probe.max_ms, "probe"
+        else:  # busy stretches timed around the selector
+            now = time.perf_counter()
+            kept = self._stretches
+            while kept and kept[0][0] < now - WINDOW_S:
+                kept.popleft()
+            recent = [length for _, length in kept]
+            window = min(WINDOW_S, max(now - self._started, 1e-3))
+            p50, p99 = lag_quantile(recent, window, 0.5), lag_quantile(recent, window, 0.99)
+            longest, since_start = max(recent, default=0.0), self.max_ms
+            how = "selector" if self._selector is not None else None
+        return {"window_s": WINDOW_S, "p50_ms": round(p50 * 1e3, 2),
+                "p99_ms": round(p99 * 1e3, 2), "max_ms": round(longest * 1e3, 2),
+                "max_since_start_ms": round(since_start, 2), "slice_us": self.slice_us,
+                "loop": self.loop_kind, "measured_by": how}
 
 
 def _quantile(ordered: list[float], q: float) -> float:

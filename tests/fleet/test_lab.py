@@ -14,6 +14,7 @@ import http.client
 import json
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -229,7 +230,6 @@ def test_a_robot_stays_online_while_its_link_is_full_of_a_download(fleet_lab: Fl
                    f"{rec['id']}", timeout=120)
     r2.link_command(f"set rtt_ms=80 rate_bps={rate}")
     try:
-        import threading
         worker = threading.Thread(target=download)
         worker.start()
         while worker.is_alive():
