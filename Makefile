@@ -8,12 +8,17 @@ JAZZY       := .jazzy
 JAZZY_STAMP := $(JAZZY)/.install-stamp
 JAZZY_REQS  := tests/jazzy/jazzy-requirements.txt
 JAZZY_LOG   ?= /tmp/jazzy.log
+# A Cyclone DDS robot: the `cyclonedds` binding in its own prefix (no ROS), the suite's
+# stand-in for a robot on rmw_cyclonedds_cpp (tests/cyclone/).
+CYCLONE       := .cyclone
+CYCLONE_STAMP := $(CYCLONE)/.install-stamp
+CYCLONE_REQS  := tests/cyclone/cyclone-requirements.txt
 # Network rule: every ROS process this project starts stays on loopback.
 export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 # make test requires the compiled Cython twins (a failed build is an error, not a fallback).
 export DIAG_GATEWAY_REQUIRE_EXT ?= 1
 
-.PHONY: install jazzy demo test unit lint bench clean fleet-demo browser
+.PHONY: install jazzy cyclone demo test unit lint bench clean fleet-demo browser
 
 install: $(STAMP)
 
@@ -32,6 +37,13 @@ $(JAZZY_STAMP): $(JAZZY_REQS)
 	@echo "installing ROS 2 Jazzy into $(JAZZY) (log: $(JAZZY_LOG))"
 	@$(JAZZY)/bin/python -m pip install -r $(JAZZY_REQS) >$(JAZZY_LOG) 2>&1 || \
 		{ tail -20 $(JAZZY_LOG); echo "Jazzy install failed: see $(JAZZY_LOG)"; exit 1; }
+	@touch $@
+
+cyclone: $(CYCLONE_STAMP)
+
+$(CYCLONE_STAMP): $(CYCLONE_REQS)
+	@test -x $(CYCLONE)/bin/python || $(PYTHON) -m venv $(CYCLONE)
+	$(CYCLONE)/bin/python -m pip install -q -r $(CYCLONE_REQS)
 	@touch $@
 
 demo: install
@@ -60,7 +72,7 @@ HOT_ANSWER_TESTS := tests/unit/test_hot_answers_pure.py tests/integration/test_h
 # labs and mDNS, and the Jazzy robot each on one worker; tests/domains.py splits the domains).
 TEST_WORKERS ?= 3
 
-test: install jazzy lint browser
+test: install jazzy cyclone lint browser
 	$(BIN)/python -m pytest -q -rs -n $(TEST_WORKERS) $(PYTEST_ARGS)
 	DIAG_TEST_HOT_WIRE=off DIAG_TEST_EVENT_LOOP=asyncio $(BIN)/python -m pytest -q -rs $(HOT_ANSWER_TESTS)
 
@@ -75,7 +87,9 @@ lint: install
 		gateway/ros/typebuild.py gateway/ros/callbuild.py gateway/ros/_typebuild_worker.py \
 		gateway/discovery/unseen.py gateway/discovery/frozen.py gateway/discovery/frozen_loop.py \
 		gateway/ros/rejoin.py gateway/ros/portcensus.py gateway/ros/graph_watch.py \
-		gateway/discovery/graph_wake.py \
+		gateway/discovery/graph_wake.py gateway/discovery/hearing.py gateway/discovery/hearing_loop.py \
+		gateway/ros/hearing_probe.py gateway/ros/testhooks.py gateway/ros/nameless.py \
+		gateway/ros/cyclone_calls.py gateway/ros/ddsprofile.py gateway/_fast/typegraph.py \
 		gateway/discovery/manifest.py gateway/discovery/validate.py gateway/discovery/inventory.py \
 		gateway/discovery/linker.py gateway/discovery/merge.py federation recorder \
 		gateway/app.py gateway/state.py gateway/cli.py gateway/auth gateway/control gateway/faults \

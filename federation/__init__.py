@@ -2,7 +2,8 @@
 
 Importable without rclpy. Pure modules: `settings` (budgets, peers), `health` (liveness and
 backoff), `fleet` (entity merge), `wire` (entity declaration), `items` (peer items in the local
-schema), `combine` (collection merge). I/O: `client` (pooled session per peer), `peers`
+schema), `combine` (collection merge), `connect_auth` (robot identity over connect-out),
+`mdns_trust` (what mDNS may change). I/O: `client` (pooled session per peer), `peers`
 (probe and refresh loops), `mdns` (the only zeroconf importer), `fanout`, `forward`, `relay`
 (fault stream), `routes` (`GET /x-vendor-entities`), and `service`, which ties them together.
 """

@@ -73,12 +73,15 @@ class Answer:
 class PeerClient:
     """A peer's connection pool; every call has a budget and a body size cap."""
 
-    def __init__(self, url: str, budgets: Budgets, max_bytes: int) -> None:
+    def __init__(self, url: str, budgets: Budgets, max_bytes: int,
+                 fixed_headers: dict[str, str] | None = None) -> None:
         self.url = base_url(url)
         self.budgets = budgets
         self.max_bytes = max_bytes
+        # on every call, whoever asked (a robot tunnel's secret: connect_in.py)
+        self.fixed_headers = dict(fixed_headers or {})
         self._session: aiohttp.ClientSession | None = None
-        self._raw = pool_for(self.url)  # fan-out reads of http:// peers
+        self._raw = pool_for(self.url, self.fixed_headers)  # fan-out reads of http:// peers
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -89,6 +92,7 @@ class PeerClient:
                                              keepalive_timeout=KEEPALIVE_S)
             self._session = aiohttp.ClientSession(
                 connector=connector, auto_decompress=False, trust_env=False,
+                headers=self.fixed_headers,
                 skip_auto_headers=("Accept-Encoding", "User-Agent"),
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.budgets.timeout_s,
                                               connect=self.budgets.timeout_s))

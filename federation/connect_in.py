@@ -1,17 +1,19 @@
 """`GET /x-vendor-connect`: a robot the primary cannot reach joins it over its own connection.
 
-The robot (connect_out.py) opens a WebSocket here, naming itself and presenting the shared
-`aggregation.connect_token`. The primary then listens on a loopback port for that robot and
-adds it as a peer at `http://127.0.0.1:<port>`: each connection to that port is tunneled to the
-robot's gateway (tunnel.py), so reads, forwarding, relays and the beacon work as with any
-peer. When the WebSocket closes the peer is removed with its port.
+The robot (connect_out.py) opens a WebSocket here, naming itself and presenting its connect
+token (connect_auth.py: its own token proves its name; the shared one, when accepted, names no
+one). The primary then listens on a loopback port for that robot and adds it as a peer at
+`http://127.0.0.1:<port>`: each connection to that port that presents the tunnel's secret is
+tunneled to the robot's gateway (tunnel.py), so reads, forwarding, relays and the beacon work
+as with any peer. When the WebSocket closes the peer is removed with its port.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
+import secrets
+import time
 
 from aiohttp import web
 
@@ -19,6 +21,7 @@ from gateway.auth.enforce import unauthorized
 from gateway.http.errors import ApiError, invalid_parameter, not_implemented
 from gateway.state import state_of
 
+from .connect_auth import SHARED, ConnectGate, Refused, admit, retry_after
 from .settings import LOCAL, peer_name
 from .tunnel import Mux
 
@@ -27,45 +30,92 @@ log = logging.getLogger(__name__)
 HEARTBEAT_S = 10.0  # WebSocket pings: a vanished robot's tunnel closes within ~2 of these
 
 
+def _refuse(name: str, remote: str, exc: Refused) -> ApiError:
+    """The refusal as the spec's error body, logged in one line."""
+    log.warning("robot connection %r from %s refused (%d): %s", name, remote, exc.status,
+                exc.message)
+    if exc.status == 429:
+        after = retry_after(exc.retry_after_s)
+        return ApiError(429, "vendor-error", exc.message,
+                        vendor_code="x-vendor-rate-limit-exceeded",
+                        parameters={"status": 429, "name": name},
+                        headers={"Retry-After": after})
+    return ApiError(exc.status, exc.code, exc.message, parameters={"name": name})
+
+
+def _checked(request: web.Request, gate: ConnectGate, vendor: str) -> tuple[str, str]:
+    """(name, proof) of a connect request; ApiError when it is refused."""
+    remote = request.remote or "?"
+    raw = request.query.get("name", "")
+    wait = gate.limiter.take(remote, time.monotonic())
+    if wait:
+        raise _refuse(raw, remote, Refused(
+            429, "vendor-error", f"too many connect attempts from {remote} (aggregation."
+            f"connect_attempts_per_minute); robot {raw!r} may retry in {retry_after(wait)} s",
+            wait))
+    name = peer_name(raw)
+    if not raw or name != raw or name == LOCAL or "__" in name:
+        log.warning("robot connection %r from %s refused (400): not a peer name", raw, remote)
+        raise invalid_parameter("name must be letters, digits, '_' or '-' (not 'local', "
+                                "no '__')", name=raw)
+    given = request.headers.get(f"X-{vendor}-Connect-Token", "")
+    proof = gate.credentials.proof(name, given)
+    if proof is None:
+        log.warning("robot connection %r from %s refused (401): wrong connect token", name,
+                    remote)
+        raise unauthorized(f"X-{vendor}-Connect-Token is not robot {name!r}'s own token "
+                           "nor an accepted aggregation.connect_token")
+    return name, proof
+
+
 async def connect(request: web.Request) -> web.StreamResponse:
     """A robot's tunnel (WebSocket); it stays a peer while the connection lasts."""
     state = state_of(request)
     service = state.federation
-    token = state.settings["aggregation.connect_token"]
-    if service is None or not token:
+    gate: ConnectGate | None = getattr(service, "connect_gate", None)
+    if service is None or gate is None or not gate.credentials.enabled:
         raise not_implemented("aggregation", "this gateway accepts no robot connections: set "
-                              "aggregation.enabled and aggregation.connect_token")
+                              "aggregation.enabled and aggregation.connect_token (or "
+                              "aggregation.connect_robots)")
     vendor = state.vendor.capitalize()
-    given = request.headers.get(f"X-{vendor}-Connect-Token", "")
-    if not hmac.compare_digest(given.encode(), str(token).encode()):
-        raise unauthorized(f"X-{vendor}-Connect-Token does not match aggregation.connect_token")
-    raw = request.query.get("name", "")
-    name = peer_name(raw)
-    if not raw or name != raw or name == LOCAL or "__" in name:
-        raise invalid_parameter("name must be letters, digits, '_' or '-' (not 'local', "
-                                "no '__')", name=raw)
-    known = service.table.peers.get(name)
-    if known is not None and name not in service.tunnels:
-        raise ApiError(409, "invalid-request", f"a peer named {name!r} exists already",
-                       parameters={"name": name})
-    old = service.tunnels.pop(name, None)
-    if old is not None:  # the robot reconnected before its old tunnel was noticed dead
-        await old.close()
-    ws = web.WebSocketResponse(heartbeat=HEARTBEAT_S, max_msg_size=1 << 20)
-    await ws.prepare(request)
-    mux = Mux(ws)
-    server = await asyncio.start_server(mux.accept, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    service.tunnels[name] = ws
-    service.table.add(name, f"http://127.0.0.1:{port}", discovered=False)
-    log.info("robot %s connected from %s: peer through the tunnel at 127.0.0.1:%d", name,
-             request.remote, port)
+    name, proof = _checked(request, gate, vendor)
+    remote = request.remote or "?"
+    other_peer = name in service.table.peers and not gate.owner.get(name)
     try:
+        admit(name, proof, gate.live, other_peer, gate.cap)
+    except Refused as exc:
+        raise _refuse(name, remote, exc) from None
+    ws = web.WebSocketResponse(heartbeat=HEARTBEAT_S, max_msg_size=1 << 20)
+    gate.claim(name, proof, ws)  # before any wait: a concurrent connection sees the name held
+    server: asyncio.Server | None = None
+    try:
+        old = service.tunnels.pop(name, None)
+        if old is not None:  # the robot reconnected before its old tunnel was noticed dead
+            log.info("robot %s from %s replaces its previous tunnel (own token)", name, remote)
+            await old.close()
+        await ws.prepare(request)
+        if not gate.holds(name, ws):  # replaced by the robot's own newer connection meanwhile
+            await ws.close()
+            return ws
+        header, secret = f"X-{vendor}-Tunnel-Secret", secrets.token_urlsafe(32)
+        mux = Mux(ws, guard=(header, secret))
+        server = await asyncio.start_server(mux.accept, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        service.tunnels[name] = ws
+        service.table.add(name, f"http://127.0.0.1:{port}", discovered=False,
+                          fixed_headers={header: secret})
+        if proof == SHARED:
+            log.warning("robot %s connected from %s with the shared aggregation.connect_token "
+                        "(it proves no name; give it its own token)", name, remote)
+        log.info("robot %s connected from %s: peer through the tunnel at 127.0.0.1:%d", name,
+                 remote, port)
         await mux.run()
     finally:
-        server.close()
-        if service.tunnels.get(name) is ws:
-            del service.tunnels[name]
+        if server is not None:
+            server.close()
+        if gate.release(name, ws):
+            if service.tunnels.get(name) is ws:
+                del service.tunnels[name]
             await service.table.remove(name)
-        log.info("robot %s disconnected", name)
+            log.info("robot %s disconnected", name)
     return ws

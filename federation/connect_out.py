@@ -2,8 +2,9 @@
 
 With `aggregation.connect_to` set, the robot's gateway keeps one WebSocket open to the
 primary's `/x-vendor-connect` (connect_in.py), named `aggregation.mdns_name` (default: the host
-name) and authenticated by `aggregation.connect_token` (and `aggregation.peer_auth_header`,
-when the primary requires tokens). Every stream the primary opens over it is connected to
+name) and authenticated by its own `aggregation.connect_robot_token` (or, for primaries that
+still accept it, the shared `aggregation.connect_token`), and `aggregation.peer_auth_header`
+when the primary requires tokens. Every stream the primary opens over it is connected to
 this gateway's own port (tunnel.py). A lost connection is opened again with backoff.
 """
 
@@ -38,7 +39,8 @@ class ConnectOut:
         self.url = str(s["aggregation.connect_to"]).rstrip("/")
         self.name = FederationSettings.from_settings(s).self_name
         vendor = state.vendor.capitalize()
-        self.headers = {f"X-{vendor}-Connect-Token": str(s["aggregation.connect_token"])}
+        token = str(s["aggregation.connect_robot_token"] or s["aggregation.connect_token"])
+        self.headers = {f"X-{vendor}-Connect-Token": token}
         if s["aggregation.peer_auth_header"]:
             self.headers["Authorization"] = str(s["aggregation.peer_auth_header"])
         host = str(s["server.host"])
@@ -87,9 +89,14 @@ def install_connect_out(app: web.Application, state: GatewayState) -> None:
                           "of the primary (e.g. https://fleet.example.com:8443)")
     if parts.scheme == "http" and state.settings["aggregation.require_tls"]:
         raise ConfigError(f"setting 'aggregation.require_tls': {url!r} is not https://")
-    if not state.settings["aggregation.connect_token"]:
-        raise ConfigError("setting 'aggregation.connect_token' must be set with "
-                          "aggregation.connect_to (the primary accepts robots presenting it)")
+    if not state.settings["aggregation.connect_robot_token"]:
+        if not state.settings["aggregation.connect_token"]:
+            raise ConfigError("setting 'aggregation.connect_robot_token' (this robot's own "
+                              "token) must be set with aggregation.connect_to")
+        log.warning("setting 'aggregation.connect_robot_token' is empty: connecting to %s with "
+                    "the shared aggregation.connect_token, which proves no robot name (the "
+                    "primary refuses it once connect_accept_shared is false; docs/security.md)",
+                    url)
     out = ConnectOut(state)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:

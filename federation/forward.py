@@ -206,6 +206,7 @@ class Forwarder:
                                  "check; the request was not forwarded", peer=target.peer)
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
         headers.update(fed.peer_headers(request, peer))
+        headers.update(peer.client.fixed_headers)  # the caller's own never replace these
         headers["Via"] = f"1.1 {fed.settings.self_name}"
         sent = asyncio.Event()
         data: Any = None

@@ -104,17 +104,21 @@ class PeerTable:
         self.no_fan_out = f"X-{vendor.capitalize()}-No-Fan-Out"
         self.xv = f"x-{vendor}"
         self.on_change = on_change
+        self.on_status: Callable[[Peer], None] | None = None  # a peer went online or offline
         self.peers: dict[str, Peer] = {}
 
-    def add(self, name: str, url: str, discovered: bool) -> Peer:
-        """Add (or re-point) a peer and start probing it; its entities follow the first probe."""
+    def add(self, name: str, url: str, discovered: bool,
+            fixed_headers: dict[str, str] | None = None) -> Peer:
+        """Add (or re-point) a peer and start probing it; its entities follow the first probe.
+        `fixed_headers` go on every call to it (a robot tunnel's secret)."""
         old = self.peers.get(name)
         if old is not None:
-            if old.url == base_url(url):
+            if old.url == base_url(url) and old.client.fixed_headers == (fixed_headers or {}):
                 return old
             del self.peers[name]  # re-pointed (e.g. restarted on another port)
             asyncio.get_running_loop().create_task(self._retire(old))
-        client = PeerClient(url, self.settings.budgets, self.settings.max_response_bytes)
+        client = PeerClient(url, self.settings.budgets, self.settings.max_response_bytes,
+                            fixed_headers)
         peer = Peer(name, client.url, discovered, client)
         if old is not None:  # the same peer at a new address: its link is still known
             peer.health.srtt, peer.health.rttvar = old.health.srtt, old.health.rttvar
@@ -279,6 +283,8 @@ class PeerTable:
             if changed:
                 log.info("peer %s is %s%s", peer.name, peer.health.status,
                          f" ({reason})" if reason else "")
+                if self.on_status is not None:
+                    self.on_status(peer)
             if ok and (changed or now - peer.last_refresh >= self.settings.refresh_interval_s):
                 peer.last_refresh = now
                 changed = await self.refresh(peer) or changed

@@ -225,6 +225,7 @@ class PeerLinks:
         headers = self.fed.peer_headers(request, peer)
         headers[self.fed.no_fan_out_header] = "1"
         headers["Content-Type"] = "application/json"
+        headers.update(peer.client.fixed_headers)  # this session is not the peer's own
         return headers
 
     async def _follow(self, entry: _Links, link: Link, headers: dict[str, str]) -> None:

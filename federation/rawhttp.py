@@ -169,10 +169,12 @@ class _Conn(asyncio.BufferedProtocol):
 class RawPool:
     """Keep-alive connections to one http:// peer."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, fixed: dict[str, str] | None = None) -> None:
         self.host = host
         self.port = port
         self.host_header = f"{host}:{port}"
+        self.fixed = [f"{k}: {v}" for k, v in (fixed or {}).items()]  # on every request
+        self.fixed_names = frozenset(fixed or ())
         self._idle: list[_Conn] = []
         self._requests: dict[tuple[str, tuple[tuple[str, str], ...]], bytes] = {}
         self.calls = 0
@@ -182,8 +184,8 @@ class RawPool:
         key = (target, tuple(headers.items()))
         raw = self._requests.get(key)
         if raw is None:
-            lines = [f"GET {target} HTTP/1.1", f"Host: {self.host_header}"]
-            lines += [f"{k}: {v}" for k, v in headers.items()]
+            lines = [f"GET {target} HTTP/1.1", f"Host: {self.host_header}", *self.fixed]
+            lines += [f"{k}: {v}" for k, v in headers.items() if k not in self.fixed_names]
             raw = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
             if len(self._requests) >= MAX_REQUESTS:
                 self._requests.clear()
@@ -254,11 +256,12 @@ class RawPool:
         self._idle.clear()
 
 
-def pool_for(url: str) -> RawPool | None:
-    """A RawPool for an http:// base URL with host and port; None for anything else."""
+def pool_for(url: str, fixed: dict[str, str] | None = None) -> RawPool | None:
+    """A RawPool for an http:// base URL with host and port (`fixed` headers on every
+    request); None for anything else."""
     from urllib.parse import urlsplit
 
     parts: Any = urlsplit(url)
     if parts.scheme != "http" or not parts.hostname or parts.path not in ("", "/"):
         return None
-    return RawPool(parts.hostname, parts.port or 80)
+    return RawPool(parts.hostname, parts.port or 80, fixed)

@@ -8,6 +8,7 @@ the middleware hands them to `forward`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
@@ -24,9 +25,12 @@ from gateway.http.jsonutil import JSON_TYPE, dumps
 from gateway.model.entities import Entity, EntitySet
 from gateway.state import GatewayState
 
+from .client import base_url
 from .combine import PeerAnswer, combine
+from .connect_auth import ConnectGate
 from .fanout import gather
 from .fleet import FleetView, Origin, local_view, merge
+from .mdns_trust import GOODBYE_WINDOW_S, HOLD, REMOVE, REPOINT, MdnsTrust, refusal
 from .peer_auth import PeerAuth, discovered_peer_allowed
 from .peers import Peer, PeerTable
 from .readcache import CACHEABLE, ReadCache
@@ -61,7 +65,11 @@ class FederationService:
         self.relay = FaultRelay(self.table, self._relay_headers, self.xv, self.rename)
         self.fan_out_path_header = f"X-{state.vendor.capitalize()}-Fan-Out-Path"
         self.mdns: Any = None
+        self.mdns_trust = MdnsTrust()  # announcements never move a peer that answers
+        self._background: set[asyncio.Task[None]] = set()
+        self.table.on_status = self._status
         self.tunnels: dict[str, Any] = {}  # robots connected out to this gateway (connect_in.py)
+        self.connect_gate = ConnectGate.from_settings(state.settings)
         self.discovered_refused = 0
         # aggregation.cache.*: merged reads served from peers' cached answers (readcache.py)
         self.read_cache: ReadCache | None = None
@@ -71,7 +79,7 @@ class FederationService:
         # the last merge of each list read: (view, local part, peer answers, merged body)
         self._merges: dict[Any, tuple[Any, tuple[bytes, bytes], tuple[PeerAnswer, ...],
                                       dict[str, Any]]] = {}
-        for warning in self.settings.warnings:
+        for warning in (*self.settings.warnings, *self.connect_gate.credentials.warnings()):
             log.warning("%s", warning)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -127,18 +135,52 @@ class FederationService:
         if not discovered_peer_allowed(url, self.auth.require_tls):
             self.discovered_refused += 1
             return
-        count = sum(1 for p in self.table.peers.values() if p.discovered and p.name != name)
-        if peer is None and count >= self.settings.mdns.max_peers:
-            self.discovered_refused += 1
-            log.warning("peer %s at %s refused: setting 'aggregation.max_discovered_peers' "
-                        "(%d) reached", name, url, self.settings.mdns.max_peers)
-            return
+        if peer is None:
+            opts = self.settings.mdns
+            why = refusal(name, url, {p.name: p.url for p in self.table.peers.values()
+                                      if p.discovered}, opts.max_peers, opts.max_per_address)
+            if why:
+                self.discovered_refused += 1
+                log.warning("peer %s at %s refused: %s", name, url, why)
+                return
+        else:
+            url = base_url(url)
+            again = self.mdns_trust.moves.get(name) == url
+            if self.mdns_trust.announced(name, url, peer.url, peer.online) == HOLD:
+                if not again:
+                    log.warning("mDNS: %s announced at %s while answering at %s: moved only "
+                                "if it stops answering there", name, url, peer.url)
+                self.table.suspect(name)
+                return
         self.table.add(name, url, discovered=True)
 
     async def _lost(self, name: str) -> None:
         peer = self.table.peers.get(name)
-        if peer is not None and peer.discovered:
+        if peer is None or not peer.discovered:
+            return
+        if self.mdns_trust.goodbye(name, peer.online, time.monotonic()) == REMOVE:
             await self.table.remove(name)
+            return
+        log.info("mDNS: goodbye from %s while it answers: removed if it stops answering "
+                 "within %.0f s", name, GOODBYE_WINDOW_S)
+        self.table.suspect(name)
+
+    def _status(self, peer: Peer) -> None:
+        """A discovered peer that stops answering follows a goodbye or announcement held."""
+        if peer.online or not peer.discovered:
+            return
+        action = self.mdns_trust.offline(peer.name, time.monotonic())
+        if action is None:
+            return
+        if action[0] == REMOVE:
+            log.info("mDNS: %s stopped answering after its goodbye: removed", peer.name)
+            task = asyncio.get_running_loop().create_task(self.table.remove(peer.name))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+        elif action[0] == REPOINT:
+            log.info("mDNS: %s stopped answering at %s: moved to %s", peer.name, peer.url,
+                     action[1])
+            self.table.add(peer.name, action[1], discovered=True)
 
     # -- health ---------------------------------------------------------------------------
 

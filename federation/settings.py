@@ -96,6 +96,7 @@ class MdnsOptions:
     name: str = ""
     interfaces: tuple[str, ...] = ("127.0.0.1",)
     max_peers: int = 50
+    max_per_address: int = 16  # discovered peers announced at one host address
     scheme: str = "http"
     announce_port: int = 0  # the port peers connect to (0: the gateway's own)
 
@@ -138,6 +139,7 @@ class FederationSettings:
             service=service_type(str(s["aggregation.mdns_service"])), name=peer_name(name),
             interfaces=tuple(s["aggregation.mdns_interfaces"]),
             max_peers=int(s["aggregation.max_discovered_peers"]),
+            max_per_address=int(s["aggregation.max_discovered_per_address"]),
             scheme=str(s["aggregation.peer_scheme"]),
             announce_port=int(s["aggregation.announce_port"]))
         return cls(

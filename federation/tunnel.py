@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
+import json
 import logging
 import struct
 from collections.abc import Awaitable, Callable
@@ -27,6 +29,8 @@ OPEN, DATA, CLOSE = 0, 1, 2
 _HEAD = struct.Struct("!IB")
 CHUNK = 32 * 1024
 MAX_STREAMS = 256
+HEAD_WAIT_S = 30.0  # a local connection's first request head must arrive within this
+MAX_HEAD_BYTES = 64 * 1024
 
 WebSocket = web.WebSocketResponse | aiohttp.ClientWebSocketResponse
 
@@ -44,15 +48,39 @@ def parse(message: bytes) -> tuple[int, int, bytes]:
     return stream, kind, message[_HEAD.size:]
 
 
+def head_has_secret(head: bytes, header: str, secret: str) -> bool:
+    """True when the request head carries `header: secret` (constant-time compare)."""
+    want = header.lower().encode("latin-1")
+    for line in head.split(b"\r\n")[1:]:
+        key, sep, value = line.partition(b":")
+        if sep and key.strip().lower() == want:
+            return hmac.compare_digest(value.strip(), secret.encode("latin-1"))
+    return False
+
+
+def unauthorized_answer(header: str) -> bytes:
+    """The 401 (the spec's error body) a connection without the tunnel's secret gets."""
+    body = json.dumps({"error_code": "unauthorized", "message":
+                       f"this is a robot tunnel of the primary gateway: {header} missing or "
+                       "wrong (use the primary's own API)",
+                       "parameters": {"status": 401}}).encode()
+    return (b"HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\n"
+            b"Connection: close\r\nContent-Length: " + str(len(body)).encode()
+            + b"\r\n\r\n" + body)
+
+
 class Mux:
     """One end of a tunnel: streams by id, each pumped to and from a TCP connection."""
 
     def __init__(self, ws: WebSocket,
                  opener: Callable[[], Awaitable[tuple[asyncio.StreamReader,
-                                                      asyncio.StreamWriter]]] | None = None
-                 ) -> None:
+                                                      asyncio.StreamWriter]]] | None = None,
+                 guard: tuple[str, str] | None = None) -> None:
         self.ws = ws
         self.opener = opener  # the robot's end: connects a stream to its own gateway
+        self.guard = guard  # the primary's end: (header, secret) a local connection presents
+        self.waiting = 0  # local connections whose first request head is not checked yet
+        self.refused = 0
         self.writers: dict[int, asyncio.StreamWriter] = {}
         self.tasks: set[asyncio.Task[None]] = set()
         self.next_id = 1
@@ -81,15 +109,55 @@ class Mux:
             with contextlib.suppress(Exception):
                 await self.send(stream, CLOSE)
 
+    async def _first_head(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+                          ) -> bytes | None:
+        """The connection's first request head when it carries the guard's secret; None (the
+        connection answered 401 or dropped) otherwise."""
+        assert self.guard is not None
+        if self.waiting >= MAX_STREAMS:
+            writer.close()
+            return None
+        self.waiting += 1
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_WAIT_S)
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError,
+                OSError, ValueError):
+            writer.close()
+            return None
+        finally:
+            self.waiting -= 1
+        if head_has_secret(head, *self.guard):
+            return head
+        self.refused += 1
+        if self.refused == 1 or self.refused % 100 == 0:
+            log.warning("robot tunnel: refused a local connection without %s (%d so far)",
+                        self.guard[0], self.refused)
+        with contextlib.suppress(OSError, ConnectionError):
+            writer.write(unauthorized_answer(self.guard[0]))
+            await writer.drain()
+        writer.close()
+        return None
+
     async def accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """The primary's end: a local connection becomes a new stream."""
         if len(self.writers) >= MAX_STREAMS or self.ws.closed:
             writer.close()
             return
+        head = b""
+        if self.guard is not None:
+            checked = await self._first_head(reader, writer)
+            if checked is None:
+                return
+            head = checked
+            if len(self.writers) >= MAX_STREAMS or self.ws.closed:
+                writer.close()
+                return
         stream, self.next_id = self.next_id, self.next_id + 1
         self.writers[stream] = writer
         try:
             await self.send(stream, OPEN)
+            if head:
+                await self.send(stream, DATA, head)
         except (ConnectionError, RuntimeError):
             self.writers.pop(stream, None)
             writer.close()

@@ -164,6 +164,8 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     from .process.looplag import LoopLag
     from .push import service as push
     from .resources import bulk_data
+    from .resources.operations import state_directory
+    from .ros import typesources
     from .ros.actions import ActionManager
     from .ros.bridge import start_ros
     from .ros.discovery_info import ros_types_health
@@ -188,6 +190,9 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
                                idle_interval_s=s["discovery.idle_poll_interval_ms"] / 1000.0,
                                watched_idle_interval_s=s[
                                    "discovery.watched_idle_poll_interval_ms"] / 1000.0)
+    # types the gateway lacks: shell prefixes, build cache, service types built on discovery
+    state.service_type_builds = typesources.start(bridge, s, state_directory(s["state_dir"]),
+                                                  state.poller.graph_listeners)
     state.poller.start()
     state.health["x-vendor-readiness"] = state.poller.health
     state.health["x-vendor-ros-types"] = ros_types_health(bridge)

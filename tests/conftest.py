@@ -39,7 +39,8 @@ def xdist_group(path: str) -> str:
 # The longest modules start first under xdist, so none of them ends the run alone on one worker.
 SLOW_FIRST = ("tests/integration/test_schemathesis.py", "tests/fleet/test_lab",
               "tests/fleet/test_mdns", "tests/integration/test_discovery_info.py",
-              "tests/integration/test_graph_watch.py")
+              "tests/integration/test_graph_watch.py", "tests/integration/test_rejoin_soak.py",
+              "tests/integration/test_hearing.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

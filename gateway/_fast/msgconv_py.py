@@ -43,6 +43,8 @@ except ImportError:  # pure twin running without Cython installed
 
     cython = SimpleNamespace(compiled=False)
 
+import gateway._fast.typegraph as _typegraph
+
 # twin: joined-begin (one compiled module in msgconv_c: setup.py drops this block)
 from ._msgconv_cursor import (
     _CHAR_JSON,
@@ -265,12 +267,12 @@ _PLANS: dict[str, _Plan] = {}
 _CONVERTERS: dict[str, Converter] = {}
 
 
-_TYPE_NAME = re.compile(r"^([A-Za-z]\w*)/(?:(msg|srv|action)/)?([A-Za-z]\w*)$")
+_TYPE_NAME = re.compile(r"([A-Za-z]\w*)/(?:(msg|srv|action)/)?([A-Za-z]\w*)", re.ASCII)
 
 
 def _canonical(type_name):
     """'pkg/msg/Type' from 'pkg/msg/Type' or 'pkg/Type' ('srv' and 'action' parts too)."""
-    match = _TYPE_NAME.match(type_name.strip()) if isinstance(type_name, str) else None
+    match = _TYPE_NAME.fullmatch(type_name.strip()) if isinstance(type_name, str) else None
     if match is None:
         raise UnknownTypeError(f"not a message type name: {type_name!r}")
     pkg, interface, type_ = match.groups()
@@ -343,23 +345,23 @@ def _plan_from_class(name):
     return _make_plan(name, specs)
 
 
-_MSG_FIELD = re.compile(r"^([A-Za-z][\w/]*)(<=\d+)?(\[(<=)?(\d*)\])?\s+([A-Za-z]\w*)\s*(.*)$")
+_MSG_FIELD = re.compile(r"([A-Za-z][\w/]*)(<=\d+)?(\[(<=)?(\d*)\])?\s+([A-Za-z]\w*)\s*(.*)",
+                        re.ASCII | re.DOTALL)
 _MSG_SECTION = re.compile(r"^=+\s*$\n^MSG: *(\S+) *$", re.MULTILINE)
 _MSG_ALIASES = {"Header": "std_msgs/msg/Header", "time": "builtin_interfaces/msg/Time"}
 _MSG_ALIASES["duration"] = "builtin_interfaces/msg/Duration"
+_BUILDING = object()  # memo mark of a plan being built: meeting it again is a cycle
 
 
-def _plan_from_msg(name, sources, memo):
-    """Plan of ``name`` from .msg texts in ``sources`` (canonical name -> text)."""
-    if name in memo:
-        return memo[name]
+def _parse_msg(name, text):
+    """(field name, kind, shape, count, nested type or None) of each field of .msg text."""
     specs = []
     package = name.split("/")[0]
-    for raw_line in sources[name].splitlines():
+    for raw_line in text.splitlines():
         line = raw_line.strip()
         if not line or line.startswith("#"):
             continue
-        match = _MSG_FIELD.match(line)
+        match = _MSG_FIELD.fullmatch(line)
         if match is None:
             raise UnknownTypeError(f"{name}: cannot parse {raw_line!r}")
         base, _, array_part, bounded, size, field_name, rest = match.groups()
@@ -369,7 +371,9 @@ def _plan_from_msg(name, sources, memo):
         if array_part:
             shape = _SEQ if (bounded or not size) else _ARRAY
             count = int(size) if size else 0
-        sub = None
+            if size and count == 0:
+                raise UnknownTypeError(f"{name}.{field_name}: an array bound must be above 0")
+        ref = None
         if base in _MSG_KINDS:
             kind = _MSG_KINDS[base]
         elif base == "string":
@@ -379,16 +383,61 @@ def _plan_from_msg(name, sources, memo):
         else:
             kind = _K_MSG
             ref = _MSG_ALIASES.get(base) or _canonical(base if "/" in base else f"{package}/{base}")
-            sub = _plan_for(ref, sources, memo)
+        specs.append((field_name, kind, shape, count, ref))
+    return specs
+
+
+def _parse_all(root, sources):
+    """Parsed fields of ``root`` and of every type of ``sources`` it reaches (no recursion)."""
+    parsed = {}
+    pending = [root]
+    while pending:
+        name = pending.pop()
+        if name in parsed or name not in sources:
+            continue  # done, or an installed type (read by introspection)
+        parsed[name] = specs = _parse_msg(name, sources[name])
+        pending.extend(ref for *_, ref in specs if ref is not None)
+    return parsed
+
+
+def _members(parsed):
+    """typegraph.Member lists of parsed definitions (for check_types)."""
+    out = {}
+    for name, specs in parsed.items():
+        members = []
+        for field_name, kind, shape, count, ref in specs:
+            array = _typegraph.SEQUENCE if shape == _SEQ else (count if shape == _ARRAY else 0)
+            size = _KIND_SIZE[kind] if kind < _K_STR else 4
+            members.append(_typegraph.Member(field_name, ref, size, array))
+        out[name] = members
+    return out
+
+
+def _plan_from_msg(name, parsed, memo, depth):
+    """Plan of ``name`` from the parsed definitions ``parsed`` (canonical name -> fields)."""
+    plan = memo.get(name)
+    if plan is _BUILDING:
+        raise UnknownTypeError(f"type {name} contains itself")
+    if plan is not None:
+        return plan
+    if depth > _typegraph.LIMITS.max_depth:
+        raise UnknownTypeError(f"type {name} nests deeper than {depth - 1} levels")
+    memo[name] = _BUILDING
+    specs = []
+    for field_name, kind, shape, count, ref in parsed[name]:
+        sub = None
+        if ref is not None:
+            if ref in parsed:
+                sub = _plan_from_msg(ref, parsed, memo, depth + 1)
+            else:
+                sub = _plan_for(ref, None, None)
         specs.append((field_name, kind, shape, count, sub))
     memo[name] = plan = _make_plan(name, specs)
     return plan
 
 
 def _plan_for(name, sources, memo):
-    """Cached plan of a canonical type name, from ``sources`` texts or else introspection."""
-    if sources is not None and name in sources:
-        return _plan_from_msg(name, sources, memo)
+    """Cached plan of an installed type (by introspection; ``sources`` and ``memo`` unused)."""
     plan = _PLANS.get(name)
     if plan is None:
         with _LOCK:
@@ -414,14 +463,17 @@ def converter_for(type_name: str) -> Converter:
 
 
 def converter_for_definition(type_name: str, definition: str) -> Converter:
-    """Converter from .msg text: the root definition, then rosbag2-style 'MSG: pkg/Type' parts."""
+    """Converter from .msg text: the root definition, then rosbag2-style 'MSG: pkg/Type' parts;
+    TypeLimitError (a ValueError) for a recursive type or one past the ros.type_limits caps."""
     name = _canonical(type_name)
     parts = _MSG_SECTION.split(definition)
     sources = {name: parts[0]}
     for i in range(1, len(parts) - 1, 2):
         sources[_canonical(parts[i])] = parts[i + 1]
+    parsed = _parse_all(name, sources)
+    _typegraph.check_types(name, _members(parsed), _typegraph.LIMITS.max_read_bytes)
     with _LOCK:
-        return Converter(name, _plan_from_msg(name, sources, {}))
+        return Converter(name, _plan_from_msg(name, parsed, {}, 0))
 
 
 def cdr_to_json(type_name: str, data: bytes) -> bytes:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import binascii
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -70,7 +69,7 @@ def basic_credentials(header: str | None) -> tuple[str, str] | None:
         return None
     try:
         text = base64.b64decode(header[6:].strip(), validate=True).decode()
-    except (binascii.Error, UnicodeDecodeError):
+    except ValueError:  # binascii.Error, UnicodeDecodeError, or bytes that are not ASCII
         raise OAuthError(401, "invalid_client", "Malformed Basic credentials") from None
     client_id, sep, secret = text.partition(":")
     if not sep:

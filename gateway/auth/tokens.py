@@ -222,6 +222,8 @@ class AccessTokens:
     def _decode(self, token: str, now: float) -> Claims:
         import jwt
 
+        if not token.isascii():  # a JWT is base64url and dots; other bytes cannot encode
+            raise TokenError("invalid", INVALID_TOKEN)
         try:
             # Expiry is checked below against `now`, so tests and callers share one clock.
             decoded = jwt.decode_complete(

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import sys
 import uuid
 from collections.abc import Mapping
@@ -149,8 +150,9 @@ def scan_managed(directory: Path) -> tuple[list[Script], list[str]]:
 class UploadStore:
     """Uploaded scripts: `<root>/<kind>/<entity_id>/<script_id>/{script.<ext>, meta.json}`."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, run_gid: int | None = None) -> None:
         self.root = root
+        self.run_gid = run_gid  # the run user's group reads uploads (upload_access)
 
     def load(self) -> list[Script]:
         """Every stored upload (unreadable entries are skipped)."""
@@ -191,16 +193,24 @@ class UploadStore:
         except OSError:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        return self._script(folder, record)
+        script = self._script(folder, record)
+        if self.run_gid is not None:
+            grant(script, self.run_gid)
+        return script
 
     def delete(self, script: Script) -> None:
         """Remove an upload's directory."""
         shutil.rmtree(script.path.parent, ignore_errors=True)
 
 
-def command(script: Script, parameters: Mapping[str, Any]) -> list[str]:
-    """argv: interpreter, script path, then flags of declared args given in parameters."""
-    argv = [INTERPRETERS[script.format], str(script.path)]
+def command(script: Script, parameters: Mapping[str, Any], relative: bool = False) -> list[str]:
+    """argv: interpreter, script path, then flags of declared args given in parameters.
+
+    `relative`: the path as `./<name>`, opened from the run's working directory (the script's
+    folder), so a run user needs no access to the private directories above it.
+    """
+    path = f"./{script.path.name}" if relative else str(script.path)
+    argv = [INTERPRETERS[script.format], path]
     for arg in script.args:
         name = str(arg.get("name"))
         if name not in parameters:
@@ -231,9 +241,58 @@ def run_env(base: Mapping[str, str], script: Script, parameters: Mapping[str, An
     return {k: v for k, v in env.items() if "\0" not in k + v}
 
 
-def run_as(user: str) -> tuple[list[str], dict[str, str]]:
-    """argv prefix and environment that run a script as `user` (name or uid); ScriptError
-    naming scripts.run_as_user when that cannot be done."""
+@dataclass(frozen=True)
+class RunAs:
+    """How runs switch user: argv prefix, environment, and the run user's group."""
+
+    prefix: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    gid: int | None = None  # None: runs keep the gateway's user
+
+
+PRIVATE_DIR_MODE, PRIVATE_FILE_MODE = 0o700, 0o600
+SHARED_DIR_MODE, SHARED_FILE_MODE = 0o750, 0o640  # group reads, never writes; others nothing
+
+
+def upload_access(run_gid: int | None) -> tuple[int, int, int | None]:
+    """(folder mode, script file mode, group) of an upload: private to the gateway, or, when
+    runs switch user, readable (never writable) by the run user's group and by no one else."""
+    if run_gid is None:
+        return PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, None
+    return SHARED_DIR_MODE, SHARED_FILE_MODE, run_gid
+
+
+def grant(script: Script, run_gid: int | None) -> None:
+    """Give an upload's folder and file the modes and group of upload_access (idempotent: the
+    state directory is made private again at every start)."""
+    dir_mode, file_mode, group = upload_access(run_gid)
+    for path, mode in ((script.path.parent, dir_mode), (script.path, file_mode)):
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            raise ScriptError(f"{path} is a symbolic link; not run")
+        if group is not None and st.st_gid != group:
+            os.lchown(path, -1, group)  # the owner stays the gateway: the run user cannot write
+        if stat.S_IMODE(st.st_mode) != mode:
+            os.chmod(path, mode)
+
+
+def root_refusal(enabled: bool, euid: int, run_as_user: str, allow_root: bool) -> str | None:
+    """Why a gateway must not start (scripts on, running as root, no run user, root not
+    allowed), or None."""
+    if not enabled or euid != 0 or run_as_user or allow_root:
+        return None
+    return ("scripts are enabled (scripts.scripts_dir) and the gateway runs as root: every script "
+            "would run as root and could read the gateway's secrets. Set scripts.run_as_user to "
+            "an unprivileged user, or scripts.allow_root=true to run them as root anyway")
+
+
+ROOT_WARNING = ("scripts run as root (scripts.allow_root=true, no scripts.run_as_user): every "
+                "script can read the gateway's secrets")
+
+
+def run_as(user: str) -> RunAs:
+    """argv prefix, environment and group that run a script as `user` (name or uid);
+    ScriptError naming scripts.run_as_user when that cannot be done."""
     import pwd
     import shutil as _shutil
 
@@ -250,7 +309,7 @@ def run_as(user: str) -> tuple[list[str], dict[str, str]]:
     prefix = [setpriv, f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups",
               "--"]
     env = {"HOME": entry.pw_dir, "USER": entry.pw_name, "LOGNAME": entry.pw_name}
-    return prefix, env
+    return RunAs(prefix, env, entry.pw_gid)
 
 
 def runs_dir(state_dir: str) -> Path:

@@ -20,6 +20,7 @@ from typing import Any
 from ..process.waits import wait_event
 from ..ros import portcensus
 from .frozen import FAST_CHECK_S, INCOMPLETE_GRACE_S, FrozenWatch
+from .hearing_loop import HearingLoop
 
 log = logging.getLogger(__name__)
 WINDOW_S = 15.0  # checks go on this long after a graph change (a lease is 3-10 s)
@@ -66,12 +67,21 @@ class FrozenLoop:
         self._until = 0.0
         self._task: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None  # a kick checks at once
+        # Whether the gateway's DDS side still hears (hearing_loop.py): its participants sign
+        # comes from these checks, its other signs from its own slow round.
+        self.hearing = HearingLoop(bridge, self.watch)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            self.hearing.start()
 
     def kick(self, window: bool = True) -> None:
         """A graph change (window: check often for a while) or a shortfall seen by the slow
         check (one check now, more only while a process may need a rejoin)."""
         domain_id = getattr(self.bridge, "domain_id", None)
-        if not self.watch.enabled or domain_id is None:
+        if domain_id is None:  # (with rejoins off the checks still tell whether it hears)
             return
         if window:
             self._until = time.monotonic() + WINDOW_S
@@ -87,6 +97,7 @@ class FrozenLoop:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        await self.hearing.stop()
 
     async def _run(self, domain_id: int) -> None:
         assert self._wake is not None
@@ -103,15 +114,19 @@ class FrozenLoop:
                     await self._rejoin(due, owners)
                 elif late:
                     await self._rejoin_incomplete(late, missing)
+                else:
+                    await self.hearing.observe_graph(owners, prefixes, now)
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("frozen-participant check failed")
-            if now >= self._until and not ((short or missing) and self.watch.watching()):
+            if now >= self._until and not ((short or missing) and self.watch.watching()) \
+                    and not (short and self.hearing.watching()):
                 return
             await wait_event(self._wake, FAST_CHECK_S)
 
     async def _rejoin(self, pids: list[int], owners: dict[int, str]) -> None:
+        self.hearing.lost(pids)  # /health: degraded until the new participant hears them
         names = ", ".join(f"pid {pid} ({_comm(pid)})" for pid in pids)
         log.warning("DDS participant(s) of %s resumed but not rediscovered for %.1f s: "
                     "re-joining DDS with a new participant", names, self.watch.grace_s)
@@ -145,7 +160,7 @@ class FrozenLoop:
 
     def health(self) -> dict[str, Any]:
         """For /health (x-vendor-readiness)."""
-        return self.watch.health()
+        return {**self.watch.health(), "hearing": self.hearing.health()}
 
 
 def _comm(pid: int) -> str:

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..ros import portcensus
@@ -54,6 +55,20 @@ def _unseen_check(node: Any, domain_id: int) -> tuple[int | None, int]:
     return bound, len(discovered)
 
 
+def unseen_reason(owners: dict[int, str]) -> str:
+    """Why participants bound on this host may be undiscovered, from the states of the
+    processes holding their ports (pid -> state letter)."""
+    stopped = sorted(pid for pid, state in owners.items() if state in ("T", "t"))
+    if stopped:
+        return (f"process(es) {', '.join(map(str, stopped))} holding participant ports are "
+                "stopped: a node frozen past its lease, listed again when it resumes (or the "
+                "gateway re-joins)")
+    return ("every process holding participant ports is running: a DDS participant that is "
+            "not a ROS one (no endpoints, no node list), or one DDS does not rediscover (a "
+            "node frozen past its lease earlier); its nodes stay unlisted until the gateway "
+            "or the node is restarted")
+
+
 class GraphPoller:
     """Background task: graph poll every interval; entity refresh at most once per debounce."""
 
@@ -84,6 +99,9 @@ class GraphPoller:
         self.frozen = FrozenLoop(bridge)  # resumed but not rediscovered: rejoin (frozen_loop.py)
         self._last: GraphSnapshot | None = None
         self._task: asyncio.Task[None] | None = None
+        # Called on the event loop with each changed snapshot (e.g. ros/callbuild.py's
+        # prefetch); a listener must not block, and its errors are logged, not raised.
+        self.graph_listeners: list[Callable[[GraphSnapshot], Any]] = []
 
     def start(self) -> None:
         """Start polling."""
@@ -126,12 +144,12 @@ class GraphPoller:
         if self.unseen.short:
             self.frozen.kick(window=False)
         if event == "unseen":
+            owners = await self.bridge.run(portcensus.participant_owners, domain_id, {},
+                                           timeout=10.0)
             log.warning("%d DDS participant(s) bound on this host for over %.0f s are not "
                         "discovered by the gateway's DDS participant (%s bound, %d discovered): "
-                        "DDS has not rediscovered them (a node frozen past its lease, or a DDS "
-                        "participant that is not a ROS one); their nodes stay unlisted until "
-                        "the gateway or the node is restarted", self.unseen.unseen,
-                        self.unseen.window_s, bound, known)
+                        "%s", self.unseen.unseen, self.unseen.window_s, bound, known,
+                        unseen_reason(owners))
         elif event == "cleared":
             log.info("every DDS participant bound on this host is discovered again")
 
@@ -189,6 +207,11 @@ class GraphPoller:
                     self.events += 1
                 self._last = snap
                 pending = snap
+                for listener in self.graph_listeners:
+                    try:
+                        listener(snap)
+                    except Exception:
+                        log.exception("graph listener %r failed", listener)
             now = time.monotonic()
             # While starting, every change is applied at once: no debounce before readiness
             # (and none for the first seconds, so the first listing is complete early).

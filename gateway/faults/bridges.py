@@ -258,12 +258,18 @@ class RosBridges:
         gid = bytes(gid)
         fqn = self._gids.get(gid)
         if fqn is None:
+            from ..ros.discovery_info import tracker_of
+            from ..ros.nameless import UNNAMED, endpoint_fqn
+
+            tracker = tracker_of(self.node)
+            owner_of = tracker.owner_of if tracker is not None else None
             for pub in self.node.get_publishers_info_by_topic(topic):
-                ns = pub.node_namespace
-                name = (ns.rstrip("/") if ns != "/" else "") + "/" + pub.node_name
-                self._gids[bytes(pub.endpoint_gid)] = name
-            fqn = self._gids.get(gid, "")
-        return fqn
+                name = endpoint_fqn(pub, owner_of)
+                if bytes(pub.endpoint_gid) == gid:
+                    fqn = name
+                if pub.node_name not in UNNAMED:  # a node list may still name the others
+                    self._gids[bytes(pub.endpoint_gid)] = name
+        return fqn or ""
 
     def _on_diagnostics(self, msg: Any, info: Any) -> None:
         self.received["diagnostics"] += 1

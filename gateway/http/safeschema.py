@@ -3,8 +3,9 @@
 jsonschema resolves a `$ref` it does not know by downloading it (a blocking `urlopen`, no
 timeout): a schema could make the gateway fetch any URL or read `file:///etc/passwd`. Here only
 local refs (`#`, `#/...`) are accepted, the registry never retrieves, and schema and instance
-are bounded in size and depth. Validation runs on a small pool of its own, off the event loop,
-with a time budget.
+are bounded in size and depth. Regexes (`pattern`, `patternProperties`) match on RE2, in linear
+time (`safepattern.py`). Validation runs on a small pool of its own, off the event loop, with a
+time budget.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+from . import safepattern
 
 MAX_SCHEMA_BYTES = 65536  # serialized schema
 MAX_DEPTH = 32  # nesting of objects and arrays, in a schema and in an instance
@@ -99,6 +102,12 @@ def check(schema: Any, what: str = "parameters_schema") -> dict[str, Any]:
         if where != "/" and any(isinstance(node.get(k), str) for k in _ID_KEYS):
             raise SchemaRefused(f"{what}: an $id at {where} is not allowed (refs resolve "
                                 "within the schema only)")
+        _check_patterns(node, where, what)
+    keys = {k for _, node in _walk(schema) for k in node}
+    if {"patternProperties", "unevaluatedProperties"} <= keys:
+        # jsonschema finds the evaluated names with Python's backtracking `re`: out of reach
+        raise SchemaRefused(f"{what}: patternProperties cannot be combined with "
+                            "unevaluatedProperties; use additionalProperties")
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError as exc:
@@ -108,12 +117,22 @@ def check(schema: Any, what: str = "parameters_schema") -> dict[str, Any]:
     return schema
 
 
+def _check_patterns(node: dict[str, Any], where: str, what: str) -> None:
+    for pattern in safepattern.patterns_of(node):
+        try:
+            safepattern.compiled(pattern)
+        except safepattern.PatternRefused as exc:
+            raise SchemaRefused(f"{what}: pattern {pattern!r} at {where} is refused: {exc}") \
+                from None
+
+
 def validator(schema: dict[str, Any]) -> Any:
-    """A jsonschema validator whose registry holds nothing and retrieves nothing."""
+    """A jsonschema validator whose registry holds nothing and retrieves nothing, whose
+    regexes match on RE2."""
     import jsonschema
     from referencing import Registry
 
-    cls = jsonschema.validators.validator_for(schema)
+    cls = safepattern.on_re2(jsonschema.validators.validator_for(schema))
     return cls(schema, registry=Registry())
 
 
@@ -122,7 +141,9 @@ def problems(schema: dict[str, Any] | None, instance: Any) -> list[str]:
     if schema is None:
         return []
     try:
-        size = len(json.dumps(instance))
+        size = len(json.dumps(instance, ensure_ascii=False).encode("utf-8"))
+    except UnicodeError:  # a lone surrogate: RE2 matches UTF-8, which cannot hold it
+        return ["(root): strings must be valid Unicode (a lone surrogate is not)"]
     except (TypeError, ValueError):
         return ["(root): not JSON"]
     if size > MAX_INSTANCE_BYTES:
@@ -143,6 +164,8 @@ def problems(schema: dict[str, Any] | None, instance: Any) -> list[str]:
                    "nothing is fetched")
     except RecursionError:
         out.append("(schema): references loop without end")
+    except safepattern.PatternRefused as exc:  # a schema that never went through check()
+        out.append(f"(schema): a pattern is refused: {exc}")
     return out
 
 

@@ -19,6 +19,8 @@ from ..control.runner import FORCED, STOP, CapacityReached, Execution, NotRunnin
 from ..control.scripts import (
     ANONYMOUS_REFUSED,
     FORMATS,
+    ROOT_WARNING,
+    RunAs,
     Script,
     ScriptError,
     UploadStore,
@@ -26,7 +28,9 @@ from ..control.scripts import (
     check_schema,
     command,
     default_upload_root,
+    grant,
     managed_from,
+    root_refusal,
     run_as,
     run_env,
     runs_dir,
@@ -57,18 +61,22 @@ class ScriptService:
         self.state = state
         self.scripts_dir = Path(s["scripts.scripts_dir"]).expanduser() \
             if s["scripts.scripts_dir"] else None
-        root = s["scripts.upload_dir"]
-        self.uploads = UploadStore(Path(root).expanduser() if root
-                                   else default_upload_root(s["state_dir"]))
-        self.uploaded: dict[str, Script] = {}
-        self._managed: list[Script] = []
-        self._scan_key: Any = None
-        self.run_as: tuple[list[str], dict[str, str]] = ([], {})
+        self.run_as = RunAs()
         if self.enabled and s["scripts.run_as_user"]:
             try:
                 self.run_as = run_as(str(s["scripts.run_as_user"]))
             except ScriptError as exc:
                 raise ConfigError(str(exc)) from None
+        refusal = root_refusal(self.enabled, os.geteuid(), str(s["scripts.run_as_user"]),
+                               bool(s["scripts.allow_root"]))
+        if refusal is not None:
+            raise ConfigError(refusal)
+        root = s["scripts.upload_dir"]
+        self.uploads = UploadStore(Path(root).expanduser() if root
+                                   else default_upload_root(s["state_dir"]), self.run_as.gid)
+        self.uploaded: dict[str, Script] = {}
+        self._managed: list[Script] = []
+        self._scan_key: Any = None
         containment = Containment(runs_dir(s["state_dir"]), use_cgroup=True) if self.enabled \
             else Containment(None, use_cgroup=False)
         self.runner = Runner(s["scripts.max_concurrent_executions"],
@@ -289,12 +297,18 @@ async def start_execution(request: web.Request) -> web.Response:
     timeout = sc.timeout_sec or float(state.settings["scripts.default_timeout_sec"])
     runner = svc.runner
     exec_id = runner.new_id()
-    prefix, user_env = svc.run_as
+    user = svc.run_as
+    if user.gid is not None and not sc.managed:  # made private again at each start
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, grant, sc, user.gid)
+        except (OSError, ScriptError) as exc:  # the run then fails and its record says why
+            log.warning("script %s: cannot give the run user access: %s", sc.id, exc)
     try:
         record = await runner.start(
-            sc.id, entity.kind, entity.id, [*prefix, *command(sc, parameters)],
+            sc.id, entity.kind, entity.id,
+            [*user.prefix, *command(sc, parameters, relative=user.gid is not None)],
             run_env({**child_environment(), **ros_environment(state.settings["ros.domain_id"]),
-                     **user_env}, sc, parameters, entity.kind,
+                     **user.env}, sc, parameters, entity.kind,
                     entity.id, exec_id),
             timeout, cwd=str(sc.path.parent), execution_id=exec_id)
     except CapacityReached as exc:
@@ -377,6 +391,8 @@ def install(app: web.Application, state: GatewayState) -> None:
     svc.runner.containment.end_leftovers()  # runs of a gateway process that was killed
     forbid_inspection()  # scripts of the gateway's own user cannot read its memory or /proc
     log.info("script runs are contained by %s", svc.runner.containment.kind)
+    if os.geteuid() == 0 and svc.run_as.gid is None:
+        log.warning(ROOT_WARNING)
     if anonymous_callers(state.settings) and state.settings["scripts.allow_anonymous"]:
         log.warning("scripts.allow_anonymous is on with auth off (or auth.require_auth_for="
                     "none): anyone who reaches this gateway can upload and run code on it")

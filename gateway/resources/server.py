@@ -108,6 +108,12 @@ def _warnings(state: GatewayState) -> list[dict[str, Any]]:
     return out
 
 
+def _deaf_warning(reason: str) -> dict[str, Any]:
+    return {"code": "dds_not_hearing",
+            "message": f"the gateway's DDS participant does not hear the graph: {reason}",
+            "entity_ids": [], "ros_node_fqns": [], "peer_names": []}
+
+
 async def health(request: web.Request) -> web.Response:
     """Operational status, discovery pipeline and provider figures."""
     state = state_of(request)
@@ -118,13 +124,18 @@ async def health(request: web.Request) -> web.Response:
     disc = state.discovery  # manifest-backed modes (discovery/pipeline.py)
     # Readiness: entity lists are complete only once discovery settled after the start.
     ready = state.poller.ready.is_set()
-    status = "degraded" if not executor["worker_alive"] else "healthy" if ready else "starting"
+    # The DDS side does not hear the graph (discovery/hearing.py): degraded, with the reason.
+    hearing = getattr(state.bridge, "hearing", None)
+    deaf = hearing.state.reason if hearing is not None and hearing.deaf else None
+    degraded = not executor["worker_alive"] or deaf is not None
+    status = "degraded" if degraded else "healthy" if ready else "starting"
     body: dict[str, Any] = {
         "status": status,
         "ready": ready,
         "timestamp": time.time_ns(),
         "warning_schema_version": 2,
-        "warnings": _warnings(state) + (disc.warnings() if disc is not None else []),
+        "warnings": _warnings(state) + (disc.warnings() if disc is not None else []) + (
+            [] if deaf is None else [_deaf_warning(deaf)]),
         "discovery": {
             "mode": state.settings["discovery.mode"],
             "strategy": "runtime",
@@ -149,7 +160,7 @@ async def health(request: web.Request) -> web.Response:
         body["discovery"] = disc.health()
     for key, provider in state.health.items():
         body[key.replace("x-vendor", xv)] = provider()
-    return json_response(body, status=200 if executor["worker_alive"] else 503)
+    return json_response(body, status=503 if degraded else 200)
 
 
 def _document(state: GatewayState) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Builds interface packages from a spec (run as a subprocess by ros/typebuild.py).
 
-`python -m gateway.ros._typebuild_worker SPEC OUT`: SPEC (JSON) holds per package the `.msg`
+`python -m gateway.ros._typebuild_worker SPEC OUT [NICE]`: SPEC (JSON) holds per package the `.msg`
 and `.srv` sources (already validated against the rosidl grammar by typebuild.py), the
 packages they depend on (the gateway's own) and the type hashes the result must have. The
 rosidl generators of the gateway's venv turn them into C, typesupport (fastrtps_c,
@@ -156,8 +156,10 @@ def build(spec: dict[str, Any], out: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """Entry point: SPEC OUT."""
+    """Entry point: SPEC OUT [NICE] (the niceness added to this process and its compilers)."""
     spec_path, out = Path(argv[0]), Path(argv[1])
+    if len(argv) > 2 and int(argv[2]) > 0:
+        os.nice(int(argv[2]))  # a build started by discovery yields the CPU to the robot
     os.environ.setdefault("AMENT_PREFIX_PATH", sys.prefix)  # the generators find templates
     try:
         build(json.loads(spec_path.read_text()), out)

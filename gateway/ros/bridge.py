@@ -44,13 +44,18 @@ def start_ros(settings: Any) -> RosBridge:
     serve() makes it before the app is built, so DDS discovery overlaps building the routes;
     it reaches the app as `state.bridge`.
     """
+    from .._fast.typegraph import configure as configure_type_limits
     from ..settings.config import ConfigError
+    from .ddsprofile import prepare
     from .interface_paths import install
+
+    log.info("DDS: %s", prepare(settings["ros.dds.match_types_by_name"]))
 
     try:
         install(settings["ros.interface_paths"])
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    configure_type_limits(settings)  # caps on what type descriptions may ask for
     bridge = RosBridge(settings["ros.node_name"], settings["ros.domain_id"],
                        settings["server.executor_threads"], settings["ros.executor"])
     bridge.rejoin_enabled = settings["ros.rejoin.enabled"]
@@ -87,6 +92,10 @@ class RosBridge:
         self.rejoin_enabled = True
         self.rejoin_min_interval_s = 5.0
         self.rejoins = 0
+        self.hearing: Any = None  # the hearing check (discovery/hearing_loop.py), when it runs
+        self.sample_pool: Any = None  # the SamplePool (ros/topics.py): receive times
+        self.test_hooks: Any = None  # ros/testhooks.py, with DIAG_GATEWAY_TEST_HOOKS=1 only
+        self._rejoining: asyncio.Future[float] | None = None
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=graph_threads, thread_name_prefix="ros-graph"
         )
@@ -160,6 +169,9 @@ class RosBridge:
         self.loop = loop
         self.replies = ReplyHub(loop)
         self._joined.start()
+        from .testhooks import install as install_test_hooks
+
+        self.test_hooks = install_test_hooks(self, loop)
 
     def _spin(self, joined: _Joined, executor: Any) -> None:
         try:
@@ -260,7 +272,14 @@ class RosBridge:
     async def rejoin(self) -> float:
         """Re-join DDS with a new participant: new context, nodes and executors; every
         subscription, publisher and service server moves there; client caches are cleared;
-        the old context is shut down. Seconds until the new participant served."""
+        the old context is shut down. Seconds until the new participant served. A caller
+        while a rejoin runs (the frozen-participant check, the hearing check, a test hook)
+        shares that one."""
+        if self._rejoining is None or self._rejoining.done():
+            self._rejoining = asyncio.ensure_future(self._rejoin())
+        return await asyncio.shield(self._rejoining)
+
+    async def _rejoin(self) -> float:
         start = time.perf_counter()
         old = self._joined
         new = await self.run(self._prepare_rejoin, timeout=30.0, what="re-joining DDS")
@@ -278,6 +297,8 @@ class RosBridge:
         await self.run(old.shutdown, timeout=30.0, what="closing the old DDS participant")
         log.info("rejoin: new participant %.3f s, entities moved %.3f s, old one closed %.3f s",
                  prepared - start, moved - prepared, time.perf_counter() - moved)
+        if self.hearing is not None:  # what made it deaf is checked again (hearing_loop.py)
+            self.hearing.rejoined()
         return moved - start
 
     def _prepare_rejoin(self) -> _Joined:

@@ -1,11 +1,12 @@
 """Service types the gateway lacks, built once from a server's description (ros/typebuild.py).
 
-A call of a type the gateway lacks builds its package: every service of that package whose
+A service of a type the gateway lacks builds its package: every service of that package whose
 server publishes `<service>/_service_event` is described by that node, the sources are
 checked and built by a subprocess into `<state_dir>/types/<key>/` (reused when it holds
-`BUILT`), and the prefix is served through `interface_paths.serve()`. A package is served
-once per process: a service type of it that appears later answers 501 with the reason
-until a restart.
+`BUILT`), and the prefix is served through `interface_paths.serve()`. The build starts when
+the graph shows such a service (`prefetch()`, setting `ros.type_build.on_discovery`; niced,
+after the graph settled) or at the first call. A package is served once per process: a
+service type of it that appears later answers 501 with the reason until a restart.
 """
 
 from __future__ import annotations
@@ -19,11 +20,21 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import interface_paths
+from . import interface_paths, typecache
 from .described import ask_description
-from .typebuild import MAX_TYPES, BuildError, fields_of, service_spec, split_type
+from .typebuild import (
+    MAX_TYPES,
+    BuildError,
+    check_hash,
+    description_types,
+    service_spec,
+    split_type,
+)
+
+if TYPE_CHECKING:
+    from .graph import GraphSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +45,11 @@ RETRY_FAILED_AFTER_S = 30.0
 MAX_BUILDS = 32
 MAX_OUTPUT_BYTES = 64 << 20
 EVENT_SUFFIX = "/_service_event"
+# A build started by discovery runs at this niceness (a call's build runs at the gateway's).
+PREFETCH_NICE = 10
+# Discovery builds start once no new candidate appeared for this long: a robot starting up
+# shows its services over a few seconds, and one build then serves all of a package's.
+PREFETCH_SETTLE_S = 3.0
 
 
 class ServiceTypeBuilds:
@@ -49,6 +65,63 @@ class ServiceTypeBuilds:
         self._lock = asyncio.Lock()
         self.builds = 0
         self.attempts = 0  # compiles started (MAX_BUILDS per run, failed ones too)
+        self._considered: set[str] = set()  # service types prefetch() looked at
+        self._candidates: dict[str, str] = {}  # type -> service, waiting for the graph to settle
+        self._settle: asyncio.Task[None] | None = None
+        self._last_candidate = 0.0
+        self._niced: dict[int, bool] = {}  # pgid of a running build -> still niced
+
+    def prune_cache(self, max_bytes: int, max_age_s: float) -> list[str]:
+        """Prune `<state_dir>/types/` by size and age (typecache.py); never a build in use."""
+        in_use = {Path(p).name for p in interface_paths.active().prefixes
+                  if Path(p).parent == self.root}
+        return typecache.prune(self.root, max_bytes, max_age_s, time.time(), in_use)
+
+    def prefetch(self, graph: GraphSnapshot) -> list[str]:
+        """Queue the builds of the service types on `graph` that the gateway lacks and whose
+        servers publish service events; they start (one at a time, niced) once the graph
+        settled. The types queued."""
+        from .msgtypes import UnknownTypeError, import_type
+
+        queued = []
+        for node in graph.nodes:
+            for service, type_name in node.user_services():
+                if type_name in self._considered or service + EVENT_SUFFIX not in graph.topics:
+                    continue
+                self._considered.add(type_name)
+                try:
+                    if split_type(type_name)[1] != "srv":
+                        continue
+                    import_type(type_name)
+                    continue  # the gateway has it, or a ros.interface_paths prefix serves it
+                except BuildError:
+                    continue
+                except UnknownTypeError:
+                    pass
+                if self.state(type_name)[0] == "unknown":
+                    self._candidates[type_name] = service
+                    queued.append(type_name)
+        if queued:
+            self._last_candidate = time.monotonic()
+            if self._settle is None:
+                self._settle = asyncio.get_running_loop().create_task(
+                    self._start_candidates(), name="type-build-prefetch")
+        return queued
+
+    async def _start_candidates(self) -> None:
+        try:
+            while (wait := self._last_candidate + PREFETCH_SETTLE_S - time.monotonic()) > 0:
+                await asyncio.sleep(wait)
+        finally:
+            self._settle = None
+        candidates, self._candidates = self._candidates, {}
+        for type_name, service in sorted(candidates.items()):
+            if self.state(type_name)[0] != "unknown" or self.attempts >= MAX_BUILDS:
+                continue
+            log.info("service type %s (%s): the gateway lacks it; building it from its "
+                     "server's description in the background", type_name, service)
+            self._tasks[type_name] = asyncio.get_running_loop().create_task(
+                self._run(type_name, service, PREFETCH_NICE))
 
     def close(self) -> None:
         """Stop the running builds (their workers and compilers) and their tasks."""
@@ -59,6 +132,8 @@ class ServiceTypeBuilds:
                 pass
         for task in list(self._tasks.values()):
             task.cancel()
+        if self._settle is not None:
+            self._settle.cancel()
 
     def state(self, type_name: str) -> tuple[str, str]:
         """("built" | "building" | "failed" | "unknown", reason)."""
@@ -80,14 +155,25 @@ class ServiceTypeBuilds:
             self._tasks[type_name] = task
         task_now = self._tasks.get(type_name)
         if task_now is not None:
+            self._unnice()  # a call waits for it now
             await asyncio.wait([task_now], timeout=timeout)
         return self.state(type_name)
 
-    async def _run(self, type_name: str, service: str) -> None:
+    def _unnice(self) -> None:
+        """Back to the gateway's priority for the running discovery builds (when allowed)."""
+        for pgid, niced in list(self._niced.items()):
+            if niced:
+                self._niced[pgid] = False
+                try:
+                    os.setpriority(os.PRIO_PGRP, pgid, os.getpriority(os.PRIO_PROCESS, 0))
+                except OSError:  # lowering a niceness needs CAP_SYS_NICE: it stays niced
+                    pass
+
+    async def _run(self, type_name: str, service: str, nice: int = 0) -> None:
         try:
             async with self._lock:  # one build at a time: a package's build serves many types
                 if type_name not in self._built:
-                    await self._build(type_name, service)
+                    await self._build(type_name, service, nice)
             self._built.add(type_name)
             self._failed.pop(type_name, None)
         except Exception as exc:  # every failure is answered as 501 with its reason
@@ -97,7 +183,7 @@ class ServiceTypeBuilds:
         finally:
             self._tasks.pop(type_name, None)
 
-    async def _build(self, type_name: str, service: str) -> None:
+    async def _build(self, type_name: str, service: str, nice: int = 0) -> None:
         pkg, kind, name = split_type(type_name)
         if kind != "srv":
             raise BuildError(f"{type_name} is not a service type")
@@ -135,13 +221,14 @@ class ServiceTypeBuilds:
         prefix = self.root / spec.key()
         started = time.monotonic()
         if not (prefix / "BUILT").is_file():
-            await self._compile(spec.as_json(), prefix)
+            await self._compile(spec.as_json(), prefix, nice)
             self.builds += 1
             log.info("service types %s (and %d message types): built in %.1f s into %s",
                      ", ".join(e[: -len("_Event")] for e in event_types),
                      sum(len(p["sources"]["msg"]) for p in spec.packages.values()),
                      time.monotonic() - started, prefix)
         else:
+            typecache.touch(prefix)  # its age for pruning counts from its last use
             log.info("service types %s: served from the build in %s",
                      ", ".join(e[: -len("_Event")] for e in event_types), prefix)
         served = await self.bridge.run(interface_paths.serve, str(prefix))
@@ -223,13 +310,10 @@ class ServiceTypeBuilds:
                                              FETCH_TIMEOUT_S)
         finally:
             await self.bridge.run(node.destroy_client, client)
-        td = response.type_description
-        types = {td.type_description.type_name: fields_of(td.type_description)}
-        for ref in td.referenced_type_descriptions:
-            types[ref.type_name] = fields_of(ref)
-        return types
+        check_hash(response.type_description, type_hash)  # the graph's hash, or refused
+        return description_types(response.type_description)
 
-    async def _compile(self, spec: dict[str, Any], prefix: Path) -> None:
+    async def _compile(self, spec: dict[str, Any], prefix: Path, nice: int = 0) -> None:
         """Run the worker into a fresh directory, then move it to `prefix`."""
         self.attempts += 1
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -244,9 +328,10 @@ class ServiceTypeBuilds:
         root = str(Path(__file__).resolve().parents[2])
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "gateway.ros._typebuild_worker", str(spec_path), str(tmp),
-            cwd=root, env=env, stdout=asyncio.subprocess.DEVNULL,
+            str(nice), cwd=root, env=env, stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE, start_new_session=True)
         self._workers.add(proc.pid)
+        self._niced[proc.pid] = nice > 0
         try:
             _, err = await asyncio.wait_for(proc.communicate(), BUILD_TIMEOUT_S)
         except asyncio.TimeoutError:
@@ -256,6 +341,7 @@ class ServiceTypeBuilds:
             raise TimeoutError(f"the build ran past {BUILD_TIMEOUT_S:g} s") from None
         finally:
             self._workers.discard(proc.pid)
+            self._niced.pop(proc.pid, None)
         if proc.returncode != 0 or not (tmp / "BUILT").is_file():
             shutil.rmtree(tmp, ignore_errors=True)
             reason = err.decode(errors="replace").strip().splitlines()

@@ -50,4 +50,11 @@ def take_census(node: Any) -> Census:
     tracker = tracker_of(node)
     named = frozenset() if tracker is None else tracker.writer_guids(
         {bytes(w.endpoint_gid[:PREFIX_BYTES]) for w in discovery})
-    return count(discovery, node.get_publishers_info_by_topic("/rosout"), named)
+    found = count(discovery, node.get_publishers_info_by_topic("/rosout"), named)
+    nameless = frozenset() if tracker is None else tracker.nameless.prefixes()
+    if not nameless:
+        return found
+    # Participants without a node list (ros/nameless.py) are discovered, and all there is to
+    # know of them is known: they have an entity of their own.
+    return Census(found.participants | nameless, found.with_nodes | nameless,
+                  found.unnamed_endpoints)

@@ -7,6 +7,10 @@ typesupport's names and hash for a reader that takes serialized data, so a compi
 typesupport (std_msgs/String's) is borrowed with the type's own names and hash
 (`BorrowedTypeSupport`); its (de)serializers are never called. Writes encode JSON to CDR
 (described_encode.py) for a raw writer; service calls build the package (callbuild.py).
+A description is data from the network: it must hash to the type hash the graph announces,
+its definition is rendered from its checked structured fields (typebuild.msg_body), and the
+converter and encoder refuse recursive types and types past the `ros.type_limits` caps
+(_fast/typegraph.py); encoding runs off the event loop within its time budget.
 """
 
 from __future__ import annotations
@@ -20,10 +24,12 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from .._fast import typegraph
 from ..process.waits import within
 from ._rawtopic import RawTopicReader, RawTopicWriter, _libs, message_type_support
 from .described_encode import Encoder
 from .topics import BEST_EFFORT_SETTLE_S, PUBLISH_MATCH_POLL_S, PUBLISH_MATCH_WAIT_S
+from .typebuild import BuildError, check_hash, description_types, msg_body, split_type
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +40,7 @@ RETRY_FAILED_AFTER_S = 30.0
 MAX_READERS = 16
 MAX_WRITERS = 16
 TAKE_POLL_S = 0.02
+OFFLOOP_BYTES = 64 * 1024  # samples converted off the event loop above this size
 
 
 async def ask_description(bridge: Any, client: Any, request: Any, fqn: str,
@@ -144,6 +151,21 @@ def definition_text(type_name: str, sources: list[tuple[str, str, str]]) -> str:
     return "".join(parts)
 
 
+def definition_of(description: Any, type_name: str, type_hash: str) -> str:
+    """The rosbag2-style definition of a TypeDescription, rendered from its structured fields
+    (names, types and bounds checked) after its hash was checked against `type_hash`;
+    ValueError (BuildError) otherwise."""
+    check_hash(description, type_hash)
+    types = description_types(description)
+    if type_name not in types:
+        raise BuildError(f"the node described {description.type_description.type_name}, "
+                         f"not {type_name}")
+    for name in types:
+        if split_type(name)[1] != "msg":
+            raise BuildError(f"{name} is not a message type")
+    return definition_text(type_name, [(n, "msg", msg_body(f)) for n, f in types.items()])
+
+
 @dataclass
 class _Reader:
     reader: RawTopicReader
@@ -227,11 +249,10 @@ class DescribedTypes:
                                        fqn + "/get_type_description")
         try:
             request = GetTypeDescription.Request(type_name=type_name, type_hash=type_hash,
-                                                 include_type_sources=True)
+                                                 include_type_sources=False)
             response = await ask_description(self.bridge, client, request, fqn,
                                              FETCH_TIMEOUT_S)
-            definition = definition_text(type_name, [
-                (s.type_name, s.encoding, s.raw_file_contents) for s in response.type_sources])
+            definition = definition_of(response.type_description, type_name, type_hash)
             converter = converter_for_definition(type_name, definition)
         finally:
             await self.bridge.run(node.destroy_client, client)
@@ -255,7 +276,16 @@ class DescribedTypes:
             await asyncio.sleep(TAKE_POLL_S)
         if entry.newest is None:
             return None, 0
-        return entry.converter.to_json(entry.newest), entry.received_ns
+        sample, limit = entry.newest, typegraph.LIMITS.max_read_bytes
+        if len(sample) > limit:
+            raise ValueError(f"a sample of {len(sample)} bytes is larger than {limit} "
+                             "(setting ros.type_limits.max_read_bytes)")
+        if len(sample) > OFFLOOP_BYTES:
+            js = await asyncio.get_running_loop().run_in_executor(
+                None, entry.converter.to_json, sample)
+        else:
+            js = entry.converter.to_json(sample)
+        return js, entry.received_ns
 
     async def _open(self, topic: str, desc: Description) -> _Reader:
         node = self.bridge.node
@@ -288,9 +318,11 @@ class DescribedTypes:
         """Encode `fields` (MessageFieldError when they do not fit) and publish them; the
         subscriptions (other than the gateway's own) the writer has matched."""
         desc = self._descriptions[type_name]
+        loop = asyncio.get_running_loop()
         if desc.encoder is None:
-            desc.encoder = Encoder(type_name, desc.definition)
-        cdr = desc.encoder.encode(fields)
+            desc.encoder = await loop.run_in_executor(None, Encoder, type_name, desc.definition)
+        # Off the event loop; the encoder stops itself at its byte and time budget.
+        cdr = await loop.run_in_executor(None, desc.encoder.encode, fields)
         node = self.bridge.node
         current = self._writers.get(topic)
         if current is None or current[0] != type_name:

@@ -3,6 +3,8 @@ no Python class for (their definitions come from node type descriptions, ros/des
 
 Fields missing from the JSON object take their default (the definition's, else zero, empty
 or false); unknown fields and values that do not fit are MessageFieldError naming the field.
+A definition set is checked once (typegraph.check_types: no recursive type, the
+`ros.type_limits` caps) and each encoding is bounded in bytes and time (EncodeLimitError).
 """
 
 from __future__ import annotations
@@ -10,14 +12,18 @@ from __future__ import annotations
 import math
 import re
 import struct
+import time
 from collections.abc import Mapping
 from typing import Any
 
-from rosidl_adapter.parser import parse_message_string
+from rosidl_adapter.parser import InvalidSpecification, parse_message_string
 
+from .._fast import typegraph
+from .._fast.typegraph import SEQUENCE, Member, check_types
 from .msgtypes import MessageFieldError
 
 _SECTION = re.compile(r"\n=+\nMSG: ([^\n]+)\n")
+_CHECK_EVERY = 1024  # array elements between two looks at the clock and the size
 _FORMATS = {"bool": "?", "byte": "B", "char": "B", "uint8": "B", "int8": "b", "int16": "h",
             "uint16": "H", "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q",
             "float32": "f", "float64": "d"}
@@ -36,6 +42,18 @@ def _canonical(name: str, pkg: str) -> str:
     return f"{pkg}/msg/{name}"
 
 
+class EncodeLimitError(MessageFieldError):
+    """An encoding refused past its byte or time budget (settings ros.type_limits.*)."""
+
+
+class _Out(bytearray):
+    """The CDR being written, with the budget of this one encoding (calls may overlap)."""
+
+    budget_s: float
+    deadline: float
+    max_bytes: int
+
+
 class Encoder:
     """Encodes JSON objects of one message type (and the types it nests) to CDR."""
 
@@ -48,15 +66,56 @@ class Encoder:
         self._specs: dict[str, Any] = {}
         for name, text in texts.items():
             pkg, _, short = name.split("/")
-            self._specs[name] = parse_message_string(pkg, short, text)
+            try:
+                self._specs[name] = parse_message_string(pkg, short, text)
+            except InvalidSpecification as exc:  # not a ValueError: answered 501 as one
+                raise ValueError(f"{name}: {exc}") from None
+        check_types(type_name, self._members(), typegraph.LIMITS.max_encode_bytes)
 
-    def encode(self, fields: Mapping[str, Any]) -> bytes:
-        """CDR bytes (with the 4-byte header) of the message `fields` describe."""
-        out = bytearray()
+    def _members(self) -> dict[str, list[Member]]:
+        out: dict[str, list[Member]] = {}
+        for name, spec in self._specs.items():
+            pkg = name.split("/")[0]
+            members = []
+            for f in spec.fields:
+                t = f.type
+                nested = None if t.is_primitive_type() else _canonical(f"{t.pkg_name}/{t.type}",
+                                                                       pkg)
+                size = 4 if nested or t.type in ("string", "wstring") else struct.calcsize(
+                    _FORMATS[t.type])
+                array = 0
+                if t.is_array:
+                    fixed = t.array_size is not None and not t.is_upper_bound
+                    array = t.array_size if fixed else SEQUENCE
+                members.append(Member(f.name, nested, size, array))
+            out[name] = members
+        return out
+
+    def encode(self, fields: Mapping[str, Any], timeout_s: float | None = None,
+               max_bytes: int | None = None) -> bytes:
+        """CDR bytes (with the 4-byte header) of the message `fields` describe; EncodeLimitError
+        past `max_bytes` or `timeout_s` (defaults: the ros.type_limits settings)."""
+        limits = typegraph.LIMITS
+        out = _Out()
+        out.budget_s = limits.encode_timeout_s if timeout_s is None else timeout_s
+        out.deadline = time.monotonic() + out.budget_s
+        out.max_bytes = limits.max_encode_bytes if max_bytes is None else max_bytes
         self._struct(out, self.type_name, fields, "")
+        self._check(out)
         return b"\x00\x01\x00\x00" + bytes(out)
 
+    @staticmethod
+    def _check(out: bytearray) -> None:
+        assert isinstance(out, _Out)
+        if len(out) > out.max_bytes:
+            raise EncodeLimitError("", f"the message takes more than {out.max_bytes} bytes "
+                                       "(setting ros.type_limits.max_encode_bytes)")
+        if time.monotonic() > out.deadline:
+            raise EncodeLimitError("", f"encoding took longer than {out.budget_s:g} s "
+                                       "(setting ros.type_limits.encode_timeout_sec)")
+
     def _struct(self, out: bytearray, name: str, value: Any, path: str) -> None:
+        self._check(out)
         if not isinstance(value, Mapping):
             raise MessageFieldError(path, f"expected object, got {type(value).__name__}")
         spec = self._specs.get(name)
@@ -87,6 +146,8 @@ class Encoder:
                     raise MessageFieldError(path, f"at most {t.array_size} elements allowed")
                 _u32(out, len(items))
             for i, item in enumerate(items):
+                if i % _CHECK_EVERY == _CHECK_EVERY - 1:
+                    self._check(out)
                 self._single(out, t, item, f"{path}[{i}]", pkg)
         else:
             self._single(out, t, value, path, pkg)

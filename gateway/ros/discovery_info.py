@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .discovery_layout import GUID_BYTES, LayoutError, ParticipantEntities, decode
+from .nameless import Nameless
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,7 @@ class DiscoveryInfo:
         self.returned = 0  # participants back on the graph after they had left it
         self._away: set[bytes] = set()
         self._back_at: dict[bytes, float] = {}  # GUID prefix -> when it came back (monotonic)
+        self.nameless = Nameless()  # participants without any node list
         try:
             self._reader = self._factory(node)
         except Exception as exc:  # an rmw without the C API used: the rmw's view only
@@ -166,13 +168,23 @@ class DiscoveryInfo:
             return frozenset(g for p, k in self._kept.items() if p in alive
                              for n in k.info.nodes for g in n.writers)
 
-    def stats(self) -> dict[str, int]:
+    def owner_of(self, guid: bytes) -> str | None:
+        """The fully qualified name of the kept node that announced an endpoint GUID."""
+        with self._lock:
+            kept = self._kept.get(guid[:PREFIX_BYTES])
+            for n in kept.info.nodes if kept is not None else ():
+                if guid in n.readers or guid in n.writers:
+                    return n.namespace.rstrip("/") + "/" + n.name
+        return None
+
+    def stats(self) -> dict[str, Any]:
         """Figures for /health."""
         with self._lock:
             return {"samples": self.samples, "undecodable": self.undecodable,
                     "reader_renewals": self.relearns, "kept": len(self._kept),
                     "participants_returned": self.returned,
-                    "humble_participants": self.humble_participants}
+                    "humble_participants": self.humble_participants,
+                    "nameless_participants": self.nameless.stats()}
 
     def reopen(self) -> None:
         """A new reader after close(), on the node's current participant (a rejoin, ros/bridge.py);

@@ -19,6 +19,23 @@ def _pairs(names_and_types: list[tuple[str, list[str]]]) -> Pairs:
     return tuple(sorted((name, types[0] if types else "") for name, types in names_and_types))
 
 
+def ros_type(dds_type: str) -> str:
+    """`pkg/kind/Name` of a DDS type name (`pkg::kind::dds_::Name_`), service parts folded
+    into their service (`Trigger_Request_` -> `Trigger`); ROS names pass through."""
+    if "::" not in dds_type:
+        return dds_type
+    parts = [p for p in dds_type.split("::") if p != "dds_"]
+    if len(parts) != 3:
+        return dds_type
+    pkg, kind, name = parts
+    name = name[:-1] if name.endswith("_") else name
+    if kind in ("srv", "action"):
+        for suffix in ("_Request", "_Response"):
+            if name.endswith(suffix):
+                name = name[: -len(suffix)]
+    return f"{pkg}/{kind}/{name}"
+
+
 def is_hidden_topic(name: str) -> bool:
     """Hidden (leading underscore segment) or action-internal names."""
     return any(part.startswith("_") for part in name.split("/") if part)

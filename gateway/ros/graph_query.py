@@ -35,19 +35,20 @@ def take_snapshot(node: Any, own_topics: frozenset[str] = frozenset()) -> GraphS
             ))
         except Exception:  # node left between the two queries
             log.debug("node %s%s vanished during the graph poll", ns, name)
-    nodes.extend(_orphans(node, seen))
     topics = {}
     for tname, types in node.get_topic_names_and_types():
         pubs = node.count_publishers(tname)
         subs = node.count_subscribers(tname) - (1 if tname in own_topics else 0)
         topics[tname] = TopicInfo(tname, types[0] if types else "", pubs, max(subs, 0))
+    nodes.extend(_orphans(node, seen, tuple(topics.values())))
     nodes.sort(key=lambda n: (n.namespace, n.name))
     return GraphSnapshot(tuple(nodes), topics)
 
 
-def _orphans(node: Any, listed: set[tuple[str, str]]) -> list[NodeInfo]:
+def _orphans(node: Any, listed: set[tuple[str, str]], counts: Any) -> list[NodeInfo]:
     """Nodes the rmw cannot name (Humble participants, participants back from a lost lease),
-    from the gateway's own reading of ros_discovery_info (ros/discovery_info.py)."""
+    from the gateway's own reading of ros_discovery_info (ros/discovery_info.py); then one node
+    per participant without a node list (ros/nameless.py)."""
     from .discovery_info import DISCOVERY_TOPIC, PREFIX_BYTES, tracker_of
     from .orphans import orphan_nodes
 
@@ -57,10 +58,12 @@ def _orphans(node: Any, listed: set[tuple[str, str]]) -> list[NodeInfo]:
     writers = node.get_publishers_info_by_topic(DISCOVERY_TOPIC, no_mangle=True)
     alive = {bytes(w.endpoint_gid[:PREFIX_BYTES]) for w in writers}
     tracker.refresh(alive)
-    missing = [n for p in tracker.participants(alive) for n in p.nodes
+    kept = tracker.participants(alive)
+    missing = [n for p in kept for n in p.nodes
                if (n.name, n.namespace) not in listed and not n.name.startswith("_")]
-    if not missing:
-        return []
-    found = orphan_nodes(node, missing)
-    log.debug("%d node(s) named from ros_discovery_info samples", len(found))
-    return found
+    found = orphan_nodes(node, missing) if missing else []
+    if found:
+        log.debug("%d node(s) named from ros_discovery_info samples", len(found))
+    claimed = frozenset(g for p in kept for n in p.nodes for g in n.readers | n.writers)
+    named = listed | {(n.name, n.namespace) for n in found}
+    return found + tracker.nameless.nodes(node, counts, claimed, named)

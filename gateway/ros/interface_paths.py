@@ -23,7 +23,7 @@ import importlib.util
 import logging
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -228,3 +228,49 @@ def serve(prefix: str) -> list[str]:
     served.prefixes = (*served.prefixes, prefix)
     importlib.invalidate_caches()
     return sorted(found.packages)
+
+
+SHELL_SETTING = "ros.interface_paths_from_shell"
+
+
+def shell_prefixes(user_env: Mapping[str, str], own_prefix: str,
+                   configured: Sequence[str] = ()) -> list[str]:
+    """The prefixes of the user's AMENT_PREFIX_PATH (the shell's ROS, set aside by
+    ros/isolation.py) other than the gateway's own and those configured, in order."""
+    def key(path: str) -> str:
+        return os.path.realpath(path)
+
+    skip = {key(own_prefix), *(key(p) for p in configured)}
+    out: list[str] = []
+    for part in user_env.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
+        if part and os.path.isabs(part) and key(part) not in skip:
+            skip.add(key(part))
+            out.append(part)
+    return out
+
+
+def offer_shell_prefixes(prefixes: Sequence[str]) -> dict[str, list[str]]:
+    """Serve the interface packages of `prefixes` (shell_prefixes()) like ros.interface_paths
+    ones; a prefix that cannot serve this Python is logged, not fatal. Prefix -> packages."""
+    served: dict[str, list[str]] = {}
+    refused: list[str] = []
+    for prefix in prefixes:
+        if not os.path.isdir(prefix):
+            refused.append(f"{prefix}: not a directory")
+            continue
+        roots = _roots(os.path.abspath(prefix))
+        if not any(_python_dirs(root) for root in roots):
+            versions = _foreign_versions(prefix)
+            refused.append(f"{prefix}: " + (
+                f"built for {', '.join(versions)}, the gateway runs python"
+                f"{sys.version_info.major}.{sys.version_info.minor}" if versions
+                else "no site-packages or dist-packages"))
+            continue
+        served[prefix] = serve(prefix)
+    if prefixes:
+        log.info("%s: the shell's AMENT_PREFIX_PATH (not the gateway's own ROS) "
+                 "serves like %s: %s%s", SHELL_SETTING, SETTING,
+                 "; ".join(f"{p} ({', '.join(n) or 'no package the gateway lacks'})"
+                           for p, n in served.items()) or "-",
+                 f"; not served: {'; '.join(refused)}" if refused else "")
+    return served

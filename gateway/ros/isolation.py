@@ -32,7 +32,10 @@ GUARD = "_ROS_WHEELS_BOOTSTRAP_COMPLETE"
 #: Carries the user's values of the variables the isolation changed (JSON) across the re-exec.
 USER_ENV_VAR = "DIAG_GATEWAY_USER_ENV"
 #: The variables the isolation may change; nothing else of the environment is touched.
-ISOLATED_VARS = ("LD_LIBRARY_PATH", "PYTHONPATH", "AMENT_PREFIX_PATH", "ROS_DISTRO", GUARD)
+ISOLATED_VARS = ("LD_LIBRARY_PATH", "PYTHONPATH", "AMENT_PREFIX_PATH", "ROS_DISTRO", GUARD,
+                 "RMW_IMPLEMENTATION")
+#: The rmw the gateway's wheels carry: an RMW_IMPLEMENTATION naming another is set aside.
+OWN_RMWS = ("rmw_fastrtps_cpp",)
 
 # Shared libraries whose presence makes a directory a ROS library directory.
 _ROS_LIB = re.compile(r"^lib(rcl|rcutils|rcpputils|rmw|rosidl_|fastcdr|fastrtps|fastdds)\w*\.so")
@@ -113,6 +116,11 @@ def plan(environ: Mapping[str, str], own: OwnRos, looks_like_ros: Callable[[str]
         aside["ROS_DISTRO"] = [distro]
     elif distro:
         env["ROS_DISTRO"] = distro
+    rmw = environ.get("RMW_IMPLEMENTATION")
+    if rmw and rmw not in OWN_RMWS:  # e.g. rmw_cyclonedds_cpp from a Cyclone user's ~/.bashrc
+        aside["RMW_IMPLEMENTATION"] = [rmw]
+    elif rmw:
+        env["RMW_IMPLEMENTATION"] = rmw
     ament = _split(environ.get("AMENT_PREFIX_PATH"))
     own_ament = [p for p in ament if p == own.prefix]
     foreign_prefixes = [p for p in ament if p != own.prefix]
@@ -254,8 +262,23 @@ def isolate(argv: list[str] | None = None) -> None:
               f"{result.set_aside}", file=sys.stderr)
 
 
+def rmw_line(environ: Mapping[str, str]) -> str | None:
+    """What a shell's RMW_IMPLEMENTATION of another vendor means for the robot (None: none set
+    aside)."""
+    rmw = (user_values(environ, OwnRos("", ())).get("RMW_IMPLEMENTATION") or "").strip()
+    if not rmw or rmw in OWN_RMWS:
+        return None
+    line = (f"RMW_IMPLEMENTATION={rmw} set aside: the gateway runs on its own "
+            f"{OWN_RMWS[0]} (Fast DDS) and talks to the robot's nodes over the DDS wire")
+    if "cyclone" in rmw:
+        line += ("; a Cyclone DDS robot gets its nodes listed, topics read and written and its "
+                 "services called (with rmw_cyclonedds's request header); its actions and "
+                 "parameters are not verified (docs/ros.md, \"Other DDS vendors\")")
+    return line
+
+
 def announce() -> None:
-    """Log the one line naming what was set aside (after logging is configured)."""
-    line = set_aside_line(os.environ)
-    if line:
-        log.info("%s", line)
+    """Log the lines naming what was set aside (after logging is configured)."""
+    for line in (set_aside_line(os.environ), rmw_line(os.environ)):
+        if line:
+            log.info("%s", line)

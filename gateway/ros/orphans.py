@@ -16,26 +16,11 @@ from typing import Any
 
 from .discovery_info import PREFIX_BYTES
 from .discovery_layout import GUID_BYTES, NodeEntities, ParticipantEntities
-from .graph import NodeInfo
+from .graph import NodeInfo, ros_type
+
+__all__ = ["missing_endpoints", "orphan_nodes", "ros_type"]
 
 _SEND_GOAL = "/_action/send_goal"
-
-
-def ros_type(dds_type: str) -> str:
-    """`pkg/kind/Name` of a DDS type name (`pkg::kind::dds_::Name_`), service parts folded
-    into their service (`Trigger_Request_` -> `Trigger`); ROS names pass through."""
-    if "::" not in dds_type:
-        return dds_type
-    parts = [p for p in dds_type.split("::") if p != "dds_"]
-    if len(parts) != 3:
-        return dds_type
-    pkg, kind, name = parts
-    name = name[:-1] if name.endswith("_") else name
-    if kind in ("srv", "action"):
-        for suffix in ("_Request", "_Response"):
-            if name.endswith(suffix):
-                name = name[: -len(suffix)]
-    return f"{pkg}/{kind}/{name}"
 
 
 def _action_type(service_type: str) -> str:

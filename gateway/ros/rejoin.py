@@ -104,6 +104,31 @@ class NodeProxy:
         return failed
 
 
+def destroy_waitables(node: Any) -> int:
+    """Destroy the waitables of a node (action clients); how many.
+
+    Node.destroy_node leaves them: an action client's handle holds the node's, so the node
+    stayed, and with it the rmw context's node count and the whole DDS participant (its ~8
+    threads, its `_diag_gateway_calls` still announced) at every rejoin after a goal.
+    """
+    from rclpy.event_handler import EventHandler
+
+    destroyed = 0
+    for waitable in list(getattr(node, "waitables", ())):
+        if isinstance(waitable, EventHandler):
+            continue  # a publisher's or subscription's: destroyed with it
+        destroy = getattr(waitable, "destroy", None)
+        try:
+            if destroy is not None:
+                destroy()
+            else:
+                node.remove_waitable(waitable)
+            destroyed += 1
+        except Exception:
+            log.debug("waitable destroy", exc_info=True)
+    return destroyed
+
+
 class Joined:
     """One rclpy context (a DDS participant) with the gateway's nodes, executors and threads."""
 
@@ -144,11 +169,12 @@ class Joined:
                 thread.join(timeout=3.0)
 
     def destroy(self) -> None:
-        """Destroy the nodes (and every entity on them)."""
+        """Destroy the nodes (and every entity on them, waitables included)."""
         nodes, self.node, self.call_node = (self.call_node, self.node), None, None
         for node in nodes:
             if node is None:
                 continue
+            destroy_waitables(node)
             try:
                 node.destroy_node()
             except Exception:

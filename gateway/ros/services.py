@@ -17,6 +17,7 @@ from typing import Any
 
 from ..process.waits import within
 from .bridge import ClientCache, RosBridge
+from .cyclone_calls import CycloneClient, servers_are_cyclone
 from .loop_client import LoopClient, client_qos, wakeup
 from .replies import forget, send, supports_slots
 
@@ -144,6 +145,7 @@ class ServiceCaller:
         self._clients = ClientCache(bridge)
         self._hook = wakeup() if replies == "loop" else None
         self._loop_clients: list[LoopClient] = []
+        self._cyclone_clients: list[CycloneClient] = []
         self.idle_close_s = idle_close_s
         self._sweep_timer: asyncio.TimerHandle | None = None
         self.calls = 0
@@ -156,17 +158,20 @@ class ServiceCaller:
 
     def _close_loop_clients(self) -> None:
         """Close every loop client (a rejoin: the next call makes one on the new node)."""
-        for client in list(self._loop_clients):
-            self._loop_clients.remove(client)
+        clients: list[LoopClient | CycloneClient] = [*self._loop_clients, *self._cyclone_clients]
+        for client in clients:
             try:
                 client.close()
             except Exception:
                 log.debug("closing the client of %s at a rejoin", client.name, exc_info=True)
+        self._loop_clients.clear()
+        self._cyclone_clients.clear()
 
     def health(self) -> dict[str, int]:
         """The x-vendor-service-calls block of /health."""
         return {"calls": self.calls, "timeouts": self.timeouts,
-                "loop_clients": len(self._loop_clients), "closed_idle": self.closed_idle}
+                "loop_clients": len(self._loop_clients), "closed_idle": self.closed_idle,
+                "cyclone_clients": len(self._cyclone_clients)}
 
     def _schedule_sweep(self) -> None:
         if self.idle_close_s > 0 and self._sweep_timer is None and self._loop_clients:
@@ -203,7 +208,16 @@ class ServiceCaller:
         return client
 
     def _create_client(self, node: Any, cls: Any, name: str) -> Any:
-        """A loop client when the hook works, else a plain rclpy client (graph pool thread)."""
+        """A client speaking rmw_cyclonedds's requests when every server of the service is a
+        Cyclone DDS participant (ros/cyclone_calls.py); else a loop client when the hook works,
+        else a plain rclpy client (graph pool thread)."""
+        if servers_are_cyclone(node, name):
+            type_name = f"{cls.__module__.split('.')[0]}/srv/{cls.__name__}"
+            cyclone = CycloneClient(node, cls, name, type_name)
+            self._cyclone_clients.append(cyclone)
+            log.info("service %s is served through Cyclone DDS: called with rmw_cyclonedds's "
+                     "request header", name)
+            return cyclone
         hook = self._hook
         if hook is not None:
             try:
@@ -238,6 +252,8 @@ class ServiceCaller:
             raise
         except Exception as exc:
             raise CallFailed(f"cannot create a client for {name}: {exc}") from exc
+        if type(client) is CycloneClient:
+            return await self._call_cyclone(client, name, request, timeout, deadline)
         loop_client = type(client) is LoopClient
         if loop_client:
             client.users += 1  # not closed as idle while this call holds it
@@ -274,6 +290,37 @@ class ServiceCaller:
             if loop_client:
                 client.users -= 1
 
+    async def _call_cyclone(self, client: CycloneClient, name: str, request: Any,
+                            timeout: float, deadline: float) -> Any:
+        """A call through Cyclone DDS's request format; the client is dropped when its server
+        does not answer (the next call looks at the servers again)."""
+        if not client.service_is_ready():
+            ready_by = min(deadline, budget_now() + READY_WAIT_S)
+            if not await wait_until(client.service_is_ready, ready_by):
+                self._drop_cyclone(client)
+                if budget_now() >= deadline:
+                    raise CallTimeout(f"service {name} did not answer within {timeout:g} s",
+                                      timeout)
+                raise NotAvailable(f"service {name} is not available on the ROS graph")
+        self.calls += 1
+        try:
+            return await client.call(request, deadline, budget_now)
+        except asyncio.TimeoutError:
+            if not client.pending:  # no other call waits on it
+                self._drop_cyclone(client)
+            raise CallTimeout(f"service {name} did not answer within {timeout:g} s",
+                              timeout) from None
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            raise CallFailed(f"calling {name} failed: {exc}") from exc
+
+    def _drop_cyclone(self, client: CycloneClient) -> None:
+        if client in self._cyclone_clients:
+            self._cyclone_clients.remove(client)
+            self._clients.discard(client)
+            client.close()
+
     async def _call_future(self, client: Any, name: str, request: Any, timeout: float,
                            deadline: float) -> Any:
         """The plain rclpy path (call_async and a wrapped future), for clients without slots."""
@@ -299,12 +346,14 @@ class ServiceCaller:
         if self._sweep_timer is not None:
             self._sweep_timer.cancel()
             self._sweep_timer = None
-        for client in self._loop_clients:
+        clients: list[LoopClient | CycloneClient] = [*self._loop_clients, *self._cyclone_clients]
+        for client in clients:
             try:
                 client.close()
             except Exception:
                 log.debug("closing the client of %s", client.name, exc_info=True)
         self._loop_clients.clear()
+        self._cyclone_clients.clear()
         self._clients.clear()
 
 

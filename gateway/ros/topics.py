@@ -25,9 +25,9 @@ from .bridge import RosBridge
 from .message import import_type
 
 try:  # message-lost events count drops where the RMW reports them
-    from rclpy.event_handler import SubscriptionEventCallbacks
+    from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 except ImportError:  # pragma: no cover - older rclpy
-    SubscriptionEventCallbacks = None  # type: ignore[assignment,misc]
+    SubscriptionEventCallbacks = PublisherEventCallbacks = None  # type: ignore[assignment,misc]
 
 log = logging.getLogger(__name__)
 # A new publisher waits this long at most for the graph's subscriptions to match it.
@@ -133,9 +133,17 @@ class SamplePool:
         self.cold_waits = 0
         self._publishers: dict[str, tuple[str, Any]] = {}
         self._publisher_born: dict[str, float] = {}  # topic -> monotonic creation time
+        # topic -> when its publisher last matched a subscription anew (a node back from a
+        # lost lease, a new subscriber) or was made anew (a rejoin); monotonic
+        self._rematched: dict[str, float] = {}
+        self._last_publish: dict[str, float] = {}  # topic -> monotonic
+        on_rejoin = getattr(bridge, "on_rejoin", None)
+        if on_rejoin is not None:  # the publishers are made anew on the new participant
+            on_rejoin(self._publishers_renewed)
         # Push delivery: listener(topic, type, sample) on the loop for each sample of a
         # watched topic (one raw subscription serves every client).
         self.listener: Callable[[str, str, Sample], None] | None = None
+        bridge.sample_pool = self  # the hearing check reads receive times (discovery/hearing.py)
 
     @property
     def topics(self) -> frozenset[str]:
@@ -295,6 +303,23 @@ class SamplePool:
         return TopicStats(seq, entry.lost, recent[-1] if recent else 0, recent,
                           latency / 1e6 if latency is not None else None)
 
+    def receive_times(self) -> dict[str, tuple[tuple[int, ...], int]]:
+        """Each pooled topic's recent receive times (ns, oldest first) and receive count."""
+        with self._lock:
+            return {t: (tuple(e.recent), e.seq) for t, e in self._entries.items()}
+
+    def type_of(self, topic: str) -> str | None:
+        """The type a pooled topic is subscribed with (None: not pooled)."""
+        entry = self._entries.get(topic)
+        return None if entry is None else entry.type_name
+
+    def published(self, topics: list[str]) -> set[str]:
+        """Those of the topics that have publishers besides the gateway (blocking)."""
+        node = self.bridge.node
+        own = node.get_name()
+        return {t for t in topics if any(i.node_name != own
+                                         for i in node.get_publishers_info_by_topic(t))}
+
     def newest(self, topic: str) -> Sample | None:
         """The newest sample of a pooled topic, without touching the LRU order."""
         entry = self._entries.get(topic)
@@ -315,23 +340,51 @@ class SamplePool:
         if current is None or current[0] != type_name:
             node = self.bridge.node
             cls = import_type(type_name)
-            pub = await self.bridge.run(node.create_publisher, cls, topic, 10,
+            pub = await self.bridge.run(self._create_publisher, node, cls, topic,
                                         what=f"creating a publisher on {topic}")
             if current is not None:
                 await self.bridge.run(node.destroy_publisher, current[1])
             self._publishers[topic] = current = (type_name, pub)
             self._publisher_born[topic] = time.monotonic()
         pub = current[1]
-        deadline = self._publisher_born.get(topic, 0.0) + match_wait_s
+        # The first write since the publisher was made, matched a subscription anew or moved
+        # to a new participant goes through the whole wait: after a node resumes, its reader
+        # learns of our writer again only at our next announcement, and a write it has not
+        # matched on its side is dropped there (the writer counted the match all along).
+        now = time.monotonic()
+        fresh = max(self._publisher_born.get(topic, 0.0), self._rematched.get(topic, 0.0))
+        first = self._last_publish.get(topic, -1.0) < fresh
+        deadline = (now if first else fresh) + match_wait_s
         reliable = False
-        if time.monotonic() < deadline:
+        if now < deadline:
             reliable = await self._await_match(topic, pub, deadline)
         pub.publish(msg)
+        self._last_publish[topic] = time.monotonic()
         if reliable and (left := deadline - time.monotonic()) > 0:
             await self.bridge.run(pub.wait_for_all_acked, Duration(seconds=left),
                                   what=f"waiting for the subscribers of {topic}")
         own = 1 if topic in self._entries else 0
         return max(int(pub.get_subscription_count()) - own, 0)
+
+    def _create_publisher(self, node: Any, cls: Any, topic: str) -> Any:
+        """A publisher that notes each new match (blocking)."""
+        if PublisherEventCallbacks is not None:
+            def matched(info: Any) -> None:
+                if int(getattr(info, "current_count_change", 0)) > 0:
+                    self._rematched[topic] = time.monotonic()
+
+            try:
+                return node.create_publisher(cls, topic, 10, event_callbacks=(
+                    PublisherEventCallbacks(matched=matched)))
+            except Exception:  # an RMW without matched events: new matches go unnoticed
+                log.debug("publisher matched events on %s", topic, exc_info=True)
+        return node.create_publisher(cls, topic, 10)
+
+    def _publishers_renewed(self) -> None:
+        """A rejoin makes every publisher anew (RosBridge.on_rejoin)."""
+        now = time.monotonic()
+        for topic in self._publishers:
+            self._rematched[topic] = now
 
     async def _await_match(self, topic: str, pub: Any, deadline: float) -> bool:
         """Wait (until `deadline`) for the topic's subscriptions to match `pub`; True when

@@ -21,6 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .._fast import typegraph
+from .._fast.typegraph import SEQUENCE, Member, TypeLimitError, check_types
+
 # FieldType ids (type_description_interfaces/msg/FieldType): base ids and their .msg names.
 _BASIC = {2: "int8", 3: "uint8", 4: "int16", 5: "uint16", 6: "int32", 7: "uint32",
           8: "int64", 9: "uint64", 10: "float32", 11: "float64", 13: "char", 15: "bool",
@@ -28,12 +31,17 @@ _BASIC = {2: "int8", 3: "uint8", 4: "int16", 5: "uint16", 6: "int32", 7: "uint32
           21: "string", 22: "wstring"}
 _NESTED, _ARRAY, _BOUNDED, _UNBOUNDED = 1, 48, 96, 144
 _STRING_BOUNDED = {19, 20, 21, 22}
-_PKG_RE = re.compile(r"^[a-z](?:[a-z0-9]|_(?!_))*(?<!_)$")
-_TYPE_RE = re.compile(r"^[A-Z][A-Za-z0-9]*(?:_[A-Z][A-Za-z0-9]*)*$")  # X, X_Request
-_FIELD_RE = re.compile(r"^[a-z](?:[a-z0-9]|_(?!_))*(?<!_)$")
-_NUMBER_RE = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
+# Names are checked whole (fullmatch, ASCII only): no trailing newline or other text passes.
+_PKG_RE = re.compile(r"[a-z](?:[a-z0-9]|_(?!_))*(?<!_)", re.ASCII)
+_TYPE_RE = re.compile(r"[A-Z][A-Za-z0-9]*(?:_[A-Z][A-Za-z0-9]*)*", re.ASCII)  # X, X_Request
+_FIELD_RE = re.compile(r"[a-z](?:[a-z0-9]|_(?!_))*(?<!_)", re.ASCII)
+_NUMBER_RE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", re.ASCII)
 # String defaults kept: no quote, backslash, comment or control character can reach a file.
-_PLAIN_TEXT_RE = re.compile(r"^[A-Za-z0-9 _.,:/+!?@%=()<>&^~|;-]*$")
+_PLAIN_TEXT_RE = re.compile(r"[A-Za-z0-9 _.,:/+!?@%=()<>&^~|;-]*", re.ASCII)
+_HASH_RE = re.compile(r"RIHS01_[0-9a-f]{64}", re.ASCII)
+# Smallest CDR size of one element per base type id (strings: their 4-byte length).
+_BASE_SIZE = {2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 4, 8: 8, 9: 8, 10: 4, 11: 8, 13: 1, 15: 1,
+              16: 1, 17: 4, 18: 4, 19: 4, 20: 4, 21: 4, 22: 4}
 MAX_TYPES = 64
 MAX_FIELDS = 256
 MAX_BOUND = 1 << 24
@@ -62,9 +70,9 @@ def split_type(name: str) -> tuple[str, str, str]:
     if len(parts) != 3 or parts[1] not in ("msg", "srv", "action"):
         raise BuildError(f"not an interface type name: {name!r}")
     pkg, kind, base = parts
-    if not _PKG_RE.match(pkg) or len(pkg) > 64:
+    if not _PKG_RE.fullmatch(pkg) or len(pkg) > 64:
         raise BuildError(f"invalid package name in {name!r}")
-    if not _TYPE_RE.match(base) or len(base) > 128:
+    if not _TYPE_RE.fullmatch(base) or len(base) > 128:
         raise BuildError(f"invalid type name in {name!r}")
     return pkg, kind, base
 
@@ -89,16 +97,16 @@ def _default(field: Field, base: str) -> str:
 def _scalar(value: str, base: str) -> str:
     """One plain default value as .msg text ("" when it is not one)."""
     if base in ("string", "wstring"):
-        return f'"{value}"' if _PLAIN_TEXT_RE.match(value) else ""
+        return f'"{value}"' if _PLAIN_TEXT_RE.fullmatch(value) else ""
     if base == "bool":
         return {"true": "true", "false": "false", "1": "true", "0": "false"}.get(
             value.lower(), "")
-    return value if _NUMBER_RE.match(value) else ""
+    return value if _NUMBER_RE.fullmatch(value) else ""
 
 
 def field_line(field: Field) -> str:
     """One `.msg` line (`type[bound] name [default]`) for a described field."""
-    if not _FIELD_RE.match(field.name) or len(field.name) > 128:
+    if not _FIELD_RE.fullmatch(field.name) or len(field.name) > 128:
         raise BuildError(f"invalid field name {field.name!r}")
     tid = field.type_id
     group = (tid // _ARRAY) * _ARRAY if tid >= _ARRAY else 0
@@ -125,7 +133,8 @@ def field_line(field: Field) -> str:
     return f"{base}{suffix} {field.name}{_default(field, base)}"
 
 
-def _body(fields: list[Field]) -> str:
+def msg_body(fields: list[Field]) -> str:
+    """The `.msg` text of a described type's fields (each checked by field_line)."""
     if len(fields) > MAX_FIELDS:
         raise BuildError(f"more than {MAX_FIELDS} fields")
     if [f.name for f in fields] == [EMPTY_MEMBER]:
@@ -180,16 +189,17 @@ def service_spec(event_types: list[str], types: dict[str, list[Field]],
             raise BuildError(f"the description of {event_type} lacks the request or response")
         if have(pkg):
             raise BuildError(f"{pkg}/srv/{service}: the gateway's own package {pkg} lacks it")
-        entry(pkg)["sources"]["srv"][service] = _body(request) + "---\n" + _body(response)
+        entry(pkg)["sources"]["srv"][service] = msg_body(request) + "---\n" + msg_body(response)
         uses(pkg, request + response)
         deps.setdefault(pkg, set()).add("service_msgs")  # the generated X_Event uses it
     for name, fields in types.items():
         tpkg, tkind, tname = split_type(name)
         if tkind != "msg" or have(tpkg):
             continue  # service parts are generated from the .srv; own packages serve theirs
-        entry(tpkg)["sources"]["msg"][tname] = _body(fields)
+        entry(tpkg)["sources"]["msg"][tname] = msg_body(fields)
         uses(tpkg, fields)
     order = _dependency_order(set(packages), deps)
+    check_limits(types, typegraph.LIMITS.max_build_bytes)
     for p in packages:
         packages[p]["deps"] = sorted(deps.get(p, set()))
     return BuildSpec({p: packages[p] for p in order}, dict(sorted(expect.items())))
@@ -212,3 +222,64 @@ def fields_of(description: Any) -> list[Field]:
     return [Field(f.name, int(f.type.type_id), int(f.type.capacity),
                   int(f.type.string_capacity), f.type.nested_type_name, f.default_value)
             for f in description.fields]
+
+
+def check_limits(types: dict[str, list[Field]], max_bytes: int | None = None) -> None:
+    """Refuse (BuildError) described types that are recursive or past the ros.type_limits caps
+    (nesting depth, fixed-array elements of a default message, smallest size `max_bytes`)."""
+    members: dict[str, list[Member]] = {}
+    for name, fields in types.items():
+        out = []
+        for f in fields:
+            group = (f.type_id // _ARRAY) * _ARRAY if f.type_id >= _ARRAY else 0
+            base_id = f.type_id - group
+            nested = f.nested if base_id == _NESTED else None
+            array = {0: 0, _ARRAY: max(f.capacity, 1)}.get(group, SEQUENCE)
+            out.append(Member(f.name, nested, _BASE_SIZE.get(base_id, 1), array))
+        members[name] = out
+    try:
+        for name in sorted(types):
+            check_types(name, members, max_bytes)
+    except TypeLimitError as exc:
+        raise BuildError(str(exc)) from None
+
+
+def description_types(description: Any) -> dict[str, list[Field]]:
+    """Fields of a type_description_interfaces TypeDescription's type and referenced types."""
+    td = description.type_description
+    types = {td.type_name: fields_of(td)}
+    for ref in description.referenced_type_descriptions:
+        types.setdefault(ref.type_name, fields_of(ref))
+    return types
+
+
+def description_hash(description: Any) -> str:
+    """The RIHS01 hash (REP-2011) of a type_description_interfaces TypeDescription: sha256 of
+    its canonical JSON, default values left out (rosidl_generator_type_description's form)."""
+
+    def individual(itd: Any) -> dict[str, Any]:
+        return {"type_name": itd.type_name, "fields": [
+            {"name": f.name, "type": {"type_id": int(f.type.type_id),
+                                      "capacity": int(f.type.capacity),
+                                      "string_capacity": int(f.type.string_capacity),
+                                      "nested_type_name": f.type.nested_type_name}}
+            for f in itd.fields]}
+
+    blob = {"type_description": individual(description.type_description),
+            "referenced_type_descriptions": [
+                individual(r) for r in description.referenced_type_descriptions]}
+    text = json.dumps(blob, ensure_ascii=True, allow_nan=False, indent=None,
+                      separators=(", ", ": "), sort_keys=False)
+    return "RIHS01_" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def check_hash(description: Any, announced: str) -> None:
+    """Refuse (BuildError) a TypeDescription whose RIHS01 hash is not the one the graph
+    announced for the type; a hash of another RIHS version cannot be computed: not checked."""
+    if not announced.startswith("RIHS01_"):
+        return
+    name = description.type_description.type_name
+    computed = description_hash(description)
+    if not _HASH_RE.fullmatch(announced) or computed != announced:
+        raise BuildError(f"the description of {name} does not match its type hash: the graph "
+                         f"announces {announced}, the description hashes to {computed}")

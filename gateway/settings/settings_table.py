@@ -56,6 +56,11 @@ SETTINGS: tuple[Setting, ...] = (
     _s("ros.domain_id", int, -1, "ROS_DOMAIN_ID for the gateway node (-1: from environment)",
        minimum=-1, maximum=232, clamp=False),
     _s("ros.node_name", str, "_diag_gateway", "name of the gateway's own (hidden) ROS node"),
+    # Other DDS vendors (docs/ros.md, "Other DDS vendors"): Fast DDS matches by type name.
+    _s("ros.dds.match_types_by_name", bool, True,
+       "match topics by type name whatever XTypes type information a writer sends (Fast DDS "
+       "profile property fastdds.type_propagation=disabled): needed to hear Cyclone DDS "
+       "robots; a FASTDDS_DEFAULT_PROFILES_FILE of the user's own is kept as it is"),
     # Frozen nodes (docs/ros.md, "Nodes the rmw cannot name"): a participant that resumed and
     # that DDS does not rediscover makes the gateway re-join DDS with a new participant.
     _s("ros.rejoin.enabled", bool, True,
@@ -70,6 +75,40 @@ SETTINGS: tuple[Setting, ...] = (
     _s("ros.interface_paths", tuple, (),
        "ROS install prefixes (/opt/ros/<distro> layout or a colcon install/ tree) whose "
        "interface packages serve message, service and action types the gateway lacks"),
+    # Caps on types read from node descriptions (gateway/_fast/typegraph.py): far above any
+    # real robot's types; a description past one is refused (501 with the reason), a write
+    # past a byte or time budget answers 400.
+    _s("ros.type_limits.max_depth", int, 64,
+       "deepest nesting of message types in a type description (a recursive one is refused)",
+       minimum=1, maximum=1024, clamp=False),
+    _s("ros.type_limits.max_fixed_elements", int, 1_000_000,
+       "most fixed-array elements in one message of a described or built type (nested "
+       "arrays multiply)", minimum=1, maximum=1 << 30, clamp=False),
+    _s("ros.type_limits.max_read_bytes", int, 256 << 20,
+       "largest sample (CDR bytes) of a described type converted to JSON",
+       minimum=1024, maximum=1 << 32, clamp=False),
+    _s("ros.type_limits.max_encode_bytes", int, 64 << 20,
+       "largest message (CDR bytes) a write of a described type may encode",
+       minimum=1024, maximum=1 << 32, clamp=False),
+    _s("ros.type_limits.max_build_bytes", int, 64 << 20,
+       "largest smallest-message size (CDR bytes) of a service or message type built at run "
+       "time", minimum=1024, maximum=1 << 32, clamp=False),
+    _s("ros.type_limits.encode_timeout_sec", float, 10.0,
+       "time budget of encoding one write of a described type (off the event loop)",
+       minimum=0.1, maximum=600.0, clamp=False),
+    _s("ros.interface_paths_from_shell", bool, True,
+       "also serve, like ros.interface_paths, the interface packages of the prefixes in the "
+       "shell's AMENT_PREFIX_PATH that the gateway sets aside from its own ROS"),
+    # Service types built at run time from their servers' descriptions (docs/ros.md).
+    _s("ros.type_build.on_discovery", bool, True,
+       "build a service type the gateway lacks when the graph shows its server (with service "
+       "introspection), in the background at low priority; false: at its first call"),
+    _s("ros.type_build.cache_max_mb", int, 2048,
+       "at start, the least recently used builds in <state_dir>/types go until the rest fit",
+       minimum=64, maximum=1 << 20),
+    _s("ros.type_build.cache_max_age_days", float, 30.0,
+       "at start, builds in <state_dir>/types unused for longer go", minimum=0.0,
+       maximum=36500.0),
     _s("discovery.mode", str, "runtime_only", "entity discovery mode",
        choices=("runtime_only", "hybrid", "manifest_only")),
     _s("discovery.refresh_debounce_ms", int, 1000,
@@ -291,6 +330,8 @@ SETTINGS: tuple[Setting, ...] = (
        "(0: server.port)", minimum=0, maximum=65535),
     _s("aggregation.max_discovered_peers", int, 50, "peers accepted from mDNS",
        minimum=1, maximum=1000),
+    _s("aggregation.max_discovered_per_address", int, 16,
+       "peers accepted from mDNS announced at one host address", minimum=1, maximum=1000),
     _s("aggregation.health_interval_ms", int, 500,
        "period of each peer's health probe while online (offline: backoff up to 2 s)",
        minimum=100, maximum=600000),
@@ -301,8 +342,33 @@ SETTINGS: tuple[Setting, ...] = (
        "a robot the primary cannot reach (NAT, cellular): the primary's base URL to connect "
        "out to and keep a tunnel open (empty: off)"),
     _s("aggregation.connect_token", str, "",
-       "shared secret of robots connecting out: a robot presents it, a primary accepts "
-       "robots presenting it (empty on a primary: none accepted)", secret=True),
+       "the primary's connect secret: each robot's own token (aggregation.connect_robot_token) "
+       "is derived from it and the robot's name; a robot presenting the shared secret itself is "
+       "accepted only while aggregation.connect_accept_shared holds, and names no robot (empty "
+       "on a primary: none accepted)", secret=True),
+    _s("aggregation.connect_token_file", str, "", "file holding aggregation.connect_token"),
+    # Robot identity over connect-out (docs/security.md, "Connect-in identity and tunnels").
+    _s("aggregation.connect_robot_token", str, "",
+       "a robot's own connect token, presented instead of aggregation.connect_token: its "
+       "entry in the primary's connect_robots, or HMAC-SHA256(primary's connect_token, name) "
+       "(python -m federation.connect_auth NAME < secret)", secret=True),
+    _s("aggregation.connect_robot_token_file", str, "",
+       "file holding aggregation.connect_robot_token"),
+    _s("aggregation.connect_robots", tuple, (),
+       "a primary's robots with tokens of their own, entries <robot name>:<token> (16+ "
+       "characters); a listed robot must present its own", secret=True),
+    _s("aggregation.connect_robots_file", str, "",
+       "file holding aggregation.connect_robots, one entry per line"),
+    _s("aggregation.connect_accept_shared", bool, True,
+       "a primary also accepts robots presenting aggregation.connect_token itself (older "
+       "robots): such a connection proves no name, never replaces a connected robot, and a "
+       "warning is logged; false: each robot must present its own token"),
+    _s("aggregation.max_connected_robots", int, 1000,
+       "robots connected out to this primary at once (more: 503)", minimum=1,
+       maximum=100000),
+    _s("aggregation.connect_attempts_per_minute", int, 60,
+       "robot connect attempts per source address and minute (more: 429 with Retry-After)",
+       minimum=1, maximum=100000),
     _s("aggregation.reexport", bool, False,
        "a site primary under a fleet primary: its entity declaration holds its peers' "
        "entities too and calls marked no-fan-out still reach its peers (docs/federation.md, "
@@ -345,6 +411,9 @@ SETTINGS: tuple[Setting, ...] = (
        "from anyone (false: 403); on: a warning at start"),
     _s("scripts.run_as_user", str, "",
        "run scripts as this user (name or uid; the gateway must be root); empty: as the gateway"),
+    _s("scripts.allow_root", bool, False,
+       "with scripts on, a gateway running as root and no scripts.run_as_user starts only when "
+       "this is true (scripts then run as root and can read the gateway's secrets)"),
     _s("scripts.upload_dir", str, "", "directory of uploaded scripts (default: <state_dir>/scripts)"),
     _s("scripts.max_file_size_mb", int, 10, "largest script upload in MiB (413)",
        minimum=1, maximum=1024),

@@ -36,7 +36,8 @@ def watched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
             "plugins.graph_watchdog.warmup_cycles=2",
             "plugins.graph_watchdog.tick_interval_ms=500",
             "plugins.graph_watchdog.qos_mismatch.grace=2",
-            f"scripts.scripts_dir={scripts}", "scripts.allow_anonymous=true"])
+            f"scripts.scripts_dir={scripts}", "scripts.allow_anonymous=true",
+            "scripts.allow_root=true"])
         try:
             gw.wait_for("/faults", lambda b: any(f["fault_code"] == CODE for f in b["items"]),
                         timeout=60)

@@ -126,7 +126,7 @@ def secure(robot: Robot, domain: int, tmp_path_factory: pytest.TempPathFactory,
     peer_file.write_text(PEER_SECRET + "\n")
     peer_file.chmod(0o600)
     settings = [f"state_dir={tmp}", f"scripts.scripts_dir={scripts_dir}",
-                "scripts.max_concurrent_executions=5", "scripts.stop_grace_sec=1",
+                "scripts.allow_root=true", "scripts.max_concurrent_executions=5", "scripts.stop_grace_sec=1",
                 "auth.enabled=true", f"auth.jwt_secret={JWT_SECRET}",
                 "auth.clients=[" + ",".join(CLIENTS) + "]",
                 f"aggregation.peer_auth_header_file={peer_file}"]
@@ -305,7 +305,7 @@ def test_auth_off_refuses_scripts_unless_allowed(robot: Robot, domain: int, scri
                                                  ) -> None:
     tmp = tmp_path_factory.mktemp("anon")
     g = _start(domain, tmp, [f"state_dir={tmp}", f"scripts.scripts_dir={scripts_dir}",
-                             "plugins=[test_plc]"])
+                             "scripts.allow_root=true", "plugins=[test_plc]"])
     try:
         assert g.get(f"{APP}/scripts").status == 200  # reading stays open
         body = assert_error(g.request("POST", f"{APP}/scripts/holder/executions",

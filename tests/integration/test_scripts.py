@@ -61,7 +61,7 @@ def gw(robot: Robot, domain: int, tmp_path_factory: pytest.TempPathFactory,
     for name, meta in SIDECARS.items():
         (scripts_dir / name).write_text(json.dumps(meta))
     settings = [f"state_dir={tmp}", f"scripts.scripts_dir={scripts_dir}",
-                f"scripts.upload_dir={uploads}", "scripts.max_concurrent_executions=2",
+                "scripts.allow_root=true", f"scripts.upload_dir={uploads}", "scripts.max_concurrent_executions=2",
                 "scripts.max_file_size_mb=1", f"aggregation.peer_auth_header={PEER_SECRET}",
                 "scripts.allow_anonymous=true"]
     os.environ["GATEWAY_API_TOKEN"] = ENV_SECRET
@@ -238,7 +238,7 @@ def test_a_script_reaches_the_gateways_ros_domain(robot: Robot, domain: int,
     scripts_dir.mkdir()
     (scripts_dir / "hello.sh").write_text(SCRIPTS["hello.sh"])
     settings = [f"state_dir={tmp_path / 'state'}", f"scripts.scripts_dir={scripts_dir}",
-                "scripts.allow_anonymous=true"]
+                "scripts.allow_anonymous=true", "scripts.allow_root=true"]
     with Gateway(free_port(), domain, settings, tmp_path / "gateway.log",
                  env={"ROS_DOMAIN_ID": None}) as g:
         g.wait_for("/apps", lambda b: "calibration" in {i["id"] for i in b["items"]},

@@ -59,7 +59,7 @@ def gateways(robot: Robot, domain: int, tmp_path_factory: pytest.TempPathFactory
                 f"api.profile={profile}", "discovery.mode=hybrid",
                 f"discovery.manifest_path={MANIFEST}", f"scripts.scripts_dir={scripts}",
                 "scripts.max_concurrent_executions=1", "scripts.max_file_size_mb=1",
-                "scripts.allow_anonymous=true",
+                "scripts.allow_anonymous=true", "scripts.allow_root=true",
                 "plugins=[graph_provider,update_provider]",
                 f"plugins.update_provider.install_root={tmp / profile / 'installed'}"])
             gws[profile, "off"] = _start(tmp, domain, f"{profile}-off", [

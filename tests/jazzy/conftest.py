@@ -166,7 +166,8 @@ def script_settings(tmp: Path) -> list[str]:
     scripts = tmp / "scripts"
     scripts.mkdir(exist_ok=True)
     (scripts / "jazzy_node.sh").write_text(JAZZY_SCRIPT)
-    return [f"state_dir={tmp}", f"scripts.scripts_dir={scripts}", "scripts.allow_anonymous=true"]
+    return [f"state_dir={tmp}", f"scripts.scripts_dir={scripts}", "scripts.allow_anonymous=true",
+            "scripts.allow_root=true"]
 
 
 def run_script(gw: Gateway, app: str = "jz_sensor") -> str:

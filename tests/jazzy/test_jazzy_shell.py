@@ -37,6 +37,12 @@ def test_a_gateway_from_a_sourced_jazzy_shell_runs_on_its_own_ros(
         read = gw.wait_for("/apps/jz_sensor/data/%2Fjz%2Fmap_info",
                            lambda b: b.get("data") is not None, timeout=30)
         assert read["data"] == {"data": "jazzy map v1"}
+        served = gw.get("/health").json()["x-vendor-ros-types"]["interface_paths"]
+        if "AMENT_PREFIX_PATH" in SHELLS[shell]:  # the set-aside prefix serves what it has
+            assert SOURCED["AMENT_PREFIX_PATH"] in served["prefixes"], served
+            assert "nav_msgs" in served["packages"], served
+        else:
+            assert served["prefixes"] == [], served
         if shell == "sourced-1":  # scripts get the shell's environment: its sourced Jazzy works there
             out = run_script(gw)
             assert "rclpy 7." in out and "/.jazzy/" in out, out
@@ -45,5 +51,7 @@ def test_a_gateway_from_a_sourced_jazzy_shell_runs_on_its_own_ros(
     assert gw.proc is not None and gw.proc.returncode == 0, log.read_text()[-3000:]
     text = log.read_text()
     line = next(ln for ln in text.splitlines() if "set aside" in ln)
+    offered = [ln for ln in text.splitlines() if "ros.interface_paths_from_shell" in ln]
+    assert len(offered) == (1 if "AMENT_PREFIX_PATH" in SHELLS[shell] else 0), offered
     for name in SET_ASIDE.get(shell, SET_ASIDE["sourced-1"]):
         assert name in line, line

@@ -41,6 +41,7 @@ IDS = {"component_id": "host", "app_id": "a1", "sub_id": "sub", "area_id": "ar",
 @pytest.fixture()
 def state(tmp_path: Path) -> GatewayState:
     app = make_app(load(None, [f"state_dir={tmp_path}", "scripts.scripts_dir=" + str(tmp_path),
+                               "scripts.allow_root=true",
                                "plugins=[test_plc,test_sensor]"]))  # their write routes too
     st = app[STATE]
     st.cache = SimpleNamespace(entities=entities())

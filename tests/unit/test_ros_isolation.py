@@ -137,3 +137,22 @@ def test_deciding_imports_no_rclpy() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120).stdout
     assert out.strip() == "[]"
+
+
+def test_an_rmw_of_another_vendor_is_set_aside_and_named_in_one_line() -> None:
+    from gateway.ros.isolation import rmw_line
+
+    p = plan(sourced(RMW_IMPLEMENTATION="rmw_cyclonedds_cpp"), OWN, looks, pid=10)
+    assert p.reexec and "RMW_IMPLEMENTATION" not in p.env
+    assert p.set_aside["RMW_IMPLEMENTATION"] == ["rmw_cyclonedds_cpp"]
+    assert p.user["RMW_IMPLEMENTATION"] == "rmw_cyclonedds_cpp"  # scripts still get it
+    line = rmw_line(p.env)  # the re-exec'd process reads the user's value from the carrier
+    assert line is not None and "rmw_cyclonedds_cpp set aside" in line and "Cyclone" in line
+    again = plan(p.env, OWN, looks, pid=10)
+    assert not again.changed  # a fixed point with the variable removed
+    # The gateway's own rmw stays, and nothing is said about it.
+    own = plan(sourced(RMW_IMPLEMENTATION="rmw_fastrtps_cpp"), OWN, looks, pid=11)
+    assert own.env["RMW_IMPLEMENTATION"] == "rmw_fastrtps_cpp"
+    assert "RMW_IMPLEMENTATION" not in own.set_aside
+    assert rmw_line({"RMW_IMPLEMENTATION": "rmw_fastrtps_cpp"}) is None
+    assert rmw_line({}) is None

@@ -1,0 +1,41 @@
+"""Types the gateway lacks, prepared at start: the shell's ROS prefixes offered to
+`ros.interface_paths`, the run-time build cache pruned, service types built on discovery.
+
+`start()` is called once by the composition root (app.py) after the ROS bridge exists and
+before the graph poller runs; it returns the builds of service types (ros/callbuild.py) that
+calls share.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import interface_paths
+from .callbuild import ServiceTypeBuilds
+from .typecache import DAY_S
+
+log = logging.getLogger(__name__)
+
+
+def start(bridge: Any, settings: Any, state_dir: str,
+          graph_listeners: list[Callable[[Any], Any]]) -> ServiceTypeBuilds:
+    """Offer the shell's prefixes, prune the build cache, hook the builds on discovery."""
+    if settings["ros.interface_paths_from_shell"]:
+        from .isolation import user_environment
+
+        interface_paths.offer_shell_prefixes(interface_paths.shell_prefixes(
+            user_environment(), sys.prefix, settings["ros.interface_paths"]))
+    builds = ServiceTypeBuilds(bridge, state_dir)
+    bridge.closers.append(builds.close)
+    try:
+        builds.prune_cache(settings["ros.type_build.cache_max_mb"] << 20,
+                           settings["ros.type_build.cache_max_age_days"] * DAY_S)
+    except OSError as exc:  # the cache is the builds' business: they report their own errors
+        log.warning("type build cache %s: not pruned (%s)", Path(state_dir) / "types", exc)
+    if settings["ros.type_build.on_discovery"]:
+        graph_listeners.append(builds.prefetch)
+    return builds
