@@ -9,12 +9,26 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str,
+               interval: float = 0.1) -> Any:
+    """Poll predicate until it is true (AssertionError naming `what` past `timeout`); its
+    value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(interval)
 
 
 def enc(topic: str) -> str:

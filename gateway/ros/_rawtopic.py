@@ -162,6 +162,21 @@ class RawTopicReader:
                 out.append(ctypes.string_at(self._buf.buffer, self._buf.buffer_length))
         return out
 
+    def matched(self) -> int:
+        """Writers matched with this reader."""
+        rmw = _libs()["rmw"]
+        if not getattr(rmw, "_diag_reader_count", False):
+            rmw.rmw_subscription_count_matched_publishers.restype = ctypes.c_int
+            rmw.rmw_subscription_count_matched_publishers.argtypes = [
+                ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]
+            rmw._diag_reader_count = True
+        count = ctypes.c_size_t(0)
+        with self._lock:
+            if not self._sub:
+                return 0
+            rmw.rmw_subscription_count_matched_publishers(self._sub, ctypes.byref(count))
+        return int(count.value)
+
     def close(self) -> None:
         """Destroy the DDS reader and free the buffer (idempotent)."""
         with self._lock:

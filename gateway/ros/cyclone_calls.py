@@ -34,6 +34,7 @@ ENCAPSULATION_LE = b"\x00\x01\x00\x00"
 POLL_MIN_S = 0.001
 POLL_MAX_S = 0.02
 NO_HASH = "RIHS01_" + "0" * 64
+MATCH_SETTLE_S = 0.5  # after both ends matched, before the first request (made once per client)
 _BORROWED: dict[tuple[str, str], BorrowedTypeSupport] = {}
 
 
@@ -108,10 +109,18 @@ class CycloneClient:
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self.last_used = time.monotonic()
         self.stray_replies = 0
+        self._ready_at: float | None = None  # monotonic: when requests may go (matched + settle)
 
-    def service_is_ready(self) -> bool:
-        """The request writer matched a server's reader."""
-        return self._writer.matched() > 0
+    def service_is_ready(self, now: float | None = None) -> bool:
+        """The request writer matched a server's reader and the reply reader its writer, for
+        MATCH_SETTLE_S: the server's side matches our writer about when ours matched its
+        reader, and a request sent before it did is dropped by the server's reader."""
+        now = time.monotonic() if now is None else now
+        if self._ready_at is not None:
+            return now >= self._ready_at
+        if self._writer.matched() > 0 and self._reader.matched() > 0:
+            self._ready_at = now + MATCH_SETTLE_S
+        return False
 
     async def call(self, request: Any, deadline: float, clock: Any = time.monotonic) -> Any:
         """The response, or asyncio.TimeoutError at `deadline` (on `clock`)."""

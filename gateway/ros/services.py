@@ -17,7 +17,7 @@ from typing import Any
 
 from ..process.waits import within
 from .bridge import ClientCache, RosBridge
-from .cyclone_calls import CycloneClient, servers_are_cyclone
+from .cyclone_calls import MATCH_SETTLE_S, CycloneClient, servers_are_cyclone
 from .loop_client import LoopClient, client_qos, wakeup
 from .replies import forget, send, supports_slots
 
@@ -295,7 +295,7 @@ class ServiceCaller:
         """A call through Cyclone DDS's request format; the client is dropped when its server
         does not answer (the next call looks at the servers again)."""
         if not client.service_is_ready():
-            ready_by = min(deadline, budget_now() + READY_WAIT_S)
+            ready_by = min(deadline, budget_now() + READY_WAIT_S + MATCH_SETTLE_S)
             if not await wait_until(client.service_is_ready, ready_by):
                 self._drop_cyclone(client)
                 if budget_now() >= deadline:

@@ -25,11 +25,12 @@ ENV = "DIAG_GATEWAY_TEST_HOOKS"
 # Real-time signals (glibc keeps SIGRTMIN's first two for itself; signal.SIGRTMIN is past them).
 PARK_SIGNAL = signal.SIGRTMIN + 6
 WAKE_SIGNAL = signal.SIGRTMIN + 7
-# DIAG_GATEWAY_TEST_PARK=shm parks the shared-memory receive threads only (local samples stop,
-# discovery over UDP goes on).
-RECEIVE_THREADS = ("dds.shm.",) if os.environ.get("DIAG_GATEWAY_TEST_PARK") == "shm" else (
-    "dds.udp.", "dds.shm.")
+# DIAG_GATEWAY_TEST_PARK=samples parks the receive threads of user data only, over shared
+# memory and UDP (samples stop, discovery goes on): those of the domain's user-data unicast
+# ports (RTPS: 7400 + 250 * domain + 11 + 2 * participant id).
+RECEIVE_THREADS = ("dds.udp.", "dds.shm.")
 NOT_RECEIVING = ("dds.shm.wdog",)
+USER_PORTS = range(11, 11 + 2 * 120, 2)  # offsets from the domain's base port
 _SIGHANDLER = ctypes.CFUNCTYPE(None, ctypes.c_int)
 
 
@@ -38,8 +39,22 @@ def enabled() -> bool:
     return os.environ.get(ENV, "") == "1"
 
 
-def receive_threads() -> list[int]:
-    """Thread ids of this process's Fast DDS receive threads."""
+def _parked_port(comm: str, domain: int | None) -> bool:
+    """Whether a receive thread is one to park: any, or with PARK=samples only those of the
+    domain's user-data ports (its name ends with the port)."""
+    if os.environ.get("DIAG_GATEWAY_TEST_PARK") != "samples":
+        return True
+    if domain is None:
+        return False
+    try:
+        port = int(comm.rsplit(".", 1)[1])
+    except (IndexError, ValueError):
+        return False
+    return port - (7400 + 250 * domain) in USER_PORTS
+
+
+def receive_threads(domain: int | None = None) -> list[int]:
+    """Thread ids of this process's Fast DDS receive threads (to park)."""
     tids = []
     for tid in os.listdir("/proc/self/task"):
         try:
@@ -47,7 +62,8 @@ def receive_threads() -> list[int]:
                 comm = f.read().strip()
         except OSError:
             continue
-        if comm.startswith(RECEIVE_THREADS) and comm not in NOT_RECEIVING:
+        if comm.startswith(RECEIVE_THREADS) and comm not in NOT_RECEIVING and \
+                _parked_port(comm, domain):
             tids.append(int(tid))
     return tids
 
@@ -91,7 +107,7 @@ class TestHooks:
     def park(self) -> None:
         """Park every Fast DDS receive thread (the participant hears nothing from here on)."""
         pid = os.getpid()
-        tids = receive_threads()
+        tids = receive_threads(getattr(self.bridge, "domain_id", None))
         for tid in tids:
             self._tgkill(pid, tid, PARK_SIGNAL)
         self.parked.extend(tids)

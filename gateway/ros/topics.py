@@ -23,6 +23,7 @@ from rclpy.qos import (
 from ..process.waits import within
 from .bridge import RosBridge
 from .message import import_type
+from .nameless import vendor_of
 
 try:  # message-lost events count drops where the RMW reports them
     from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
@@ -36,6 +37,7 @@ PUBLISH_MATCH_POLL_S = 0.01
 # ... and lets a best-effort subscription this long to match it on its side (measured on
 # loopback: a message published at once is lost for about one new publisher in five).
 BEST_EFFORT_SETTLE_S = 0.3
+CYCLONE_SETTLE_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -394,9 +396,16 @@ class SamplePool:
         while pub.get_subscription_count() < len(infos) and time.monotonic() < deadline:
             await asyncio.sleep(PUBLISH_MATCH_POLL_S)
         others = [i for i in infos if i.node_name != self.bridge.node.get_name()]
+        settle = 0.0
         if any(i.qos_profile.reliability == ReliabilityPolicy.BEST_EFFORT for i in others):
             # No acknowledgement tells when a best-effort reader has matched us on its side.
-            await asyncio.sleep(max(0.0, min(BEST_EFFORT_SETTLE_S, deadline - time.monotonic())))
+            settle = BEST_EFFORT_SETTLE_S
+        if any(vendor_of(bytes(i.endpoint_gid)) == "cyclone" for i in others):
+            # Nor from a Cyclone reader: one that matches our writer after a write starts past
+            # it and acknowledges it unseen (a first write to a Cyclone robot was lost).
+            settle = CYCLONE_SETTLE_S
+        if settle:
+            await asyncio.sleep(max(0.0, min(settle, deadline - time.monotonic())))
         return any(i.qos_profile.reliability == ReliabilityPolicy.RELIABLE for i in others)
 
     def stats(self, graph_events: int) -> dict[str, Any]:

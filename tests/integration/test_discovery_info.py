@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ from gateway.demo.robot import ros_env
 from gateway.ros import portcensus
 from gateway.ros.discovery_layout import NodeEntities, ParticipantEntities, encode
 from tests.conftest import free_port
-from tests.harness import Gateway, enc
+from tests.harness import Gateway, enc, wait_until
 from tests.integration.raw_writer import RawTopicWriter
 from tests.integration.test_push_support import Stream
 
@@ -112,18 +112,6 @@ for port in map(int, sys.argv[1:]):
 print("BOUND" if held else "NONE", flush=True)
 sys.stdin.readline()
 """
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Poll predicate until it is true; its value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def apps(gw: Gateway) -> set[str]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,25 +20,13 @@ import pytest
 
 from gateway.discovery.hearing import SILENT_MIN_SAMPLES
 from tests.conftest import free_port
-from tests.harness import Gateway, enc
+from tests.harness import Gateway, enc, wait_until
 
 pytestmark = pytest.mark.integration
 
 ROBOT_NODES = ("temp_sensor", "calibration")
 TEMPERATURE = f"/apps/temp_sensor/data/{enc('/powertrain/engine/temperature')}"
 DEAF_WITHIN_S = 60.0  # lease 3 s, a check's wait, a fresh participant's look: ~10 s here
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Poll predicate until it is true; its value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def start_gateway(domain: int, log: Path, *settings: str) -> Gateway:
@@ -149,12 +136,13 @@ def test_a_deaf_gateway_recovers_by_itself(robot: Any, domain: int, ros: Any,
 
 
 def test_a_gateway_deaf_to_samples_only_recovers(robot: Any, domain: int, log_dir: Path) -> None:
-    # Only the shared-memory receive threads parked (DIAG_GATEWAY_TEST_PARK=shm): discovery
-    # over UDP goes on, so the graph stays as it was, but the local samples stop: the read
+    # Only the user-data receive threads parked (DIAG_GATEWAY_TEST_PARK=samples, over shared
+    # memory and UDP): discovery goes on, so the graph stays as it was, but samples stop: the read
     # serves the last sample ever older. The pooled topic falls silent, a fresh participant
     # receives it: deaf, re-joined, samples again.
-    gw = Gateway(free_port(), domain, ["api.vendor=vendor"], log_dir / "shm.log",
-                 env={"DIAG_GATEWAY_TEST_HOOKS": "1", "DIAG_GATEWAY_TEST_PARK": "shm"}).start()
+    gw = Gateway(free_port(), domain, ["api.vendor=vendor"], log_dir / "samples.log",
+                 env={"DIAG_GATEWAY_TEST_HOOKS": "1",
+                      "DIAG_GATEWAY_TEST_PARK": "samples"}).start()
     try:
         gw.wait_for(TEMPERATURE, lambda b: b["x-vendor"]["status"] == "data", timeout=30)
         wait_until(lambda: health(gw)[0] == 200, 30, "a healthy gateway")

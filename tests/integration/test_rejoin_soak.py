@@ -17,13 +17,13 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.conftest import free_port
-from tests.harness import Gateway, enc
+from tests.harness import Gateway, enc, wait_until
 from tests.integration.test_push_support import Stream
 
 pytestmark = pytest.mark.integration
@@ -38,18 +38,6 @@ COMMAND = f"/apps/actuator/data/{enc('/chassis/brakes/command')}"
 PRESSURE = f"/apps/actuator/data/{enc('/chassis/brakes/pressure')}"
 OWN_NODES = ("_diag_gateway", "_diag_gateway_calls")
 THREAD_SLACK = 3  # the graph pool may start a worker more (it keeps at most 4)
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Poll predicate until it is true; its value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")
