@@ -3,6 +3,8 @@
 Bound to the configured interfaces (`aggregation.mdns_interfaces`, loopback by default). A
 peer that leaves cleanly sends a goodbye and is removed; a crashed one is reported only
 after ~19 minutes, so the peer's own health probes mark it offline long before that.
+With `aggregation.fleet_secret`, a peer is reported found only once it proved the secret at
+its announced address (fleet_proof.py, ProofGate in mdns_trust.py).
 """
 
 from __future__ import annotations
@@ -15,10 +17,14 @@ import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import orjson
 from zeroconf import InterfaceChoice, IPVersion, ServiceStateChange, current_time_millis
 from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
 
-from .settings import MdnsOptions, peer_name
+from .client import PeerClient, PeerError
+from .fleet_proof import PATH, PROOF_BODY_CAP, new_nonce, proves
+from .mdns_trust import BUSY, PASS, REFUSE, ProofGate
+from .settings import Budgets, MdnsOptions, peer_name
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +103,31 @@ def instance_of(full_name: str, service: str) -> str:
     return full_name.split(".", 1)[0]
 
 
+async def challenge(url: str, name: str, secret: str, budgets: Budgets,
+                    vendor: str) -> str | None:
+    """Ask the peer at `url` to prove it holds the secret as `name`: None when it did, else
+    the reason."""
+    nonce = new_nonce()
+    client = PeerClient(url, budgets, PROOF_BODY_CAP)
+    try:
+        status, body = await client.get_body(
+            f"{PATH.format(vendor=vendor)}?nonce={nonce}", budget_s=budgets.timeout_s,
+            headers={}, max_bytes=PROOF_BODY_CAP)
+    except PeerError as exc:
+        return f"no proof ({exc.reason})"
+    finally:
+        await client.close()
+    if status != 200:
+        return f"no proof (status {status})"
+    try:
+        answer = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return "no proof (not JSON)"
+    if not proves(secret, nonce, name, answer):
+        return "wrong proof"
+    return None
+
+
 class Mdns:
     """Announces this gateway and reports peers found and lost."""
 
@@ -116,6 +147,8 @@ class Mdns:
         self.addresses: list[str] = []
         self._follow: asyncio.Task[None] | None = None
         self._requery: asyncio.Task[None] | None = None
+        self.gate = ProofGate(opts.max_peers, opts.max_per_address)
+        self._proving: dict[tuple[str, str], asyncio.Task[None]] = {}  # (name, URL) asked
 
     async def start(self) -> None:
         """Register the service and/or start browsing."""
@@ -198,6 +231,11 @@ class Mdns:
         instance = peer_name(instance_of(name, self.opts.service))
         if change is ServiceStateChange.Removed:
             known = self.known.pop(name, None)
+            if self.opts.fleet_secret:
+                for url in self.gate.left(instance):
+                    task = self._proving.pop((instance, url), None)
+                    if task is not None:
+                        task.cancel()
             if known is not None:
                 log.info("mDNS: %s left", known)
                 await self.lost(known)
@@ -211,6 +249,46 @@ class Mdns:
         if not addresses or not info.port:
             return
         url = f"{self.opts.scheme}://{addresses[0]}:{info.port}"
+        if self.opts.fleet_secret and instance != self.opts.name:
+            self._check(name, instance, url)
+            return
+        self.known[name] = instance
+        self.found(instance, url)
+
+    def _check(self, name: str, instance: str, url: str) -> None:
+        """Report the peer found if it proved the secret at `url`, else ask it (once)."""
+        decision = self.gate.announced(instance, url)
+        if decision == PASS:
+            self.known[name] = instance
+            self.found(instance, url)
+        elif decision == REFUSE:
+            if self.gate.warn(instance, asyncio.get_running_loop().time()):
+                log.warning("mDNS: %s at %s not added: too many unproved announcements "
+                            "(aggregation.max_discovered_peers / _per_address)", instance, url)
+        elif decision != BUSY:
+            task = asyncio.get_running_loop().create_task(self._prove(name, instance, url))
+            self._proving[(instance, url)] = task
+
+    async def _prove(self, name: str, instance: str, url: str) -> None:
+        """Challenge the peer at `url` until it proves the secret (with backoff)."""
+        loop = asyncio.get_running_loop()
+        budgets = Budgets(timeout_s=self.opts.timeout_s)
+        try:
+            while True:
+                why = await challenge(url, instance, self.opts.fleet_secret, budgets,
+                                      self.opts.vendor)
+                if why is None:
+                    break
+                delay = self.gate.failed(instance, url)
+                if self.gate.warn(instance, loop.time()):
+                    log.warning("mDNS: %s at %s not added: %s; asked again with backoff",
+                                instance, url, why)
+                await asyncio.sleep(delay)
+        finally:
+            if self._proving.get((instance, url)) is asyncio.current_task():
+                del self._proving[(instance, url)]
+        self.gate.passed(instance, url)
+        log.info("mDNS: %s at %s proved the fleet secret", instance, url)
         self.known[name] = instance
         self.found(instance, url)
 
@@ -223,4 +301,8 @@ class Mdns:
                     await task
         for task in list(self._tasks):
             task.cancel()
+        proving = list(self._proving.values())
+        for task in proving:
+            task.cancel()
+        await asyncio.gather(*proving, return_exceptions=True)  # their clients close
         await self._close_zeroconf()

@@ -1,4 +1,5 @@
-"""`GET /x-vendor-entities`: this gateway's local entity set in one body, for its primary.
+"""`GET /x-vendor-entities`: this gateway's local entity set in one body, for its primary
+(and `GET /x-vendor-fleet-proof`: its proof of aggregation.fleet_secret, fleet_proof.py).
 
 Served by every gateway (a robot's gateway needs no aggregation setting to be a peer). The
 ETag changes only with the local discovery generation, so a primary's conditional refresh
@@ -9,12 +10,14 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from gateway.http.errors import invalid_parameter, not_found
 from gateway.http.jsonutil import dumps
 from gateway.http.routes import Registry
 from gateway.state import state_of
 
 from .beacon import beacon_stream
 from .connect_in import connect
+from .fleet_proof import NONCE_BYTES, own_name, proof, valid_nonce
 from .sites import declared
 from .wire import dump, etag
 
@@ -35,8 +38,23 @@ async def entity_declaration(request: web.Request) -> web.Response:
     return web.Response(body=body, content_type="application/json", headers=headers)
 
 
+async def fleet_proof(request: web.Request) -> web.Response:
+    """This gateway's proof for the nonce; 404 without aggregation.fleet_secret."""
+    settings = state_of(request).settings
+    secret = str(settings["aggregation.fleet_secret"])
+    if not secret:
+        raise not_found("no fleet secret is set on this gateway")
+    nonce = request.query.get("nonce", "")
+    if not valid_nonce(nonce):
+        raise invalid_parameter(f"nonce: {2 * NONCE_BYTES} hex digits expected",
+                                parameter="nonce")
+    body = {"proof": proof(secret, nonce, own_name(settings))}
+    return web.Response(body=dumps(body), content_type="application/json",
+                        headers={"Cache-Control": "no-store"})
+
+
 def register(reg: Registry) -> None:
-    """Declare the entity declaration route."""
+    """Declare the federation routes (entity declaration, beacon, connect, fleet proof)."""
     reg.add("GET", "/x-vendor-entities", entity_declaration, tag="discovery",
             response="Object", summary="This gateway's local entity set (peer refresh)")
     reg.add("GET", "/x-vendor-beacon", beacon_stream, tag="discovery", streaming=True,
@@ -45,3 +63,7 @@ def register(reg: Registry) -> None:
     reg.add("GET", "/x-vendor-connect", connect, tag="discovery", streaming=True,
             response="Object", feature="aggregation",
             summary="A robot's tunnel to this primary (WebSocket; aggregation.connect_token)")
+    # A GET like /health and the entity declaration, which a primary reads from an mDNS
+    # peer without a token too: open unless auth.require_auth_for is `all`.
+    reg.add("GET", "/x-vendor-fleet-proof", fleet_proof, tag="discovery", response="Object",
+            summary="Proof of aggregation.fleet_secret for a primary's nonce (404: none set)")

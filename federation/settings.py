@@ -13,6 +13,7 @@ from gateway.settings.config import ConfigError
 # Health checks cap the connect and read budgets at this (spec: Limits, aggregation.timeout_ms).
 HEALTH_CAP_S = 1.0
 LOCAL = "local"
+FLEET_SECRET_MIN = 16
 _NAME = re.compile(r"[^A-Za-z0-9_-]+")
 
 
@@ -99,6 +100,10 @@ class MdnsOptions:
     max_per_address: int = 16  # discovered peers announced at one host address
     scheme: str = "http"
     announce_port: int = 0  # the port peers connect to (0: the gateway's own)
+    # aggregation.fleet_secret: a peer found by mDNS is used once it proved it (fleet_proof.py)
+    fleet_secret: str = field(default="", repr=False)
+    vendor: str = "vendor"  # the vendor word of the peers' routes
+    timeout_s: float = 2.0  # budget of one proof challenge (aggregation.timeout_ms)
 
 
 def service_type(text: str) -> str:
@@ -141,7 +146,12 @@ class FederationSettings:
             max_peers=int(s["aggregation.max_discovered_peers"]),
             max_per_address=int(s["aggregation.max_discovered_per_address"]),
             scheme=str(s["aggregation.peer_scheme"]),
-            announce_port=int(s["aggregation.announce_port"]))
+            announce_port=int(s["aggregation.announce_port"]),
+            fleet_secret=str(s["aggregation.fleet_secret"]), vendor=str(s["api.vendor"]),
+            timeout_s=b.timeout_s)
+        if mdns.fleet_secret and len(mdns.fleet_secret) < FLEET_SECRET_MIN:
+            warnings.append(f"setting 'aggregation.fleet_secret': shorter than "
+                            f"{FLEET_SECRET_MIN} characters; use a long random secret")
         return cls(
             enabled=bool(s["aggregation.enabled"]), budgets=b,
             peers=tuple(static_peers(s["aggregation.peer_urls"], s["aggregation.peer_names"])),

@@ -389,6 +389,11 @@ SETTINGS: tuple[Setting, ...] = (
     _s("aggregation.require_tls", bool, False, "refuse http:// peers"),
     _s("aggregation.peer_scheme", str, "http", "scheme of mDNS-found peers",
        choices=("http", "https")),
+    _s("aggregation.fleet_secret", str, "",
+       "the fleet's shared secret: a gateway holding it answers proof challenges, and a "
+       "primary holding it uses a peer found by mDNS only once the peer proved it at its "
+       "announced address (empty: mDNS peers are used unproved)", secret=True),
+    _s("aggregation.fleet_secret_file", str, "", "file holding aggregation.fleet_secret"),
     # Locks, scripts and lifecycle control (docs/control.md).
     _s("locking.enabled", bool, True, "lock manager and lock routes (off: 501, no write guarded)"),
     _s("locking.default_max_expiration", int, 3600,
