@@ -60,7 +60,7 @@ def test_fleet_view_lists_lidar_fault_with_severity_and_message(
 
 
 def test_fault_opens_with_freeze_frames_and_recording(browser: Browser, demo: Gateway) -> None:
-    browser.css('#fleet-faults tr[data-fault="LIDAR_RANGE_INVALID"] a').click()
+    browser.click('#fleet-faults tr[data-fault="LIDAR_RANGE_INVALID"] a')  # the table redraws
     detail = browser.css('.fault-detail[data-fault="LIDAR_RANGE_INVALID"]', "the fault detail")
     assert "ERROR" in detail.text and "min_range (10.0)" in detail.text
     assert "#/e/apps/lidar_sensor/faults/LIDAR_RANGE_INVALID" in browser.driver.current_url
