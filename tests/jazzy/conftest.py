@@ -180,3 +180,72 @@ def run_script(gw: Gateway, app: str = "jz_sensor") -> str:
     out = str(done["parameters"].get("stdout", "")) + str(done["parameters"].get("stderr", ""))
     assert done["status"] == "completed" and done["parameters"]["exit_code"] == 0, out
     return out
+
+
+# A Jazzy server of nav_msgs services (introspection on for GetMap and SetMap, off for LoadMap)
+# publishing Odometry: the tests of service types the gateway builds at run time.
+MAPS_NODE = r"""
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import qos_profile_services_default
+from rclpy.service_introspection import ServiceIntrospectionState
+from nav_msgs.msg import Odometry
+from nav_msgs.srv import GetMap, LoadMap, SetMap
+rclpy.init()
+node = rclpy.create_node("jazzy_maps")
+odom = node.create_publisher(Odometry, "/maps_odom", 10)
+
+def tick():
+    msg = Odometry()
+    msg.child_frame_id = "base"
+    msg.pose.pose.position.x = 2.5
+    odom.publish(msg)
+
+node.create_timer(0.2, tick)
+
+def get_map(request, response):
+    response.map.header.frame_id = "map"
+    response.map.info.width = 3
+    response.map.info.resolution = 0.05
+    response.map.data = [0, 100, -1]
+    return response
+
+def set_map(request, response):
+    print("SET", request.map.info.width, request.initial_pose.pose.pose.position.x, flush=True)
+    response.success = request.map.info.width > 0
+    return response
+
+def load_map(request, response):
+    response.result = LoadMap.Response.RESULT_SUCCESS
+    return response
+
+for srv in (node.create_service(GetMap, "/get_map", get_map),
+            node.create_service(SetMap, "/set_map", set_map)):
+    srv.configure_introspection(node.get_clock(), qos_profile_services_default,
+                                ServiceIntrospectionState.METADATA)
+node.create_service(LoadMap, "/load_map", load_map)  # introspection off
+print("READY", flush=True)
+executor = SingleThreadedExecutor()
+executor.add_node(node)
+executor.spin()
+"""
+
+
+@pytest.fixture(scope="module")
+def maps(domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The maps server (MAPS_NODE) in the module's domain; its log."""
+    log = tmp_path_factory.mktemp("maps") / "maps.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(JAZZY_PYTHON), "-c", MAPS_NODE], env=jazzy_env(domain),
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while b"READY" not in log.read_bytes():
+        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
+    yield log
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)

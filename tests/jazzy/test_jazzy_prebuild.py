@@ -9,17 +9,15 @@ call then answers 200 within its normal budget.
 
 from __future__ import annotations
 
-import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import free_port
 from tests.harness import Gateway, assert_error
-from tests.jazzy.conftest import JAZZY_PYTHON, jazzy_env
-from tests.jazzy.test_jazzy_callbuild import NODE, op_path
+from tests.jazzy.conftest import JAZZY_PYTHON
+from tests.jazzy.test_jazzy_callbuild import op_path
 
 pytestmark = [
     pytest.mark.integration,
@@ -28,25 +26,6 @@ pytestmark = [
 
 # A build on the 2-core test machine under load took up to about 130 s.
 BUILD_BUDGET_S = 300.0
-
-
-@pytest.fixture(scope="module")
-def maps(domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    log = tmp_path_factory.mktemp("maps") / "maps.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([str(JAZZY_PYTHON), "-c", NODE], env=jazzy_env(domain),
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while b"READY" not in log.read_bytes():
-        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-        time.sleep(0.1)
-    yield log
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(5)
 
 
 def served_packages(gateway: Gateway) -> list[str]:
