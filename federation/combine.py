@@ -18,7 +18,7 @@ import orjson
 from gateway.http.jsonutil import dumps
 from gateway.model.items import operation_fleet_ids, reattribute
 
-from .items import MAX_PEER_PATH, reserialize
+from .items import MAX_PEER_PATH, reserialize, topic_of
 from .settings import LOCAL
 
 Rename = Callable[[str, str], str]  # (gateway, its app id) -> fleet app id
@@ -81,22 +81,27 @@ def _reattribute(collection: str, item: dict[str, Any], xv: str, peer: str,
     vx = item.get(xv)
     if isinstance(vx, dict) and vx.get("member_ids"):
         vx["member_ids"] = [rename(peer, m) for m in vx["member_ids"]]
-    if collection == "configurations" and isinstance(item.get("id"), str):
-        member = item["id"].partition(":")[0]
-        item["id"] = reattribute(item["id"], {member: rename(peer, member)})
+    item_id = item.get("id")
+    # configurations: `<app>:<param>`; data a site qualified: `<member>:<topic>`
+    if isinstance(item_id, str) and (collection == "configurations" or (
+            collection == "data" and not item_id.startswith("/"))):
+        member = item_id.partition(":")[0]
+        item["id"] = reattribute(item_id, {member: rename(peer, member)})
 
 
 def _assign(collection: str, tagged: Sequence[tuple[str, dict[str, Any]]], xv: str) -> None:
     if collection == "data":  # fleet_ids (rules 2, 4) without an object per item
-        local_ids = [i["id"] for _, i in tagged]
-        totals = Counter(local_ids)
-        if len(totals) == len(local_ids):
+        # A site primary's item may come qualified already (`<member>:<topic>`, its member
+        # renamed by _reattribute): it keeps that id, and its topic counts as the others'.
+        topics = [topic_of(i["id"]) for _, i in tagged]
+        totals = Counter(topics)
+        if len(totals) == len(topics):
             return
-        for (_, item), local_id in zip(tagged, local_ids, strict=True):
-            if totals[local_id] > 1:
+        for (_, item), topic in zip(tagged, topics, strict=True):
+            if totals[topic] > 1 and item["id"] == topic:
                 members = _members(item, xv)
                 if members:
-                    item["id"] = f"{members[0]}:{local_id}"
+                    item["id"] = f"{members[0]}:{topic}"
         return
     if collection == "operations":
         rows = []

@@ -5,7 +5,10 @@ token (connect_auth.py: its own token proves its name; the shared one, when acce
 one). The primary then listens on a loopback port for that robot and adds it as a peer at
 `http://127.0.0.1:<port>`: each connection to that port that presents the tunnel's secret is
 tunneled to the robot's gateway (tunnel.py), so reads, forwarding, relays and the beacon work
-as with any peer. When the WebSocket closes the peer is removed with its port.
+as with any peer. When the WebSocket closes its port goes, and a robot that had declared its
+entities stays listed as an offline peer (its last set, apps `is_online: false`) until it
+connects again under its name or `aggregation.connect_hold_ms` passes (PeerTable.hold); one
+that never did is removed at once.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import asyncio
 import logging
 import secrets
 import time
+from typing import Any
 
 from aiohttp import web
 
@@ -21,7 +25,7 @@ from gateway.auth.enforce import unauthorized
 from gateway.http.errors import ApiError, invalid_parameter, not_implemented
 from gateway.state import state_of
 
-from .connect_auth import SHARED, ConnectGate, Refused, admit, retry_after
+from .connect_auth import ROBOT, SHARED, ConnectGate, Refused, admit, retry_after
 from .settings import LOCAL, peer_name
 from .tunnel import Mux
 
@@ -80,9 +84,14 @@ async def connect(request: web.Request) -> web.StreamResponse:
     vendor = state.vendor.capitalize()
     name, proof = _checked(request, gate, vendor)
     remote = request.remote or "?"
-    other_peer = name in service.table.peers and not gate.owner.get(name)
+    held = service.table.held(name)  # this robot, listed offline since its tunnel closed
+    other_peer = name in service.table.peers and not gate.owner.get(name) and held is None
     try:
         admit(name, proof, gate.live, other_peer, gate.cap)
+        if held is not None and held.held_proof == ROBOT and proof != ROBOT:
+            raise Refused(409, "invalid-request", f"robot {name!r} is listed offline "
+                          "(its tunnel closed); only a connection with that robot's own token "
+                          "(aggregation.connect_robot_token) may take its name")
     except Refused as exc:
         raise _refuse(name, remote, exc) from None
     ws = web.WebSocketResponse(heartbeat=HEARTBEAT_S, max_msg_size=1 << 20)
@@ -116,6 +125,19 @@ async def connect(request: web.Request) -> web.StreamResponse:
         if gate.release(name, ws):
             if service.tunnels.get(name) is ws:
                 del service.tunnels[name]
-            await service.table.remove(name)
-            log.info("robot %s disconnected", name)
+            await _hold(service, name, proof, gate.cap)
     return ws
+
+
+async def _hold(service: Any, name: str, proof: str, cap: int) -> None:
+    """A robot's tunnel closed: listed offline for aggregation.connect_hold_ms if it had
+    joined the fleet view (declared its entities), else removed."""
+    hold_s = service.settings.connect_hold_s
+    peer = service.table.peers.get(name)
+    if hold_s <= 0 or peer is None or peer.entities is None:
+        await service.table.remove(name)
+        log.info("robot %s disconnected", name)
+        return
+    await service.table.hold(name, time.monotonic() + hold_s, proof, cap)
+    log.info("robot %s disconnected: listed offline until it connects again, for at most "
+             "%.0f s (aggregation.connect_hold_ms)", name, hold_s)

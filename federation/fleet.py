@@ -72,7 +72,8 @@ class FleetView:
         return None
 
     def available(self, kind: str, entity_id: str) -> bool:
-        """False when every gateway contributing the entity has stopped answering."""
+        """False when every gateway contributing the entity has stopped answering (a peer's
+        app is then `is_online: false` too: both come from PeerSet.online, in merge())."""
         origins = self.origins.get((kind, entity_id), ())
         return not origins or any(o.is_local or o.gateway not in self.offline for o in origins)
 
@@ -131,7 +132,10 @@ def merge(local: EntitySet, peers: Sequence[PeerSet], generation: int) -> FleetV
 
         for aid, app in p.entities.apps.items():
             fid = app_ids[(p.name, aid)]
-            out.apps[fid] = _copy(app, id=fid, node_fqn=None, hosts=[])
+            # is_online as the peer declared it while the peer answers; false while it does
+            # not (its last set is kept): the same peer state as `available` (FleetView)
+            out.apps[fid] = _copy(app, id=fid, node_fqn=None, hosts=[],
+                                  is_online=app.is_online and p.online)
             origins[("apps", fid)] = [Origin(p.name, aid, app.node_fqn)]
         for kind in ("areas", "components", "functions"):
             for eid, entity in p.entities.of(kind).items():

@@ -56,12 +56,21 @@ def _put(out: dict[str, Any], key: str, value: Any) -> None:
         out[key] = value
 
 
+def topic_of(data_id: str) -> str:
+    """The topic path of a data item id: the id itself, or what follows `<member>:` (a site
+    primary qualified it by rule 4: the topic came from several of its robots)."""
+    if data_id.startswith("/"):
+        return data_id
+    member, sep, topic = data_id.partition(":")
+    return topic if sep and member else data_id
+
+
 def data_item(raw: dict[str, Any], xv: str) -> dict[str, Any]:
     """A data list item."""
     item_id = _str(raw, "id")
     assert item_id is not None
-    if not item_id.startswith("/"):
-        raise ItemError("'id' must be a topic path")
+    if not topic_of(item_id).startswith("/"):
+        raise ItemError("'id' must be a topic path or `<member>:<topic path>`")
     out: dict[str, Any] = {"id": item_id, "name": _str(raw, "name"),
                            "category": _str(raw, "category", False) or "currentData"}
     vin = _dict(raw, xv) or {}

@@ -4,7 +4,9 @@ Bound to the configured interfaces (`aggregation.mdns_interfaces`, loopback by d
 peer that leaves cleanly sends a goodbye and is removed; a crashed one is reported only
 after ~19 minutes, so the peer's own health probes mark it offline long before that.
 With `aggregation.fleet_secret`, a peer is reported found only once it proved the secret at
-its announced address (fleet_proof.py, ProofGate in mdns_trust.py).
+its announced address (fleet_proof.py, ProofGate in mdns_trust.py). Starting runs in the
+background: a start that fails or hangs (zeroconf not running within 9 s on a loaded host) is
+logged and retried with backoff (START_BACKOFF_S), never fatal to the gateway.
 """
 
 from __future__ import annotations
@@ -13,12 +15,19 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import os
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import orjson
-from zeroconf import InterfaceChoice, IPVersion, ServiceStateChange, current_time_millis
+from zeroconf import (
+    InterfaceChoice,
+    IPVersion,
+    NotRunningException,
+    ServiceStateChange,
+    current_time_millis,
+)
 from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
 
 from .client import PeerClient, PeerError
@@ -29,6 +38,15 @@ from .settings import Budgets, MdnsOptions, peer_name
 log = logging.getLogger(__name__)
 
 RESOLVE_TIMEOUT_MS = 3000
+# A start that fails (zeroconf not running within its own 9 s on a loaded host, a socket
+# error) is retried after these waits, the last one repeating: mDNS is optional, the gateway
+# serves meanwhile. One attempt is cut at START_ATTEMPT_S (zeroconf's wait plus its probing).
+START_BACKOFF_S = (1.0, 2.0, 5.0, 10.0, 30.0)
+START_ATTEMPT_S = 30.0
+# Test hook (with DIAG_GATEWAY_TEST_HOOKS=1 only, as gateway/ros/testhooks.py): the first N
+# starts fail as zeroconf's do on a loaded host (`always`: every one).
+TEST_HOOKS_ENV = "DIAG_GATEWAY_TEST_HOOKS"
+TEST_FAILURES_ENV = "DIAG_GATEWAY_TEST_MDNS_START_FAILURES"
 ADDRESS_CHECK_S = 1.0  # how often an announcing gateway on every interface checks its addresses
 # How often a browsing gateway asks again for the service (one query listing the peers it
 # knows, so only the others answer). zeroconf's browser asks four times in its first 9 s and
@@ -96,6 +114,48 @@ def loopback_only_warning(opts: MdnsOptions,
             "aggregation.mdns_interfaces to the robot's LAN interface (e.g. [eth0]) or [all]")
 
 
+def start_delay(failures: int) -> float:
+    """Seconds to wait after `failures` (>= 1) failed starts in a row."""
+    return START_BACKOFF_S[min(failures, len(START_BACKOFF_S)) - 1]
+
+
+def injected_failures(env: Mapping[str, str]) -> int:
+    """Starts the test hook makes fail (0 without DIAG_GATEWAY_TEST_HOOKS=1)."""
+    if env.get(TEST_HOOKS_ENV) != "1":
+        return 0
+    value = env.get(TEST_FAILURES_ENV, "").strip()
+    if value == "always":
+        return 1 << 30
+    return int(value) if value.isdigit() else 0
+
+
+async def keep_starting(attempt: Callable[[], Awaitable[None]],
+                        undo: Callable[[], Awaitable[None]], what: str,
+                        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> int:
+    """Run `attempt` (each cut at START_ATTEMPT_S) until it succeeds; after each failure
+    `undo` its leftovers, log one line and wait start_delay(). The failures before success."""
+    failures = 0
+    while True:
+        try:
+            await asyncio.wait_for(attempt(), START_ATTEMPT_S)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # NotRunningException, OSError, a timeout: all retried
+            failures += 1
+            delay = start_delay(failures)
+            log.warning("%s: start failed (attempt %d: %s); retrying in %.0f s (the gateway "
+                        "serves meanwhile)", what, failures,
+                        f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__,
+                        delay)
+            with contextlib.suppress(Exception):
+                await undo()
+            await sleep(delay)
+            continue
+        if failures:
+            log.info("%s: started after %d failed attempts", what, failures)
+        return failures
+
+
 def instance_of(full_name: str, service: str) -> str:
     """The instance part of `<instance>.<service>`."""
     if full_name.endswith("." + service):
@@ -149,13 +209,30 @@ class Mdns:
         self._requery: asyncio.Task[None] | None = None
         self.gate = ProofGate(opts.max_peers, opts.max_per_address)
         self._proving: dict[tuple[str, str], asyncio.Task[None]] = {}  # (name, URL) asked
+        self._starting: asyncio.Task[int] | None = None
+        self.started = False  # announcing and/or browsing
+        self._fail_starts = injected_failures(os.environ)
 
     async def start(self) -> None:
-        """Register the service and/or start browsing."""
+        """Start announcing and/or browsing in the background (an unknown interface is a
+        settings error); a slow or failing start is retried with backoff, never fatal."""
         interfaces = interface_addresses(self.opts.interfaces)
         warning = loopback_only_warning(self.opts, interfaces)
         if warning:
             log.warning(warning)
+        self._starting = asyncio.get_running_loop().create_task(
+            keep_starting(lambda: self._start_once(interfaces), self._close_zeroconf, "mDNS"),
+            name="mdns-start")
+        self._starting.add_done_callback(self._started)
+
+    def _started(self, task: asyncio.Task[int]) -> None:
+        self.started = not task.cancelled() and task.exception() is None
+
+    async def _start_once(self, interfaces: list[str] | InterfaceChoice) -> None:
+        """One attempt: a zeroconf instance registering the service and/or browsing."""
+        if self._fail_starts > 0:
+            self._fail_starts -= 1
+            raise NotRunningException("test hook: zeroconf did not start")
         self.azc = AsyncZeroconf(interfaces=interfaces, ip_version=IPVersion.V4Only)
         if self.opts.announce:
             self.addresses = announced_addresses(self.host, interfaces)
@@ -193,7 +270,14 @@ class Mdns:
             log.info("mDNS: addresses changed (%s -> %s): announcing again",
                      ",".join(self.addresses), ",".join(now))
             await self._close_zeroconf()
-            await self._open(InterfaceChoice.All, now)
+            try:
+                await asyncio.wait_for(self._open(InterfaceChoice.All, now), START_ATTEMPT_S)
+            except Exception as exc:  # retried at the next check (the addresses differ)
+                log.warning("mDNS: announcing again failed (%s); retrying",
+                            type(exc).__name__)
+                with contextlib.suppress(Exception):
+                    await self._close_zeroconf()
+                self.addresses = []
 
     async def _open(self, interfaces: list[str] | InterfaceChoice, addresses: list[str]) -> None:
         """A new zeroconf instance announcing (and browsing) on the current addresses."""
@@ -218,8 +302,8 @@ class Mdns:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(
                         await self.azc.async_unregister_service(self.info), 2.0)
-            await self.azc.async_close()
-            self.azc = None
+            azc, self.azc = self.azc, None
+            await azc.async_close()
 
     def _on_change(self, zeroconf: Any, service_type: str, name: str,
                    state_change: ServiceStateChange) -> None:
@@ -294,7 +378,7 @@ class Mdns:
 
     async def stop(self) -> None:
         """Send goodbyes and close."""
-        for task in (self._follow, self._requery):
+        for task in (self._starting, self._follow, self._requery):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -24,6 +24,7 @@ from .health import (
     INVALID_RESPONSE,
     PROBE_BUDGET_S,
     TIMEOUT,
+    UNREACHABLE,
     PeerHealth,
     is_health_document,
 )
@@ -65,6 +66,11 @@ class Peer:
     # probe that timed out meanwhile waited behind that transfer on the peer's link
     last_bytes: float = float("-inf")
     probes_passed_by_transfer: int = 0
+    # a robot whose tunnel closed (connect_in.py): not probed, listed offline until then
+    # (time.monotonic()), with the proof its last connection gave (connect_auth.py)
+    held_until: float | None = None
+    held_proof: str = ""
+    expiry: asyncio.TimerHandle | None = None
 
     @property
     def online(self) -> bool:
@@ -92,6 +98,15 @@ def status_since(peer: Peer, wall: float, mono: float) -> dict[str, Any]:
     return out
 
 
+def held_block(peer: Peer, wall: float, mono: float) -> dict[str, Any]:
+    """`tunnel: closed` and `held_until` (ISO time it is removed) for a held peer."""
+    if peer.held_until is None:
+        return {}
+    at = datetime.fromtimestamp(wall + (peer.held_until - mono), timezone.utc)
+    return {"tunnel": "closed",
+            "held_until": at.isoformat(timespec="seconds").replace("+00:00", "Z")}
+
+
 class PeerTable:
     """Peers by name; a probe task per peer keeps its status and entity set current."""
 
@@ -106,6 +121,7 @@ class PeerTable:
         self.on_change = on_change
         self.on_status: Callable[[Peer], None] | None = None  # a peer went online or offline
         self.peers: dict[str, Peer] = {}
+        self._expiring: set[asyncio.Task[None]] = set()
 
     def add(self, name: str, url: str, discovered: bool,
             fixed_headers: dict[str, str] | None = None) -> Peer:
@@ -120,8 +136,10 @@ class PeerTable:
         client = PeerClient(url, self.settings.budgets, self.settings.max_response_bytes,
                             fixed_headers)
         peer = Peer(name, client.url, discovered, client)
-        if old is not None:  # the same peer at a new address: its link is still known
+        if old is not None:  # the same peer at a new address: its link is still known, and
+            # its last set stays in the view (offline) until its first refresh there
             peer.health.srtt, peer.health.rttvar = old.health.srtt, old.health.rttvar
+            peer.entities, peer.etag = old.entities, old.etag
         self.peers[name] = peer
         peer.task = asyncio.get_running_loop().create_task(self._run(peer), name=f"peer-{name}")
         log.info("peer %s at %s added (%s)", name, peer.url,
@@ -137,7 +155,46 @@ class PeerTable:
         log.info("peer %s removed", name)
         self.on_change()
 
+    async def hold(self, name: str, until: float, proof: str = "", cap: int = 1 << 30
+                   ) -> Peer | None:
+        """A peer whose tunnel closed: no longer probed, listed offline (last_reason
+        unreachable) with its last entity set until `until` (time.monotonic()), when it is
+        removed unless add() re-pointed it first. At most `cap` peers are held: the one
+        expiring first goes to make room."""
+        peer = self.peers.get(name)
+        if peer is None:
+            return None
+        held = sorted((p for p in self.peers.values() if p.held_until is not None),
+                      key=lambda p: p.held_until or 0.0)
+        for old in held[:max(0, len(held) + 1 - cap)]:
+            await self.remove(old.name)
+        await self._retire(peer)
+        peer.beacon = None
+        peer.held_until, peer.held_proof = until, proof
+        loop = asyncio.get_running_loop()
+        peer.expiry = loop.call_later(max(0.0, until - time.monotonic()), self._expire, peer)
+        if peer.health.record(False, loop.time(), UNREACHABLE):
+            log.info("peer %s is offline (its tunnel closed)", name)
+            if self.on_status is not None:
+                self.on_status(peer)
+        self.on_change()
+        return peer
+
+    def held(self, name: str) -> Peer | None:
+        """The peer of that name while it is held (hold())."""
+        peer = self.peers.get(name)
+        return peer if peer is not None and peer.held_until is not None else None
+
+    def _expire(self, peer: Peer) -> None:
+        if self.peers.get(peer.name) is peer:
+            log.info("peer %s: held offline since its tunnel closed; expired", peer.name)
+            task = asyncio.get_running_loop().create_task(self.remove(peer.name))
+            self._expiring.add(task)
+            task.add_done_callback(self._expiring.discard)
+
     async def _retire(self, peer: Peer) -> None:
+        if peer.expiry is not None:
+            peer.expiry.cancel()
         if peer.beacon is not None:
             await peer.beacon.stop()
         if peer.task is not None:
@@ -168,7 +225,8 @@ class PeerTable:
         wall, mono = time.time(), time.monotonic()
         return [{"name": p.name, "url": p.url, "status": p.health.status,
                  self.xv: {**status_since(p, wall, mono),
-                           "beacon": p.beacon is not None and p.beacon.fresh(mono)}}
+                           "beacon": p.beacon is not None and p.beacon.fresh(mono),
+                           **held_block(p, wall, mono)}}
                 for p in sorted(self.peers.values(), key=lambda p: p.name)]
 
     def stats(self) -> dict[str, Any]:

@@ -102,7 +102,7 @@ class FederationService:
                              self.state.settings["server.port"], self._found, self._lost)
             await self.mdns.start()
         if self.read_cache is not None:  # peers' fault events keep the cache current
-            self._cache_signals.enter_context(self.relay.attached(self._peer_event))
+            self._cache_signals.enter_context(self.relay.attached(self._peer_event, stream=False))
 
     async def stop(self) -> None:
         """Stop mDNS and every peer."""

@@ -129,6 +129,8 @@ class FederationSettings:
     max_response_bytes: int = 16 * 1024 * 1024
     beacon: bool = True  # idle peers' liveness and ETag from their beacon stream (beacon.py)
     reexport: bool = False  # a site primary: its peers' entities served on to a fleet primary
+    # aggregation.connect_hold_ms: a robot's closed tunnel leaves it listed offline this long
+    connect_hold_s: float = 3600.0
     self_name: str = ""
     warnings: tuple[str, ...] = ()
 
@@ -160,4 +162,5 @@ class FederationSettings:
             max_response_bytes=int(s["aggregation.max_response_bytes"]),
             beacon=bool(s["aggregation.beacon"]),
             reexport=bool(s["aggregation.reexport"]),
+            connect_hold_s=s["aggregation.connect_hold_ms"] / 1000.0,
             self_name=peer_name(name), warnings=tuple(warnings))

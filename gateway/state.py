@@ -13,6 +13,7 @@ from .events import EventBus
 from .http.drain import Drain
 from .http.guard import Guard
 from .http.routes import Registry, Route
+from .process.storage import StorageHealth
 from .settings.config import Settings
 
 if TYPE_CHECKING:  # the services' types; their modules import this one
@@ -90,6 +91,7 @@ class GatewayState:
     federation: FederationService | None = None  # aggregation on
     forwarder: Forwarder | None = None  # aggregation on
     drain: Drain = field(default_factory=Drain)  # bounded stop (cli.serve)
+    storage: StorageHealth = field(default_factory=StorageHealth)  # stores report write failures
     hot_answers: HotAnswers | None = None  # the fast path of known GETs (http/hot.py)
     hot_run: Run | None = None  # the middleware's runner of a fast-path call
     # Hooks and registries other modules add to.

@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gateway.process.storage import StorageHealth, log_write_failure
+
 from .index import INDEX_NAME, PARTIAL_SUFFIX, SIDECAR_NAME, Recording, fsync_dir, write_atomic
 from .writer import BagMessage, TopicMeta, write_bag
 
@@ -38,6 +40,9 @@ class WriteJob:
 Done = Callable[[Recording | None, str | None, WriteJob], None]
 
 
+STORE = "recordings"  # the store's name in storage health
+
+
 class BagWriterThread:
     """One daemon thread doing all of the recorder's disk writes."""
 
@@ -55,6 +60,7 @@ class BagWriterThread:
         self.failed = 0
         self.bytes_written = 0
         self.write_seconds = 0.0
+        self.storage = StorageHealth()  # the gateway's, set by whoever starts the recorder
 
     def start(self) -> None:
         """Start the thread."""
@@ -125,31 +131,38 @@ class BagWriterThread:
                 for rec_id in payload:  # type: ignore[attr-defined]
                     shutil.rmtree(self.root / rec_id, ignore_errors=True)
             elif kind == "index":
-                write_atomic(self.root / INDEX_NAME, payload)  # type: ignore[arg-type]
-        except Exception:
-            log.exception("recorder: %s failed", kind)
+                with self.storage.writing(STORE, self.root):
+                    write_atomic(self.root / INDEX_NAME, payload)  # type: ignore[arg-type]
+        except Exception as exc:
+            log_write_failure(log, "recorder: %s failed", kind, exc)
 
     def _write(self, job: WriteJob) -> None:
         rec = job.recording
         partial = self.root / f"{rec.id}{PARTIAL_SUFFIX}"
         final = self.root / rec.id
         start = time.perf_counter()
+        moved = False
         try:
-            shutil.rmtree(partial, ignore_errors=True)
-            partial.mkdir(parents=True)
-            info = write_bag(partial, rec.id, rec.format, job.topics, job.messages,
-                             compression=job.compression, custom_data=job.custom_data)
-            rec.file = info.file_name
-            rec.size = info.size
-            rec.message_count = info.message_count
-            rec.topics = sorted(n for n, c in info.topic_counts.items() if c)
-            write_atomic(partial / SIDECAR_NAME, json.dumps(rec.to_dict(), indent=1).encode())
-            partial.rename(final)
-            fsync_dir(self.root)
+            with self.storage.writing(STORE, self.root):  # a full disk: one log line, /health
+                shutil.rmtree(partial, ignore_errors=True)
+                partial.mkdir(parents=True)
+                info = write_bag(partial, rec.id, rec.format, job.topics, job.messages,
+                                 compression=job.compression, custom_data=job.custom_data)
+                rec.file = info.file_name
+                rec.size = info.size
+                rec.message_count = info.message_count
+                rec.topics = sorted(n for n, c in info.topic_counts.items() if c)
+                write_atomic(partial / SIDECAR_NAME,
+                             json.dumps(rec.to_dict(), indent=1).encode())
+                partial.rename(final)
+                moved = True
+                fsync_dir(self.root)
         except Exception as exc:
             shutil.rmtree(partial, ignore_errors=True)
+            if moved:  # renamed but not durable: not listed, not left behind
+                shutil.rmtree(final, ignore_errors=True)
             self.failed += 1
-            log.exception("recorder: writing %s failed", rec.id)
+            log_write_failure(log, "recorder: writing %s failed", rec.id, exc)
             self._done(None, f"{type(exc).__name__}: {exc}", job)
             return
         finally:

@@ -87,11 +87,15 @@ class RecorderLock(DirLock):
 def write_atomic(path: Path, data: bytes) -> None:
     """Replace path with data: temporary file, fsync, rename, fsync the directory."""
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk leaves no half file behind
+        raise
     fsync_dir(path.parent)
 
 

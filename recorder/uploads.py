@@ -9,15 +9,19 @@ metadata work; file writes happen in `Incoming.write`, which callers run off the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import secrets
 import shutil
 import uuid
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from gateway.process.storage import StorageHealth
 
 from .index import fsync_dir, write_atomic
 
@@ -26,6 +30,7 @@ log = logging.getLogger(__name__)
 INCOMING_PREFIX = ".incoming-"
 DATA_NAME = "data"
 META_NAME = "meta.json"
+STORE = "bulk-data"  # the store's name in storage health and 507 messages
 
 
 @dataclass
@@ -57,15 +62,17 @@ class Upload:
 class Incoming:
     """An upload being received into a temporary directory."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, store: UploadStore) -> None:
         self.directory = directory
         self.size = 0
+        self.store = store
         self._file: BinaryIO | None = open(directory / DATA_NAME, "wb")  # noqa: SIM115
 
     def write(self, chunk: bytes) -> None:
-        """Append (blocking)."""
+        """Append (blocking); StorageWriteError when the disk is full."""
         assert self._file is not None
-        self._file.write(chunk)
+        with self.store.writing():
+            self._file.write(chunk)
         self.size += len(chunk)
 
     def finish(self) -> None:
@@ -79,7 +86,8 @@ class Incoming:
     def abort(self) -> None:
         """Remove everything received (blocking)."""
         if self._file is not None:
-            self._file.close()
+            with contextlib.suppress(OSError):  # a full disk fails the flush of the close
+                self._file.close()
             self._file = None
         shutil.rmtree(self.directory, ignore_errors=True)
 
@@ -87,9 +95,14 @@ class Incoming:
 class UploadStore:
     """Uploads by category and id."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, storage: StorageHealth | None = None) -> None:
         self.root = root
         self.uploads: dict[tuple[str, str], Upload] = {}
+        self.storage = storage or StorageHealth()
+
+    def writing(self) -> AbstractContextManager[None]:
+        """A write below root: StorageWriteError (booked in storage health) when it fails."""
+        return self.storage.writing(STORE, self.root)
 
     def load(self) -> int:
         """Read every upload's meta.json; remove unfinished ones (blocking). Returns removed."""
@@ -114,20 +127,31 @@ class UploadStore:
     def begin(self, category: str) -> Incoming:
         """A fresh temporary directory for an upload into category (blocking, small)."""
         cat_dir = self.root / category
-        cat_dir.mkdir(parents=True, exist_ok=True)
         directory = cat_dir / f"{INCOMING_PREFIX}{secrets.token_hex(8)}"
-        directory.mkdir()
-        return Incoming(directory)
+        with self.writing():
+            cat_dir.mkdir(parents=True, exist_ok=True)
+            directory.mkdir()
+            try:
+                return Incoming(directory, self)
+            except BaseException:
+                shutil.rmtree(directory, ignore_errors=True)
+                raise
 
     def commit(self, incoming: Incoming, up: Upload) -> Upload:
-        """Write meta.json and move the upload into place (blocking)."""
-        incoming.finish()
+        """Write meta.json and move the upload into place (blocking); listed only once all
+        of it is on disk (a failure leaves nothing behind but the incoming directory)."""
         up.id = up.id or str(uuid.uuid4())
-        up.size = incoming.size
-        write_atomic(incoming.directory / META_NAME, json.dumps(up.to_dict()).encode())
         final = self.root / up.category / up.id
-        incoming.directory.rename(final)
-        fsync_dir(final.parent)
+        with self.writing():
+            incoming.finish()
+            up.size = incoming.size
+            write_atomic(incoming.directory / META_NAME, json.dumps(up.to_dict()).encode())
+            incoming.directory.rename(final)
+            try:
+                fsync_dir(final.parent)
+            except BaseException:
+                shutil.rmtree(final, ignore_errors=True)
+                raise
         self.uploads[(up.category, up.id)] = up
         return up
 

@@ -186,6 +186,7 @@ def install(app: web.Application, state: GatewayState) -> None:
     if not rt.enabled:
         return
     state.features.add("auth")
+    rt.grants.store.storage = state.storage  # a token that cannot be stored: 507, /health
     try:
         rt.grants.load(time.time())
     except (OSError, sqlite3.Error) as exc:

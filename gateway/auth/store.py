@@ -12,11 +12,15 @@ import hashlib
 import os
 import sqlite3
 import threading
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..process.storage import StorageHealth
+
 DEFAULT_STATE_DIR = "~/.local/state/diag-gateway"
 FILE_NAME = "refresh_tokens.sqlite3"
+STORE = "refresh-tokens"  # the store's name in storage health and 507 messages
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS family (
@@ -74,15 +78,21 @@ class RefreshStore:
         self.path = path
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
+        self.storage = StorageHealth()  # the gateway's, set by auth/enforce.py
+
+    def _writing(self) -> AbstractContextManager[None]:
+        """A write: StorageWriteError (507, /health degraded) when the disk refuses it."""
+        return self.storage.writing(STORE, self.path.parent)
 
     def _conn(self) -> sqlite3.Connection:
         if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            # Create the file owner-only before SQLite opens it with the umask's mode.
-            os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
-            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            db.execute("PRAGMA synchronous=FULL")
-            db.executescript(_SCHEMA)
+            with self._writing():
+                self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                # Create the file owner-only before SQLite opens it with the umask's mode.
+                os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
+                db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+                db.execute("PRAGMA synchronous=FULL")
+                db.executescript(_SCHEMA)
             self._db = db
         return self._db
 
@@ -98,7 +108,7 @@ class RefreshStore:
         """A new family with its first refresh token."""
         with self._lock:
             db = self._conn()
-            with _transaction(db):
+            with self._writing(), _transaction(db):
                 db.execute("INSERT INTO family VALUES (?, ?, ?, ?, NULL, NULL)",
                            (family, client_id, now, family_expires_at))
                 db.execute("INSERT INTO refresh VALUES (?, ?, ?, ?, ?, ?, NULL)",
@@ -112,7 +122,7 @@ class RefreshStore:
         """
         with self._lock:
             db = self._conn()
-            with _transaction(db):
+            with self._writing(), _transaction(db):
                 row = db.execute(
                     "SELECT r.family, r.client_id, r.role, r.expires_at, r.used_at, f.revoked_at"
                     " FROM refresh r JOIN family f ON f.id = r.family WHERE r.hash = ?",
@@ -138,7 +148,7 @@ class RefreshStore:
         """Revoke the family of a refresh token; its family id, or None when unknown."""
         with self._lock:
             db = self._conn()
-            with _transaction(db):
+            with self._writing(), _transaction(db):
                 row = db.execute("SELECT family FROM refresh WHERE hash = ?",
                                  (thash,)).fetchone()
                 if row is None:
@@ -150,7 +160,7 @@ class RefreshStore:
         """Revoke a family by id; False when unknown."""
         with self._lock:
             db = self._conn()
-            with _transaction(db):
+            with self._writing(), _transaction(db):
                 return _revoke(db, family, now, reason)
 
     def revoked_families(self, now: float) -> dict[str, float]:
@@ -165,7 +175,7 @@ class RefreshStore:
         """Drop expired tokens and families; the number of rows removed."""
         with self._lock:
             db = self._conn()
-            with _transaction(db):
+            with self._writing(), _transaction(db):
                 n = db.execute("DELETE FROM refresh WHERE expires_at <= ?", (now,)).rowcount
                 n += db.execute(
                     "DELETE FROM family WHERE expires_at <= ? AND id NOT IN "
@@ -206,8 +216,13 @@ class _transaction:
 
     def __exit__(self, typ: object, exc: BaseException | None, tb: object) -> None:
         if exc is None or isinstance(exc, _Commit):
-            self.db.execute("COMMIT")
+            try:
+                self.db.execute("COMMIT")
+            except BaseException:
+                if self.db.in_transaction:  # a full disk: SQLite may have rolled back already
+                    self.db.execute("ROLLBACK")
+                raise
             if isinstance(exc, _Commit):
                 raise exc.error from None
-        else:
+        elif self.db.in_transaction:
             self.db.execute("ROLLBACK")

@@ -186,6 +186,7 @@ class RunBox:
                 json.dump(data, f)
             tmp.rename(self.record)
         except OSError as exc:
+            tmp.unlink(missing_ok=True)  # a full disk leaves no half record behind
             log.warning("script run %s: cannot write its record: %s", self.execution_id, exc)
 
 

@@ -19,6 +19,7 @@ import yaml
 
 from ..discovery.safeyaml import BoundedSafeLoader
 from ..http import safeschema
+from ..process.storage import StorageHealth
 from .childenv import scrubbed_env as scrubbed_env  # re-exported (tests, older callers)
 
 # File extension -> format; format -> interpreter (python runs with the gateway's own python3).
@@ -26,6 +27,7 @@ FORMATS = {".sh": "sh", ".bash": "bash", ".py": "python"}
 INTERPRETERS = {"sh": "sh", "bash": "bash", "python": sys.executable}
 META_SUFFIXES = (".json", ".yaml", ".yml")
 MAX_SIDECAR_BYTES = 262144
+STORE = "scripts"  # the upload store's name in storage health and 507 messages
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 
 
@@ -150,9 +152,11 @@ def scan_managed(directory: Path) -> tuple[list[Script], list[str]]:
 class UploadStore:
     """Uploaded scripts: `<root>/<kind>/<entity_id>/<script_id>/{script.<ext>, meta.json}`."""
 
-    def __init__(self, root: Path, run_gid: int | None = None) -> None:
+    def __init__(self, root: Path, run_gid: int | None = None,
+                 storage: StorageHealth | None = None) -> None:
         self.root = root
         self.run_gid = run_gid  # the run user's group reads uploads (upload_access)
+        self.storage = storage or StorageHealth()  # a failed write: 507 and /health degraded
 
     def load(self) -> list[Script]:
         """Every stored upload (unreadable entries are skipped)."""
@@ -185,17 +189,19 @@ class UploadStore:
             record["parameters_schema"] = meta["parameters_schema"]
         folder = self.root / kind / entity_id / sid
         tmp = folder.with_name(sid + ".incoming")
-        tmp.mkdir(parents=True)
-        try:
-            (tmp / f"script{ext}").write_bytes(content)
-            (tmp / "meta.json").write_text(json.dumps(record), encoding="utf-8")
-            tmp.rename(folder)
-        except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        script = self._script(folder, record)
-        if self.run_gid is not None:
-            grant(script, self.run_gid)
+        with self.storage.writing(STORE, self.root):
+            tmp.mkdir(parents=True)
+            try:
+                (tmp / f"script{ext}").write_bytes(content)
+                (tmp / "meta.json").write_text(json.dumps(record), encoding="utf-8")
+                tmp.rename(folder)
+                script = self._script(folder, record)
+                if self.run_gid is not None:
+                    grant(script, self.run_gid)
+            except BaseException:  # nothing half stored: the next start would list it
+                shutil.rmtree(tmp, ignore_errors=True)
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
         return script
 
     def delete(self, script: Script) -> None:

@@ -83,9 +83,11 @@ class HearingLoop:
         # A guard condition through the wait-set executor; the events executor runs no guard
         # conditions (rclpy raises in its thread), so a timer there, twice per round.
         self._echoes = [Echo("ros-executor", lambda: bridge.node.current, back)]
+        self._echo_locks = {"ros-executor": getattr(bridge.node, "lock", None)}
         if bridge.call_node is not bridge.node:
             self._echoes.append(Echo("ros-calls", lambda: bridge.call_node.current, back,
                                      timer_s=ECHO_EVERY_S / 2))
+            self._echo_locks["ros-calls"] = getattr(bridge.call_node, "lock", None)
 
     async def _echo_round(self) -> None:
         """Account the echoes of the last round and send the next ones."""
@@ -98,8 +100,8 @@ class HearingLoop:
             self._counted[echo.name] = back
             try:
                 if echo.stale():
-                    await self.bridge.run(echo.ensure, timeout=10.0,
-                                          what="making the hearing echo")
+                    await self.bridge.run(echo.ensure, self._echo_locks.get(echo.name),
+                                          timeout=10.0, what="making the hearing echo")
                 echo.trigger()
             except Exception as exc:
                 log.debug("hearing echo %s: %s", echo.name, exc)

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SETTLE_POLL_S = 0.05  # how often a changed file is looked at until it settles
+# A settled change that drops entities (areas, components, apps, functions) is applied only
+# once the files held still this long: a writer paused mid-file longer than the settle
+# window leaves a shorter file that can be a valid manifest of its own.
+DROP_CONFIRM_S = 3.0
 
 
 class ManifestDiscovery:
@@ -54,6 +58,7 @@ class ManifestDiscovery:
         self.loaded_ns = time.time_ns()
         self.reloads = 0
         self.reload_failures = 0
+        self.held_back = 0  # settled loads not applied yet because they dropped entities
         self.last_error: list[Issue] = []
         self._stamp = self._files_stamp()
         self._task: asyncio.Task[None] | None = None
@@ -140,16 +145,31 @@ class ManifestDiscovery:
 
     async def _watch(self) -> None:
         # A changed file is loaded once it held still for settle_s (settle.py): a manifest
-        # written in place is never read half-written, however valid its first half.
+        # written in place is never read half-written, however valid its first half. A load
+        # that drops entities must hold still for DROP_CONFIRM_S: a writer may pause longer.
         settle = Settle(self._stamp, self.settle_s)
         while True:
             await asyncio.sleep(min(self.watch_s, SETTLE_POLL_S) if settle.pending
                                 else self.watch_s)
             try:
                 stamp = await asyncio.to_thread(self._files_stamp)
-                if settle.due(stamp, time.monotonic()):
+                now = time.monotonic()
+                if not settle.due(stamp, now):
+                    continue
+                manifest = await self._read()
+                if manifest is None:
                     self._stamp = stamp
-                    await self.reload()
+                    continue
+                dropped = entity_keys(self.manifest) - entity_keys(manifest)
+                if dropped and settle.held(now) < DROP_CONFIRM_S:
+                    settle.hold_back(DROP_CONFIRM_S)
+                    self.held_back += 1
+                    log.info("manifest change drops %d entities (e.g. %s): applied once the "
+                             "files held still for %g s", len(dropped), min(dropped)[1],
+                             DROP_CONFIRM_S)
+                    continue
+                self._stamp = stamp
+                self._apply(manifest)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -157,13 +177,24 @@ class ManifestDiscovery:
 
     async def reload(self) -> bool:
         """Read and validate the files again; swap in the new manifest only when it is valid."""
+        manifest = await self._read()
+        if manifest is None:
+            return False
+        self._apply(manifest)
+        return True
+
+    async def _read(self) -> Manifest | None:
+        """The files read and validated off the loop; None (the failure recorded) if invalid."""
         try:
-            manifest = await asyncio.to_thread(self._load)
+            return await asyncio.to_thread(self._load)
         except ManifestError as exc:
             self.reload_failures += 1
             self.last_error = exc.issues
             log.error("manifest reload failed; the previous manifest keeps serving: %s", exc)
-            return False
+            return None
+
+    def _apply(self, manifest: Manifest) -> None:
+        """Serve `manifest`: rebuild the entity set and announce it."""
         self.manifest = manifest
         self.last_error = []
         self.reloads += 1
@@ -174,7 +205,6 @@ class ManifestDiscovery:
             state.events.publish(Event(ENTITIES, None, "manifest", "reloaded",
                                        {"generation": state.cache.generation}))
         log.info("manifest reloaded: %s", manifest.counts())
-        return True
 
     # ----- status and health -----
     def status(self) -> dict[str, Any]:
@@ -224,6 +254,14 @@ class ManifestDiscovery:
             "ros_node_fqns": list(r.orphans),
             "peer_names": [],
         }]
+
+
+def entity_keys(manifest: Manifest) -> set[tuple[str, str]]:
+    """(kind, id) of every area, component, app and function the manifest declares."""
+    return {(kind, e.id) for kind, es in (("areas", manifest.areas),
+                                          ("components", manifest.components),
+                                          ("apps", manifest.apps),
+                                          ("functions", manifest.functions)) for e in es}
 
 
 def inactive_status() -> dict[str, Any]:

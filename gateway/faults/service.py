@@ -32,7 +32,7 @@ from .snapshots import load_config as load_snapshot_config
 from .store import FaultStore, StoreBatch
 from .stream import FaultStream, SseSlots
 from .upkeep import action_topics_loop, dedup_prune_loop, entity_of
-from .writer import StoreWriter
+from .writer import StoreWriter, log_write_failure
 
 if TYPE_CHECKING:
     from ..state import GatewayState
@@ -111,7 +111,7 @@ class FaultService:
     async def start(self) -> None:
         """Open the database, subscribe, start the background tasks."""
         s = self.state.settings
-        store = await self.writer.open(s["state_dir"])
+        store = await self.writer.open(s["state_dir"], self.state.storage)
         self.faults, self.dedup, corr = await self.writer.call(FaultStore.load_state)
         self.engine.load_state(corr)
         event_seq = await self.writer.call(FaultStore.get_meta, "event_seq", 0)
@@ -350,8 +350,8 @@ class FaultService:
         exc = fut.exception()
         if exc is not None:
             # Back to what the database holds; reporters resend what was not acked.
-            log.error("fault database write failed; %s", what, exc_info=exc)
-            self._spawn(self._reload())
+            log_write_failure(log, "fault database write failed; %s", what, exc)
+            self._spawn(self._reload()).set_name("faults-reload")
             return False
         us = fut.result()
         self.stats["commits"] += 1
@@ -447,9 +447,10 @@ class FaultService:
     async def settled(self) -> None:
         """Wait for every commit queued so far; raises the first commit failure."""
         results = await asyncio.gather(*list(self._pending), return_exceptions=True)
-        for r in results:
-            if isinstance(r, BaseException):
-                raise r
+        if failed := [r for r in results if isinstance(r, BaseException)]:  # once reloaded:
+            await asyncio.gather(*[t for t in self._tasks if t.get_name() == "faults-reload"],
+                                 return_exceptions=True)  # memory holds what the database does
+            raise failed[0]
 
     def _send_acks(self, acks: dict[str, list[int]]) -> None:
         if self._ack_pub is None:

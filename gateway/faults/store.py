@@ -21,12 +21,14 @@ from typing import Any
 import orjson
 
 from ..process.dirlock import DirLock
+from ..process.storage import StorageHealth
 from .model import FaultRecord
 
 log = logging.getLogger(__name__)
 
 DB_NAME = "faults.db"
 LOCK_NAME = "faults.lock"
+STORE = "faults"  # the store's name in storage health
 CHECKPOINT_INTERVAL_S = 10.0
 
 _SCHEMA = """
@@ -49,8 +51,10 @@ def default_state_dir() -> Path:
 class FaultStore:
     """One SQLite database; used from one thread at a time (the writer thread)."""
 
-    def __init__(self, path: str | Path | None) -> None:
+    def __init__(self, path: str | Path | None, storage: StorageHealth | None = None) -> None:
         self.path = str(path) if path else ":memory:"
+        self.directory = str(Path(self.path).parent) if path else ":memory:"
+        self.storage = storage or StorageHealth()  # the gateway's, once the writer opens it
         # The writer thread uses it; tests may open it elsewhere first.
         self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         if self.path != ":memory:":
@@ -97,16 +101,19 @@ class FaultStore:
             finally:
                 self._depth -= 1
             return
-        self.conn.execute("BEGIN")
         self._depth = 1
         try:
-            yield
-        except BaseException:
+            with self.storage.writing(STORE, self.directory):  # a full disk says so (507)
+                self.conn.execute("BEGIN")
+                try:
+                    yield
+                    self.conn.execute("COMMIT")
+                except BaseException:
+                    if self.conn.in_transaction:  # SQLite may have rolled back already
+                        self.conn.execute("ROLLBACK")
+                    raise
+        finally:
             self._depth = 0
-            self.conn.execute("ROLLBACK")
-            raise
-        self._depth = 0
-        self.conn.execute("COMMIT")
         self.commits += 1
 
     # faults

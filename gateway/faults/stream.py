@@ -16,11 +16,13 @@ from aiohttp import hdrs, web
 
 from ..http.errors import SERVICE_UNAVAILABLE, ApiError
 from ..http.jsonutil import dumps
+from ..state import STATE
 
 log = logging.getLogger(__name__)
 
 REPLAY_EVENTS = 100
 ID_BLOCK = 1000  # event ids reserved (stored) at a time
+AHEAD = ID_BLOCK // 2  # publish() stores a new block while this many ids are still stored
 CLIENT_QUEUE = 1024
 FANOUT_SLICE = 32  # clients served per loop step when an event goes to many
 FANOUT_BUDGET_S = 0.001  # and at most about this much loop time per step
@@ -56,9 +58,21 @@ def frame(event_id: int, event: str, data: Any) -> bytes:
     return b"id: %d\nevent: %s\ndata: %s\n\n" % (event_id, event.encode(), dumps(data))
 
 
-def refetch_frame(last_event_id: int, oldest: int, newest: int) -> bytes:
-    """The event telling a resuming client that events it missed are gone: refetch."""
-    reason = "unknown_event_id" if last_event_id > newest else "events_not_kept"
+def position_header(xv: str) -> str:
+    """`X-<Vendor>-Last-Event-Id` (from the vendor key `x-<vendor>`): a stream response's
+    position, the id a client resumes from to miss nothing after what it was sent."""
+    return f"X-{xv[2:].capitalize()}-Last-Event-Id"
+
+
+def refetch_frame(last_event_id: int, oldest: int, newest: int, start: int = 0) -> bytes:
+    """The event telling a resuming client that events it missed are gone: refetch.
+    `start`: the first id of this process is above it (ids up to it are an earlier one's)."""
+    if last_event_id > newest:
+        reason = "unknown_event_id"
+    elif last_event_id < start:
+        reason = "gateway_restarted"
+    else:
+        reason = "events_not_kept"
     data = {"event_type": "refetch", "reason": reason, "last_event_id": last_event_id,
             "oldest_kept_id": oldest, "refetch": "/api/v1/faults",
             "message": "Events after your Last-Event-ID are no longer kept; read the fault "
@@ -141,9 +155,15 @@ class FaultStream:
         self.keepalive_s = keepalive_s
         self.last_id = first_id
         # Ids survive restarts: `reserved` is the highest id stored (fault store meta), ids
-        # are used only below it, so a new process never hands out an id seen before.
+        # are used only below it, so a new process never hands out an id seen before, and
+        # an id below `start_id` was handed out by an earlier process (replay() knows that
+        # the events after it are not kept). `start_id` itself is never an event's id: it
+        # is this process's position until its first event.
+        self.start_id = first_id
         self.reserved = first_id
         self.persist = persist
+        if persist is not None:  # a block stored at once: a relayed event need not wait
+            persist(self.reserve(ID_BLOCK))
         self.ring: deque[tuple[int, bytes, bool]] = deque(maxlen=REPLAY_EVENTS)
         self.clients: set[_Client] = set()
         self.published = 0
@@ -153,15 +173,18 @@ class FaultStream:
         self._pumping = False
 
     def reserve(self, n: int) -> int:
-        """Make room for n more ids; the value to store (in the caller's transaction)."""
-        if self.last_id + n > self.reserved:
+        """Make room for n more ids; the value to store (in the caller's transaction). The
+        value stored is always above every id used: see start_id."""
+        if self.last_id + n >= self.reserved:
             self.reserved = self.last_id + n + ID_BLOCK
         return self.reserved
 
     def publish(self, event: str, data: Any, *, relayed: bool = False) -> int:
         """Number, keep and fan out one event (relayed: from a peer); returns its id."""
-        if self.last_id + 1 > self.reserved:  # relayed events, or a caller that did not reserve
-            stored = self.reserve(1)
+        if self.last_id + 1 + AHEAD >= self.reserved:
+            # relayed events, or a caller that did not reserve: a new block is stored while
+            # half of the last one is left, so an id goes out once its block is on disk
+            stored = self.reserve(1 + AHEAD)
             if self.persist is not None:
                 self.persist(stored)
         self.last_id += 1
@@ -268,16 +291,18 @@ class FaultStream:
     def replay(self, last_event_id: int | None, local_only: bool = False) -> list[bytes]:
         """Kept frames newer than last_event_id (none without a Last-Event-ID).
 
-        When events after last_event_id are no longer kept (the ring moved on, or the
-        gateway restarted), a `refetch` event comes first: never a silent gap.
+        When events after last_event_id are no longer kept (the ring moved on, the id was
+        handed out before this process started, or it is unknown), a `refetch` event comes
+        first: never a silent gap.
         """
         if last_event_id is None:
             return []
         oldest = self.ring[0][0] if self.ring else self.last_id + 1
         frames = [raw for i, raw, relayed in self.ring
                   if i > last_event_id and not (relayed and local_only)]
-        if last_event_id < oldest - 1 or last_event_id > self.last_id:
-            frames.insert(0, refetch_frame(last_event_id, oldest, self.last_id))
+        if (last_event_id < oldest - 1 or last_event_id > self.last_id
+                or last_event_id < self.start_id):
+            frames.insert(0, refetch_frame(last_event_id, oldest, self.last_id, self.start_id))
         return frames
 
     async def serve(self, request: web.Request, local_only: bool = False) -> web.StreamResponse:
@@ -295,6 +320,9 @@ class FaultStream:
             backlog = self.replay(last, local_only)
             self.clients.add(client)  # same loop step as the replay copy: no gap, no repeat
             resp = web.StreamResponse(status=200, headers=SSE_HEADERS)
+            state = request.app.get(STATE)
+            if state is not None:  # where this client stands (a relay resumes from it)
+                resp.headers[position_header(state.xv)] = str(self.last_id)
             await resp.prepare(request)
             await resp.write(b"".join([b":connected\n\n", *backlog]))  # sends the headers
             if resp.headers.get(hdrs.TRANSFER_ENCODING) == "chunked" and not resp.compression:

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from ..process.storage import StorageHealth
+from ..process.storage import log_write_failure as log_write_failure  # for the service
 from .store import FaultStore, StateDirLock, open_store
 
 T = TypeVar("T")
@@ -23,9 +25,12 @@ class StoreWriter:
         self.lock: StateDirLock | None = None
         self.busy_us_max = 0
 
-    async def open(self, state_dir: str) -> FaultStore:
-        """Open (or fall back to an in-memory) store on the writer thread."""
+    async def open(self, state_dir: str, storage: StorageHealth | None = None) -> FaultStore:
+        """Open (or fall back to an in-memory) store on the writer thread; its write failures
+        go to storage."""
         store, self.lock = await self._run(open_store, state_dir)
+        if storage is not None:
+            store.storage = storage
         self.store = store
         return store
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 from typing import Any
+
+from ..process.storage import INSUFFICIENT, StorageWriteError, failure_kind
 
 # error_code values of the spec's Errors part.
 NOT_FOUND = "resource-not-found"
@@ -13,6 +16,8 @@ VENDOR_ERROR = "vendor-error"
 INTERNAL_ERROR = "internal-error"
 SERVICE_UNAVAILABLE = "service-unavailable"
 NOT_IMPLEMENTED = "not-implemented"  # 501 (the spec gives only the status)
+# 507 Insufficient Storage: vendor-error with this vendor code (the spec's codes have none).
+INSUFFICIENT_STORAGE = "x-vendor-insufficient-storage"
 
 
 class ApiError(Exception):
@@ -83,3 +88,31 @@ def vendor_error(status: int, vendor_code: str, message: str, **parameters: Any)
 def http_layer_error(status: int, message: str) -> ApiError:
     """An error raised before any handler ran: error_code is resource-not-found (spec rule 1)."""
     return ApiError(status, NOT_FOUND, message, parameters={"status": status})
+
+
+def storage_error(err: StorageWriteError) -> ApiError:
+    """507 for a full or read-only file system, else 500 internal-error; the message names the
+    store, the directory and its free space."""
+    if err.insufficient:
+        return vendor_error(507, INSUFFICIENT_STORAGE, err.message, **err.parameters())
+    return ApiError(500, INTERNAL_ERROR, err.message, parameters=err.parameters())
+
+
+def os_error(exc: OSError) -> ApiError:
+    """The answer to an OSError no handler expected: 507 when storage ran out, else an honest
+    500 internal-error naming the error (never resource-not-found)."""
+    path = exc.filename if isinstance(exc.filename, str) else None
+    where = path.rpartition("/")[0] or "/" if path else None
+    params: dict[str, Any] = {"reason": exc.strerror or type(exc).__name__,
+                              "errno": errno.errorcode.get(exc.errno or 0)}
+    if path:
+        params["path"] = path
+    if failure_kind(exc) in INSUFFICIENT and where is not None:
+        return storage_error(StorageWriteError("gateway", where, exc))
+    if failure_kind(exc) in INSUFFICIENT:
+        params["free_bytes"] = None
+        return vendor_error(507, INSUFFICIENT_STORAGE, f"Insufficient storage: "
+                            f"{params['reason']}", **params)
+    text = f"{params['reason']} ({path})" if path else params["reason"]
+    return ApiError(500, INTERNAL_ERROR, f"Internal error while handling the request: {text}; "
+                                         "see the gateway log", parameters=params)

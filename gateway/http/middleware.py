@@ -14,8 +14,9 @@ from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_urldispatcher import MatchInfoError
 
 from ..model.ids import invalid_id_reason
+from ..process.storage import StorageWriteError
 from .clientlog import client_warning
-from .errors import ApiError, bad_request, http_layer_error
+from .errors import ApiError, bad_request, http_layer_error, os_error, storage_error
 from .jsonutil import JSON_TYPE, dumps
 from .ranges import RangeError, parse_range
 from .routes import API_PREFIX, ENTITY_PARAM
@@ -103,6 +104,12 @@ def error_answer(request: web.BaseRequest, exc: Exception, vendor: str) -> web.S
                        time.monotonic())
         return error_response(http_layer_error(status, f"Malformed request body: {text}"),
                               vendor)
+    if isinstance(exc, StorageWriteError):  # a store's write failed (booked by the store)
+        return error_response(storage_error(exc), vendor)
+    if isinstance(exc, OSError):  # never the spec's resource-not-found for a disk error
+        log.error("Unhandled %s on %s %s", type(exc).__name__, request.method, request.path,
+                  exc_info=exc)
+        return error_response(os_error(exc), vendor)
     log.error("Unhandled error on %s %s", request.method, request.path, exc_info=exc)
     return error_response(
         http_layer_error(500, "Internal error while handling the request; see the "

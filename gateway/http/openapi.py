@@ -135,6 +135,9 @@ def _responses(route: Route, vendor: str) -> tuple[dict[str, Any], OperationDoc 
     if route.is_write and route.path.startswith(_LOCKABLE) and not route.extra.get("stub"):
         responses.setdefault("409", {"description": "The entity is locked by another client",
                                      "content": error})
+    if route.is_write:  # a store's write on a full or read-only disk (process/storage.py)
+        responses.setdefault("507", {"description": "Insufficient storage: the message names "
+                                     "the directory and its free space", "content": error})
     if route.feature:
         responses["501"] = {"description": f"Feature '{route.feature}' not available",
                             "content": error}

@@ -9,7 +9,15 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..http.errors import NOT_IMPLEMENTED, ApiError, not_implemented, not_responding
+from ..http.errors import (
+    NOT_IMPLEMENTED,
+    ApiError,
+    not_implemented,
+    not_responding,
+    os_error,
+    storage_error,
+)
+from ..process.storage import INSUFFICIENT, StorageWriteError, failure_kind
 from .api import PluginError, Unsupported
 
 log = logging.getLogger(__name__)
@@ -50,6 +58,11 @@ def map_error(exc: BaseException, plugin: str, entity_id: str | None) -> ApiErro
                 err.error_code = NOT_IMPLEMENTED
             return err
         return plugin_error(exc.status, exc.message, entity_id)
+    if isinstance(exc, StorageWriteError):  # a full disk is not the plugin's fault: 507
+        return storage_error(exc)
+    if isinstance(exc, OSError) and failure_kind(exc) in INSUFFICIENT:
+        log.error("plugin %s: storage exhausted", plugin, exc_info=exc)
+        return os_error(exc)
     log.error("plugin %s raised", plugin, exc_info=exc)
     return plugin_error(500, "Plugin threw exception", entity_id)
 

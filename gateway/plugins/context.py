@@ -38,6 +38,12 @@ class PluginContext:
         return self._state.settings
 
     @property
+    def storage(self) -> Any:
+        """The gateway's storage health (process/storage.py): a plugin's stores write inside
+        `storage.writing(store, directory)`, so a full disk answers 507 and degrades /health."""
+        return self._state.storage
+
+    @property
     def vendor(self) -> str:
         """The vendor word (x-<vendor> keys)."""
         return str(self._state.vendor)

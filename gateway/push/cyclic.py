@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from ..events import CONFIGURATIONS, Event
+from .cadence import DeliveryCount, next_due
 from .model import Subscription, iso_ms
 from .rules import INTERVALS
 from .sse import data_frame, error_frame
@@ -27,6 +28,7 @@ class CyclicSampler:
         self.state = engine.state
         self.ticks = 0
         self.frames = 0
+        self.delivery = DeliveryCount()  # frames delivered against intervals due
         # (collection, entity_type, entity_id) -> (taken at, items) for collections read
         # through ROS services; refreshed in the background.
         self._snapshots: dict[tuple[str, str, str], tuple[float, list[Any]]] = {}
@@ -46,29 +48,29 @@ class CyclicSampler:
     async def _run(self, name: str, period: float) -> None:
         loop = asyncio.get_running_loop()
         wanted = self._wanted[name]
-        due = loop.time()
+        due = loop.time() + period
+        skipped = 0
         try:
             while True:
                 # No subscription of this class: no timer either (an idle gateway sleeps).
                 if not any(s.interval == name for s in self.engine.subscriptions.values()):
                     wanted.clear()
                     await wanted.wait()
-                    due = loop.time()
-                due += period
-                delay = due - loop.time()
-                if delay < 0:  # behind (a busy loop): skip the missed ticks, keep the phase
-                    due += (-delay // period + 1) * period
-                    delay = due - loop.time()
-                await asyncio.sleep(delay)
-                self._tick(name)
+                    due, skipped = loop.time() + period, 0
+                # A late tick runs at once (one loop turn each: the value is the newest then);
+                # cadence.next_due bounds the catch-up and counts what a stall skipped.
+                await asyncio.sleep(max(0.0, due - loop.time()))
+                self._tick(name, skipped)
+                due, skipped = next_due(due, period, loop.time())
         finally:
             self._off()
 
-    def _tick(self, name: str) -> None:
+    def _tick(self, name: str, skipped: int = 0) -> None:
         now = time.time()
         stamp = iso_ms(now)
         built: dict[tuple[str, ...], bytes | None] = {}
         links = self.engine.links
+        frames = 0
         for sub in tuple(self.engine.subscriptions.values()):
             if sub.interval != name or sub.channel is None or not sub.channel.connected:
                 continue
@@ -84,8 +86,14 @@ class CyclicSampler:
             raw = built[key]
             if raw is not None:
                 sub.channel.send(raw)
-                self.frames += 1
+                frames += 1
+        self.frames += frames
+        self.delivery.tick(frames, skipped)
         self.ticks += 1
+
+    def health(self) -> dict[str, float | int]:
+        """Cyclic delivery for /health: intervals due, frames delivered, their share."""
+        return self.delivery.health()
 
     def _frame(self, sub: Subscription, stamp: str) -> bytes | None:
         """The frame of a subscription's current value; None when there is none yet.

@@ -13,7 +13,9 @@ from ..events import DATA, FAULTS, LOCKS, LOGS, OPERATIONS, UPDATES, Event
 from ..http.errors import SERVICE_UNAVAILABLE, ApiError
 from ..http.jsonutil import dumps
 from ..model.runids import new_id
+from ..process.storage import StorageWriteError, log_write_failure
 from ..process.waits import wait_event
+from .cadence import DeliveryCount
 from .model import ACTIVE, TERMINATED, Subscription, Trigger, envelope
 from .orphans import OrphanClock
 from .rules import SubscriptionSpec, TriggerSpec, trigger_create
@@ -198,6 +200,8 @@ class PushEngine:
         if spec.persistent and trigger_id is None:
             try:
                 self.store.put(tid, trig.entity_type, trig.entity_id, raw, now, expires)
+            except StorageWriteError:
+                raise  # 507 naming the directory and its free space (process/storage.py)
             except Exception as exc:
                 raise ApiError(503, SERVICE_UNAVAILABLE,
                                f"The trigger could not be stored: {exc}") from None
@@ -508,8 +512,9 @@ class PushEngine:
         if rows:
             try:
                 self.store.set_previous(rows)
-            except Exception:
-                log.exception("previous values of persistent triggers could not be stored")
+            except Exception as exc:  # a full disk: logged once by storage health
+                log_write_failure(log, "previous values of %s could not be stored",
+                                  "persistent triggers", exc)
 
     def health(self) -> dict[str, Any]:
         """The push block of /health."""
@@ -518,7 +523,10 @@ class PushEngine:
                 "triggers": len(self.triggers), "max_triggers": self.max_triggers,
                 "triggers_fired": self.fired, "trigger_evaluations": self.evaluated,
                 "orphans_ended": self.orphaned, "parked_triggers": len(self.parked),
-                "watched_topics": len(self.topics.watched), **self.hub.health()}
+                "watched_topics": len(self.topics.watched),
+                "cyclic_delivery": (self.sampler.health() if self.sampler is not None
+                                    else DeliveryCount().health()),
+                **self.hub.health()}
 
 
 def _store_path(state: GatewayState) -> Path | None:

@@ -14,6 +14,7 @@ from ..events import DATA, Event
 from ..faults.model import FAILED, Report
 from ..http.errors import ApiError, invalid_parameter
 from ..model.runids import new_id
+from ..process.storage import StorageWriteError, log_write_failure
 from .fault_rules import SEVERITIES, Rule, crossed, extract, from_record, parse_rule
 from .topics import TopicWatch
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MIN_POLL_MS = 50
+STORE = "fault-triggers"  # the rules file's name in storage health and 507 messages
 
 
 class FaultTriggerEngine:
@@ -79,7 +81,12 @@ class FaultTriggerEngine:
                            "fault-trigger rule; delete that rule or pick another code")
         self._check_topic(app, rule)
         self._add(rule)
-        self._save()
+        try:
+            self._save(strict=True)
+        except StorageWriteError:  # not stored: not created either (507)
+            self.rules.pop(rule.id, None)
+            self.topics.drop(rule)
+            raise
         return rule
 
     def _check_topic(self, app: Any, rule: Rule) -> None:
@@ -106,10 +113,14 @@ class FaultTriggerEngine:
     def delete(self, rule: Rule) -> None:
         """Remove a rule; a crossed one clears its fault."""
         self.rules.pop(rule.id, None)
+        try:
+            self._save(strict=True)
+        except StorageWriteError:  # still stored: still a rule (507)
+            self.rules[rule.id] = rule
+            raise
         self.topics.drop(rule)
         if rule.crossed:
             self._clear(rule)
-        self._save()
 
     # evaluation -----------------------------------------------------------------------------
     def _on_sample(self, event: Event) -> None:
@@ -179,18 +190,30 @@ class FaultTriggerEngine:
                         len(rules) - len(good), self.path)
         return good
 
-    def _save(self) -> None:
+    def _save(self, strict: bool = False) -> None:
+        """Write the rules file; a failure raises StorageWriteError when strict (a request
+        waits), else it is logged once and /health degraded (the next save catches up)."""
         if self.path is None:
             return
         data = json.dumps([r.record() for r in self.rules.values()], indent=1)
+        tmp = None
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".fault_triggers")
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(data)
-            os.replace(tmp, self.path)
-        except OSError:
-            log.exception("fault-trigger rules could not be written to %s", self.path)
+            with self.state.storage.writing(STORE, self.path.parent):
+                try:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                    fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".fault_triggers")
+                    with os.fdopen(fd, "w", encoding="utf-8") as out:
+                        out.write(data)
+                    os.replace(tmp, self.path)
+                except BaseException:
+                    if tmp is not None:
+                        Path(tmp).unlink(missing_ok=True)
+                    raise
+        except StorageWriteError as exc:
+            if strict:
+                raise
+            log_write_failure(log, "fault-trigger rules could not be written to %s",
+                              str(self.path), exc)
 
     def health(self) -> dict[str, Any]:
         """Figures for /health."""

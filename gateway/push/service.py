@@ -29,6 +29,7 @@ async def start(state: GatewayState) -> None:
     hub = SseHub(slots, s["sse.client_queue_size"], s["sse.keepalive_sec"])
     topics = TopicWatch(state)
     engine = PushEngine(state, hub, topics)
+    engine.store.storage = state.storage  # a trigger that cannot be stored: 507, /health
     await engine.start()
     from ..resources.common import federation
 

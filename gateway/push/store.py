@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from ..process.storage import StorageHealth
+
 log = logging.getLogger(__name__)
+STORE = "triggers"  # the store's name in storage health and 507 messages
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS triggers (
@@ -28,42 +32,53 @@ CREATE TABLE IF NOT EXISTS triggers (
 class TriggerStore:
     """Rows of persistent triggers; ':memory:' when no directory is given."""
 
-    def __init__(self, path: str | Path | None) -> None:
+    def __init__(self, path: str | Path | None, storage: StorageHealth | None = None) -> None:
         self.path = str(path) if path else ":memory:"
+        self.directory = str(Path(path).parent) if path else ":memory:"
+        self.storage = storage or StorageHealth()  # the gateway's, set by push/service.py
         if path:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.executescript(SCHEMA)
 
+    def _writing(self) -> AbstractContextManager[None]:
+        """A write: StorageWriteError (507, /health degraded) when the disk refuses it."""
+        return self.storage.writing(STORE, self.directory)
+
     def put(self, trigger_id: str, entity_type: str, entity_id: str, body: dict[str, Any],
             created_at: float, expires_at: float | None, status: str = "active") -> None:
         """Insert or replace a trigger row."""
-        self.db.execute(
-            "INSERT OR REPLACE INTO triggers (id, entity_type, entity_id, body, created_at, "
-            "expires_at, status) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (trigger_id, entity_type, entity_id, json.dumps(body), created_at, expires_at,
-             status))
+        with self._writing():
+            self.db.execute(
+                "INSERT OR REPLACE INTO triggers (id, entity_type, entity_id, body, "
+                "created_at, expires_at, status) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (trigger_id, entity_type, entity_id, json.dumps(body), created_at, expires_at,
+                 status))
 
     def set_expiry(self, trigger_id: str, expires_at: float | None) -> None:
         """A new expiry time (PUT lifetime)."""
-        self.db.execute("UPDATE triggers SET expires_at = ? WHERE id = ?",
-                        (expires_at, trigger_id))
+        with self._writing():
+            self.db.execute("UPDATE triggers SET expires_at = ? WHERE id = ?",
+                            (expires_at, trigger_id))
 
     def set_previous(self, rows: list[tuple[str, Any]]) -> None:
         """The last evaluated value of each trigger."""
-        with self.db:
+        with self._writing(), self.db:
             self.db.executemany(
                 "UPDATE triggers SET previous = ?, has_previous = 1 WHERE id = ?",
                 [(json.dumps(value), tid) for tid, value in rows])
 
     def terminate(self, trigger_id: str) -> None:
         """Mark a row terminated (kept for the record)."""
-        self.db.execute("UPDATE triggers SET status = 'terminated' WHERE id = ?", (trigger_id,))
+        with self._writing():
+            self.db.execute("UPDATE triggers SET status = 'terminated' WHERE id = ?",
+                            (trigger_id,))
 
     def delete(self, trigger_id: str) -> None:
         """Remove a row."""
-        self.db.execute("DELETE FROM triggers WHERE id = ?", (trigger_id,))
+        with self._writing():
+            self.db.execute("DELETE FROM triggers WHERE id = ?", (trigger_id,))
 
     def active(self) -> list[dict[str, Any]]:
         """Every active row as a dict (body and previous decoded; bad rows skipped)."""

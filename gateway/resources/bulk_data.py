@@ -93,7 +93,7 @@ async def start(state: GatewayState) -> None:
         if not _CATEGORY.match(cat) or cat == DOCS:
             raise ConfigError(f"setting 'bulk_data.categories': {cat!r} is not a word "
                               "(letters, digits, '_' and '-') or is the reserved 'docs'")
-    store = UploadStore(_uploads_root(state))
+    store = UploadStore(_uploads_root(state), state.storage)
     await asyncio.to_thread(store.load)
     state.uploads = store
     cfg = RecorderConfig.from_settings(state.settings, extra_excluded=NEVER_CAPTURED)
@@ -101,6 +101,7 @@ async def start(state: GatewayState) -> None:
     if not cfg.enabled:
         return
     rec = _recorder_class()(cfg, lambda: _graph(state), state.bridge)
+    rec.writer.storage = state.storage  # a bag that cannot be written degrades /health
     if await rec.start():
         state.recorder = rec
         state.fault_listeners.append(rec.on_fault)

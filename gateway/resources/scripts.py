@@ -73,7 +73,8 @@ class ScriptService:
             raise ConfigError(refusal)
         root = s["scripts.upload_dir"]
         self.uploads = UploadStore(Path(root).expanduser() if root
-                                   else default_upload_root(s["state_dir"]), self.run_as.gid)
+                                   else default_upload_root(s["state_dir"]), self.run_as.gid,
+                                   state.storage)
         self.uploaded: dict[str, Script] = {}
         self._managed: list[Script] = []
         self._scan_key: Any = None

@@ -127,7 +127,8 @@ async def health(request: web.Request) -> web.Response:
     # The DDS side does not hear the graph (discovery/hearing.py): degraded, with the reason.
     hearing = getattr(state.bridge, "hearing", None)
     deaf = hearing.state.reason if hearing is not None and hearing.deaf else None
-    degraded = not executor["worker_alive"] or deaf is not None
+    storage = state.storage.failing()  # stores whose writes fail (process/storage.py)
+    degraded = not executor["worker_alive"] or deaf is not None or bool(storage)
     status = "degraded" if degraded else "healthy" if ready else "starting"
     body: dict[str, Any] = {
         "status": status,
@@ -135,7 +136,7 @@ async def health(request: web.Request) -> web.Response:
         "timestamp": time.time_ns(),
         "warning_schema_version": 2,
         "warnings": _warnings(state) + (disc.warnings() if disc is not None else []) + (
-            [] if deaf is None else [_deaf_warning(deaf)]),
+            [] if deaf is None else [_deaf_warning(deaf)]) + [f.warning() for f in storage],
         "discovery": {
             "mode": state.settings["discovery.mode"],
             "strategy": "runtime",
@@ -155,6 +156,7 @@ async def health(request: web.Request) -> web.Response:
         f"{xv}-ros2": ros_versions(),
         f"{xv}-msgconv": {"implementation": sample_implementation(),
                           "compiled_twin_loaded": MSGCONV_IMPL == "compiled"},
+        f"{xv}-storage": state.storage.health(),
     }
     if disc is not None:
         body["discovery"] = disc.health()

@@ -21,7 +21,7 @@ from .services import (
     NotAvailable,
     budget_now,
     result_within,
-    wait_until,
+    wait_ready,
 )
 
 log = logging.getLogger(__name__)
@@ -35,8 +35,9 @@ CANCEL_CODES = {0: "ERROR_NONE", 1: "ERROR_REJECTED", 2: "ERROR_UNKNOWN_GOAL_ID"
                 3: "ERROR_GOAL_TERMINATED"}
 # Executions kept per (entity, operation); the oldest finished ones go first.
 MAX_KEPT = 100
-# A goal's result: checked for every RESULT_CHECK_S while it runs; asked for again when the
-# status topic showed the goal ended RESULT_LOST_S ago and no answer came, RESULT_ASKS at most.
+# A goal's result: checked for every RESULT_CHECK_S while it runs. RESULT_ASKS is the number of
+# result requests in all (the first one and, each time the status topic showed the goal ended
+# RESULT_LOST_S ago with no answer, one more): 3 means the first request and 2 repeats.
 RESULT_CHECK_S = 0.5
 RESULT_LOST_S = 2.0
 RESULT_ASKS = 3
@@ -102,6 +103,12 @@ class Execution:
         return self.rejected or self.final_status is not None
 
 
+def _terminal(handle: Any, default: int) -> int:
+    """The goal's terminal status as the status topic showed it, else `default`."""
+    status = getattr(handle, "status", 0)
+    return status if status and status not in _RUNNING else default
+
+
 def _drop_feedback_callback(client: Any, gid: uuid.UUID) -> None:
     """Forget a goal's feedback callback (rclpy only drops it when a result arrives)."""
     getattr(client, "_feedback_callbacks", {}).pop(gid.bytes, None)
@@ -155,8 +162,8 @@ class ActionManager:
 
         name = action + "/_action/send_goal"
         async with self.limiter.slot(name, timeout):
-            if not await wait_until(client.server_is_ready,
-                                    min(deadline, budget_now() + READY_WAIT_S)):
+            if not await wait_ready(client, client.server_is_ready,
+                                    min(deadline, budget_now() + READY_WAIT_S), deadline):
                 if budget_now() >= deadline:
                     raise CallTimeout(f"action {action} did not answer within {timeout:g} s",
                                       timeout)
@@ -196,8 +203,10 @@ class ActionManager:
         """Ask for the goal's result until it arrives. A response can be lost (a server
         answers before DDS matched its reply writer to this client's reader, and rmw drops
         it): once the status topic shows the goal ended, an answer missing for RESULT_LOST_S
-        is asked for again, up to RESULT_ASKS times; then the execution fails, saying so."""
+        is asked for again; after RESULT_ASKS requests in all the execution ends with the
+        terminal status the status topic showed, and a reason saying the result was lost."""
         loop = asyncio.get_running_loop()
+        ended_status: int | None = None  # the newest terminal status seen on the status topic
         for ask in range(1, RESULT_ASKS + 1):
             rfut = handle.get_result_async()
             answer = self.bridge.wrap_future(rfut)
@@ -205,8 +214,10 @@ class ActionManager:
             try:
                 while not answer.done():
                     await asyncio.wait({answer}, timeout=RESULT_CHECK_S)
-                    if answer.done() or getattr(handle, "status", 0) in _RUNNING:
+                    seen = getattr(handle, "status", 0)
+                    if answer.done() or seen in _RUNNING:
                         continue
+                    ended_status = seen
                     ended_at = ended_at if ended_at is not None else loop.time()
                     if loop.time() - ended_at >= RESULT_LOST_S:
                         break
@@ -217,24 +228,25 @@ class ActionManager:
             if not answer.done():  # the goal ended and its result did not come: ask again
                 client._remove_pending_result_request(rfut)
                 answer.cancel()
-                log.info("action %s: goal %s ended but its result did not arrive; asking "
-                         "again", ex.action, ex.id)
+                if ask < RESULT_ASKS:
+                    self.results_asked_again += 1
+                    log.info("action %s: goal %s ended but its result did not arrive; asking "
+                             "again", ex.action, ex.id)
                 continue
             try:
                 response = answer.result()
-            except Exception as exc:  # transport failure: the outcome is unknown
+            except Exception as exc:  # transport failure: the result is unknown
                 ex.reason = f"reading the result failed: {exc}"
-                ex.final_status = 6
+                ex.final_status = _terminal(handle, 6)
                 return
             ex.result = message_to_dict(response.result)
             ex.final_status = int(response.status)
-            if ask > 1:
-                self.results_asked_again += ask - 1
             return
-        ended = ros_status_name(getattr(handle, "status", 0))
-        ex.reason = (f"the goal ended ({ended}) but its result never arrived (asked "
-                     f"{RESULT_ASKS} times)")
-        ex.final_status = 6
+        ex.final_status = ended_status if ended_status is not None else _terminal(handle, 6)
+        ex.reason = (f"the goal ended ({ros_status_name(ex.final_status)}, as its status topic "
+                     f"showed) but its result was lost: asked for {RESULT_ASKS} times, no "
+                     f"answer came")
+        log.warning("action %s: goal %s: %s", ex.action, ex.id, ex.reason)
 
     def _store(self, ex: Execution) -> None:
         key = (*ex.entity, ex.op_id)

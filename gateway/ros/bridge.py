@@ -420,20 +420,35 @@ class ClientCache:
         key = (name, type_name)
         fut = self._clients.get(key)
         if fut is not None and fut.done() and not fut.cancelled() and fut.exception() is None:
-            return fut.result()
+            return fut.result()[0]
         if fut is None:
             cls = import_type(type_name)
             fut = self._clients[key] = asyncio.ensure_future(
-                self.bridge.run(factory, self.bridge.call_node, cls, name, what=what))
+                self.bridge.run(self._make, factory, cls, name, what=what))
         try:
-            client = await asyncio.shield(fut)
+            client, moves = await asyncio.shield(fut)
         except Exception:
             if self._clients.get(key) is fut:
                 del self._clients[key]
             raise
+        if moves != self._moves():  # made on a node a rejoin has since replaced
+            if self._clients.get(key) is fut:
+                del self._clients[key]
+            return await self.get(name, type_name, factory, what)
         if self._clients.get(key) is fut:
             self._ready[key] = client
         return client
+
+    def _moves(self) -> int:
+        return int(getattr(self.bridge.call_node, "moves", 0))
+
+    def _make(self, factory: Callable[..., Any], cls: Any, name: str) -> tuple[Any, int]:
+        """factory(node, cls, name) with no rejoin moving the node meanwhile (graph pool)."""
+        proxy = self.bridge.call_node
+        locked = getattr(proxy, "locked", None)
+        if locked is None:  # a plain node (tests)
+            return factory(proxy, cls, name), 0
+        return locked(lambda _node: (factory(proxy, cls, name), proxy.moves))
 
     def discard(self, client: Any) -> None:
         """Forget one client (closed by its owner): the next caller makes a new one."""

@@ -321,7 +321,11 @@ class ServiceTypeBuilds:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(mode=0o700)
         spec_path = tmp / "spec.json"
-        spec_path.write_text(json.dumps(spec))
+        try:
+            spec_path.write_text(json.dumps(spec))
+        except OSError:  # a full disk leaves no half build directory behind
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         # Nothing written outside the build directory: no bytecode, the compilers' temp files
         env.update(AMENT_PREFIX_PATH=sys.prefix, PYTHONDONTWRITEBYTECODE="1", TMPDIR=str(tmp))

@@ -8,6 +8,7 @@ PROBE_BUDGET_S: it costs a participant's threads for that long, nothing otherwis
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -106,15 +107,18 @@ class Echo:
         """True when the echo is not (yet) on the current node (a rejoin made new nodes)."""
         return self._entity is None or self._node is not self._node_of()
 
-    def ensure(self) -> None:
-        """Make the guard condition or timer on the current node (blocking)."""
-        node = self._node_of()
-        self._entity = None  # the old one went with its node
-        self._node = node
-        if self.timer_s > 0:
-            self._entity = node.create_timer(self.timer_s, lambda: self._on_echo(self.name))
-        else:
-            self._entity = node.create_guard_condition(lambda: self._on_echo(self.name))
+    def ensure(self, lock: Any = None) -> None:
+        """Make the guard condition or timer on the current node (blocking); under `lock`
+        (the node proxy's), so that no rejoin destroys the node meanwhile."""
+        with lock if lock is not None else contextlib.nullcontext():
+            node = self._node_of()
+            self._entity = None  # the old one went with its node
+            self._node = node
+            if self.timer_s > 0:
+                self._entity = node.create_timer(self.timer_s,
+                                                 lambda: self._on_echo(self.name))
+            else:
+                self._entity = node.create_guard_condition(lambda: self._on_echo(self.name))
 
     def trigger(self) -> None:
         """Send one echo (a timer sends its own)."""

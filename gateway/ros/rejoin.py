@@ -6,6 +6,12 @@ nodes in a new rclpy context (a new DDS participant) and NodeProxy.move replays 
 with the same callbacks, so components keep their handles. Service and action clients are not
 replayed: their owners cache them (bridge.ClientCache) and the bridge clears the caches, so the
 next call makes a new one; a call pending on an old client fails like any lost call.
+
+Anything else made on a proxy's node (clients, timers, guard conditions) is made under the
+proxy's lock (`NodeProxy.locked`): a move holds that lock from the moment graph queries go to
+the new participant until the new nodes are in place, so nothing is ever made on an old node
+after it was destroyed (such an entity would hold the old node, and with it the whole old
+participant, for the life of the process).
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ class NodeProxy:
         self._node = node
         self._handles: list[EntityHandle] = []
         self.lock = threading.RLock()  # creation and destruction against a move
+        self.moves = 0  # node changes so far: what was made before one is on an old node
 
     @property
     def current(self) -> Any:
@@ -60,7 +67,15 @@ class NodeProxy:
             return lambda entity: self._destroy(name, entity)
         if name in REPLAYED:
             return lambda *args, **kwargs: self._create(name, args, kwargs)
+        if name.startswith("create_"):  # a client, timer, guard condition: not replayed
+            return lambda *args, **kwargs: self.locked(
+                lambda node: getattr(node, name)(*args, **kwargs))
         return getattr(self._node, name)
+
+    def locked(self, make: Any) -> Any:
+        """make(current node) with no move meanwhile (blocking: call it off the loop)."""
+        with self.lock:
+            return make(self._node)
 
     def _create(self, kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> EntityHandle:
         with self.lock:
@@ -93,6 +108,7 @@ class NodeProxy:
         failed = 0
         with self.lock:
             self._node = node
+            self.moves += 1
             for handle in self._handles:
                 try:
                     handle._entity = getattr(node, handle._kind)(*handle._args,

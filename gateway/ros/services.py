@@ -25,6 +25,9 @@ log = logging.getLogger(__name__)
 
 # How long a call waits for a freshly created client to match its server.
 READY_WAIT_S = 2.0
+# Idle loop clients are looked for at least this often: each holds an eventfd, so the open
+# file count is back at its baseline within ros.service_client_idle_sec + this.
+SWEEP_MAX_S = 5.0
 # The clock of call budgets: exact on any event loop (uvloop's loop.time() counts whole
 # milliseconds, so a budget under 1 ms never looked spent). asyncio's loop.time() is this clock.
 budget_now = time.monotonic
@@ -126,6 +129,27 @@ async def wait_until(predicate: Any, deadline: float) -> bool:
         delay = min(delay * 2, 0.05)
 
 
+async def wait_ready(client: Any, is_ready: Any, ready_by: float, deadline: float) -> bool:
+    """is_ready() (both ends matched on this side) by ready_by. A client's first request also
+    waits until MATCH_SETTLE_S after that match, at most half the budget left: the server's
+    side matches this client about then, and a request sent before that is dropped there
+    (under CPU load seen as a goal neither accepted nor rejected after a rejoin)."""
+    settled_at = getattr(client, "_diag_settled_at", None)
+    if settled_at is not None and budget_now() >= settled_at and is_ready():
+        return True
+    if not is_ready() and not await wait_until(is_ready, ready_by):
+        return False
+    now = budget_now()
+    if settled_at is None:
+        settled_at = now + MATCH_SETTLE_S
+        with contextlib.suppress(AttributeError):
+            client._diag_settled_at = settled_at
+    pause = min(settled_at - now, (deadline - now) / 2)
+    if pause > 0:
+        await asyncio.sleep(pause)
+    return True
+
+
 class ServiceCaller:
     """Calls remote services; clients live on the bridge's node and are cached per (name, type).
 
@@ -176,7 +200,7 @@ class ServiceCaller:
     def _schedule_sweep(self) -> None:
         if self.idle_close_s > 0 and self._sweep_timer is None and self._loop_clients:
             self._sweep_timer = asyncio.get_running_loop().call_later(
-                self.idle_close_s / 2, self._sweep)
+                min(self.idle_close_s / 2, SWEEP_MAX_S), self._sweep)
 
     def _sweep(self) -> None:
         """Close the loop clients no call has used for idle_close_s."""
@@ -259,13 +283,12 @@ class ServiceCaller:
             client.users += 1  # not closed as idle while this call holds it
             client.last_used = time.monotonic()
         try:
-            if not client.service_is_ready():
-                ready_by = min(deadline, budget_now() + READY_WAIT_S)
-                if not await wait_until(client.service_is_ready, ready_by):
-                    if budget_now() >= deadline:
-                        raise CallTimeout(f"service {name} did not answer within {timeout:g} s",
-                                          timeout)
-                    raise NotAvailable(f"service {name} is not available on the ROS graph")
+            ready_by = min(deadline, budget_now() + READY_WAIT_S)
+            if not await wait_ready(client, client.service_is_ready, ready_by, deadline):
+                if budget_now() >= deadline:
+                    raise CallTimeout(f"service {name} did not answer within {timeout:g} s",
+                                      timeout)
+                raise NotAvailable(f"service {name} is not available on the ROS graph")
             if budget_now() >= deadline:  # spent already: an answer taken first must not count
                 raise CallTimeout(f"service {name} did not answer within {timeout:g} s",
                                   timeout)

@@ -38,6 +38,10 @@ PUBLISH_MATCH_POLL_S = 0.01
 # loopback: a message published at once is lost for about one new publisher in five).
 BEST_EFFORT_SETTLE_S = 0.3
 CYCLONE_SETTLE_S = 0.5
+# ... and a reliable one too, for the first write of a publisher made or moved anew: a
+# volatile reader that matches our writer only after a write acknowledges it unseen (under CPU
+# load, a first write after a rejoin was lost so, though every ack came).
+RELIABLE_FIRST_SETTLE_S = 0.3
 
 
 @dataclass(frozen=True)
@@ -359,7 +363,7 @@ class SamplePool:
         deadline = (now if first else fresh) + match_wait_s
         reliable = False
         if now < deadline:
-            reliable = await self._await_match(topic, pub, deadline)
+            reliable = await self._await_match(topic, pub, deadline, first)
         pub.publish(msg)
         self._last_publish[topic] = time.monotonic()
         if reliable and (left := deadline - time.monotonic()) > 0:
@@ -388,15 +392,17 @@ class SamplePool:
         for topic in self._publishers:
             self._rematched[topic] = now
 
-    async def _await_match(self, topic: str, pub: Any, deadline: float) -> bool:
-        """Wait (until `deadline`) for the topic's subscriptions to match `pub`; True when
-        some other node's subscription is reliable (its delivery can be acknowledged)."""
+    async def _await_match(self, topic: str, pub: Any, deadline: float,
+                           first: bool = False) -> bool:
+        """Wait (until `deadline`) for the topic's subscriptions to match `pub`, and let them
+        settle; True when some other node's subscription is reliable (its delivery can be
+        acknowledged)."""
         infos = await self.bridge.run(self.bridge.node.get_subscriptions_info_by_topic, topic,
                                       what=f"listing the subscribers of {topic}")
         while pub.get_subscription_count() < len(infos) and time.monotonic() < deadline:
             await asyncio.sleep(PUBLISH_MATCH_POLL_S)
         others = [i for i in infos if i.node_name != self.bridge.node.get_name()]
-        settle = 0.0
+        settle = RELIABLE_FIRST_SETTLE_S if first and others else 0.0
         if any(i.qos_profile.reliability == ReliabilityPolicy.BEST_EFFORT for i in others):
             # No acknowledgement tells when a best-effort reader has matched us on its side.
             settle = BEST_EFFORT_SETTLE_S

@@ -366,6 +366,10 @@ SETTINGS: tuple[Setting, ...] = (
     _s("aggregation.max_connected_robots", int, 1000,
        "robots connected out to this primary at once (more: 503)", minimum=1,
        maximum=100000),
+    _s("aggregation.connect_hold_ms", int, 3600000,
+       "a robot connected out whose tunnel closed stays listed as an offline peer (its last "
+       "entities, apps is_online false) until it reconnects or this long (0: removed at once)",
+       minimum=0, maximum=7 * 24 * 3600 * 1000),
     _s("aggregation.connect_attempts_per_minute", int, 60,
        "robot connect attempts per source address and minute (more: 429 with Retry-After)",
        minimum=1, maximum=100000),

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ..process.storage import INSUFFICIENT, failure_kind
 from . import rules
 
 CHUNK = 1 << 20
@@ -128,6 +129,8 @@ def unpack(archive: Path, dest: Path, limits: Limits | None = None) -> list[str]
         raise
     except (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, lzma.LZMAError,
             OSError, ValueError) as exc:
+        if isinstance(exc, OSError) and failure_kind(exc) in INSUFFICIENT:
+            raise  # a full disk is no fault of the archive (507, not 400)
         raise PackageError(f"the archive cannot be unpacked: {exc}") from None
     return sorted(p.name for p in dest.iterdir())
 

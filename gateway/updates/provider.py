@@ -7,16 +7,19 @@ import os
 import shutil
 import threading
 import time
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from ..plugins.api import UPDATES, AlreadyExists, InvalidInput, NotFound, Plugin, PluginError
 from ..plugins.context import PluginContext
+from ..process.storage import StorageHealth
 from . import package, rules
 from .package import Limits, PackageError
 from .rules import BULK_URI, RuleError
 
 KEEP_RELEASES = 2  # the live release and the one a failed post-install rolls back to
+STORE = "updates"  # the store's name in storage health and 507 messages
 METADATA_ONLY = "metadata only"  # sub-progress step of a registration without `package`
 
 
@@ -77,11 +80,21 @@ class UpdateProviderPlugin(Plugin):
         """This plugin is an update provider."""
         return {UPDATES: self}
 
+    def _writing(self, directory: Path) -> AbstractContextManager[None]:
+        """A write of this store: StorageWriteError (507, /health degraded) when it fails."""
+        storage = self.ctx.storage if self.ctx is not None else StorageHealth()
+        return storage.writing(STORE, directory)
+
     def _save(self) -> None:
         index = self.root / "registry.json"
         tmp = index.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self._meta))
-        os.replace(tmp, index)
+        with self._writing(self.root):
+            try:
+                tmp.write_text(json.dumps(self._meta))
+                os.replace(tmp, index)
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
 
     # provider -------------------------------------------------------------------------------
     def list_updates(self, filters: dict[str, str]) -> list[str]:
@@ -116,14 +129,23 @@ class UpdateProviderPlugin(Plugin):
             if uid in self._meta:
                 raise AlreadyExists(f"update {uid} is already registered")
             self._meta[uid] = metadata
-            self._save()
+            try:
+                self._save()
+            except BaseException:  # not stored: not registered either
+                del self._meta[uid]
+                raise
 
     def delete_update(self, update_id: str) -> None:
         """Forget the package and its staging directory (an installed tree stays)."""
         with self._lock:
-            if self._meta.pop(update_id, None) is None:
+            meta = self._meta.pop(update_id, None)
+            if meta is None:
                 raise NotFound(f"update {update_id} is not registered")
-            self._save()
+            try:
+                self._save()
+            except BaseException:  # still on disk: still registered
+                self._meta[update_id] = meta
+                raise
         shutil.rmtree(self.staging / update_id, ignore_errors=True)
 
     def supports_automated(self, update_id: str) -> bool:
@@ -146,7 +168,8 @@ class UpdateProviderPlugin(Plugin):
                            lambda f: reporter.set_progress(int(f * 60)))
             reporter.set_sub_progress([{"name": "verify", "progress": 100},
                                        {"name": "unpack", "progress": 0}])
-            package.unpack(path, staged, self.limits)
+            with self._writing(self.staging):
+                package.unpack(path, staged, self.limits)
         except PackageError as exc:
             _remove(staged)
             raise PluginError(str(exc), 400) from None
@@ -173,7 +196,8 @@ class UpdateProviderPlugin(Plugin):
         releases.mkdir(parents=True, exist_ok=True)
         release = releases / f"{update_id}-{time.time_ns()}"
         try:
-            shutil.move(str(staged), release)
+            with self._writing(releases):
+                shutil.move(str(staged), release)
         except BaseException:
             _remove(staged)
             _remove(release)

@@ -114,7 +114,8 @@ def test_live_timeline_shows_events_relayed_from_a_robot(browser: Browser,
     # every change came over the stream: nothing is reported missed (after the list's grace)
     browser.wait(lambda d: fleet.primary.get("/faults").status == 200 and time.sleep(7) is None,
                  "the grace period")
-    assert not browser.driver.find_element(By.CSS_SELECTOR, "#stream-missed").is_displayed()
+    note = browser.driver.find_element(By.CSS_SELECTOR, "#stream-missed")
+    assert not note.is_displayed(), note.text
     browser.shot("fleet-timeline")
 
 

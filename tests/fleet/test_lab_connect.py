@@ -111,9 +111,15 @@ def test_wrong_token_refused(nat_lab: tuple[Lab, LabRobot, str]) -> None:
     assert status == 400 and json.loads(body)["error_code"] == "invalid-parameter"
 
 
-def test_robot_leaves_with_its_tunnel(nat_lab: tuple[Lab, LabRobot, str]) -> None:
+def test_robot_stays_listed_offline_when_its_tunnel_closes(
+        nat_lab: tuple[Lab, LabRobot, str]) -> None:
     _, robot, primary = nat_lab
     assert robot.gateway is not None
     robot.host.stop(robot.gateway)
-    wait_until(lambda: "r4" not in {p["name"] for p in _get(primary, "/health")["peers"]},
-               30, "r4 to leave with its tunnel")
+    # listed offline with its apps until it reconnects (aggregation.connect_hold_ms)
+    wait_until(lambda: {p["name"]: p for p in _get(primary, "/health")["peers"]}
+               .get("r4", {}).get("x-vendor", {}).get("tunnel") == "closed", 30,
+               "r4 listed offline with its tunnel closed")
+    apps = {a["id"]: a["x-vendor"] for a in _get(primary, "/apps")["items"]}
+    assert apps["lidar_sensor"]["is_online"] is False, apps
+    assert apps["lidar_sensor"]["available"] is False, apps

@@ -352,7 +352,7 @@ def test_stop_answers_a_fast_path_call_in_flight_503(robot: Robot, domain: int, 
         with _stop_gateway(robot, domain, tmp_path, grace=1.0) as g:
             assert g.proc is not None
             g.wait_for("/apps/stall_server/operations", lambda b: any(
-                i["id"] == "stall" for i in b["items"]), timeout=30)
+                i["id"] == "stall" for i in b["items"]), timeout=90)
             # hot once a call is answered on the fast path (a discovery change, e.g. under
             # load, makes the next one cold again)
             warm_until = time.monotonic() + 60

@@ -89,7 +89,10 @@ export function renderFleet(main) {
     }
     if (ev.event === 'refetch') {
       // Events after the page's last id are no longer kept: say so, and read the list again.
-      setBehind(`behind: events ${data.last_event_id}..${data.oldest_kept_id} were missed; the fault list was read again`);
+      // a primary's refetch for one robot (its relay could not resume) names it instead
+      const robot = (data[ctx.xv] || {}).peer;
+      setBehind(robot ? `behind: events of ${robot} were missed (${data.reason}); the fault list was read again`
+        : `behind: events ${data.last_event_id}..${data.oldest_kept_id} were missed; the fault list was read again`);
       load();
       return;
     }
