@@ -1,9 +1,10 @@
 """The fleet lab: three robots as namespaced hosts on one LAN (ROS domain 0 each, mDNS on the
 LAN, each robot behind its link emulator) and a primary that discovers them (root only).
 
-Peer beacons, a partition healed with no fault event lost, an address change followed, and a
+Peer beacons, a partition healed with no fault event lost, an address change followed, a
 recording downloaded through the primary over a slow, capped link (the robot online while the
-download fills its link).
+download fills its link), and a robot gateway killed and restarted with nothing silently
+missing from the primary's stream.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 import pytest
 
 from tests.fleet.lab import (
+    GATEWAY_PORT,
     LAN_PORT,
     EventStream,
     Lab,
@@ -55,6 +57,7 @@ class FleetLab:
     lab: Lab
     primary_url: str
     robots: dict[str, LabRobot]
+    settings: dict[str, list[str]] | None = None  # a robot's gateway settings (restarts)
 
     def get(self, path: str, **kw: Any) -> Any:
         status, _, body = request("GET", f"{self.primary_url}/api/v1{path}", **kw)
@@ -84,6 +87,7 @@ def fleet_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetLab]:
             "aggregation.mdns_name=primary", f"state_dir={logs / 'primary-state'}"]),
             logs / "primary.log", host_env())
         fl = FleetLab(lab, f"http://{host.address}:{LAN_PORT}", robots)
+        fl.settings = {"r2": ["aggregation.announce=true", *MDNS, *RECORDER]}
         wait_until(lambda: fl.peers().keys() >= set(robots) and all(
             p["status"] == "online" for p in fl.peers().values()), 120, "robots to join")
         yield fl
@@ -241,6 +245,41 @@ def test_a_robot_stays_online_while_its_link_is_full_of_a_download(fleet_lab: Fl
     assert status == 200 and len(body) == rec["size"]
     assert seen and set(seen) == {"online"}, seen
     assert fleet_lab.peers()["r2"]["x-vendor"].get("probes_passed_by_transfer", 0) > 0
+
+
+def test_a_robot_killed_and_restarted_leaves_no_silent_gap(fleet_lab: FleetLab) -> None:
+    # What the killed process emitted after the relay's last event is gone: the primary's
+    # stream says so with a refetch naming the robot (its clients read the list again), and
+    # the relay then carries the restarted robot's events.
+    r2 = fleet_lab.robots["r2"]
+    assert r2.gateway is not None and fleet_lab.settings is not None
+    stream = EventStream(fleet_lab.primary_url)
+    try:
+        wait_until(lambda: on_host(r2.host, "GET", GATEWAY_PORT, "/health")[1]
+                   ["x-vendor-sse"]["connected_clients"] >= 1, 30, "the relay from r2 open")
+        os.killpg(r2.gateway.pid, signal.SIGKILL)
+        r2.gateway.wait(10)
+        wait_until(lambda: fleet_lab.peers()["r2"]["status"] == "offline", 20, "r2 offline")
+        seen = len(stream.events)
+        r2.gateway = r2.host.run(gateway_argv("127.0.0.1", GATEWAY_PORT, [
+            f"state_dir={r2.logs / 'r2-state'}", f"aggregation.announce_port={LAN_PORT}",
+            *fleet_lab.settings["r2"]]), r2.logs / "r2.gateway.log", host_env())
+        wait_until(lambda: fleet_lab.peers()["r2"]["status"] == "online", 60, "r2 back online")
+
+        def refetch() -> bool:
+            return any(e.get("event_type") == "refetch"
+                       and e.get("x-vendor", {}).get("peer") == "r2"
+                       for e in stream.events[seen:])
+        wait_until(refetch, 30, "a refetch naming r2 on the primary's stream")
+        # and the relay carries what the new process emits
+        after = len(stream.events)
+        status, body = on_host(r2.host, "DELETE", GATEWAY_PORT,
+                               f"/apps/lidar_sensor/faults/{FAULT}")
+        assert status in (204, 404), body
+        wait_until(lambda: [e for e in stream.events[after:] if _is_r2_fault(e)], 30,
+                   "the restarted robot's fault events on the primary's stream")
+    finally:
+        stream.close()
 
 
 def on_host_bytes(robot: LabRobot, path: str) -> tuple[int, bytes]:
