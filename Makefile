@@ -50,8 +50,14 @@ demo: install
 	$(BIN)/diag-gateway demo $(ARGS)
 
 # A primary and three robots (own ROS domains, gateways announcing by mDNS on 127.0.0.1).
+# FLEET_WAIT: seconds the primary may take to answer; FLEET_JOIN_WAIT: seconds each robot may
+# take to join it; FLEET_SERVICE: the mDNS service type (empty: one of this run only).
+FLEET_WAIT      ?= 180
+FLEET_JOIN_WAIT ?= 60
+FLEET_SERVICE   ?=
 fleet-demo: install
-	$(BIN)/python deploy/fleet_demo.py $(ARGS)
+	$(BIN)/python deploy/fleet_demo.py --wait $(FLEET_WAIT) --join-wait $(FLEET_JOIN_WAIT) \
+		$(if $(FLEET_SERVICE),--service $(FLEET_SERVICE)) $(ARGS)
 
 # Headless Chromium and its driver for the dashboard tests (tests/e2e), from Debian's archive.
 # As root (CI) they are installed when missing; otherwise the tests skip and say why.

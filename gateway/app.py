@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -120,6 +121,7 @@ def make_app(settings: Settings) -> web.Application:
     if settings["discovery.mode"] != "runtime_only":  # docs/manifest.md
         from .discovery.pipeline import ManifestDiscovery
         state.discovery = ManifestDiscovery(settings)  # ManifestError: not served
+    app.cleanup_ctx.append(_storage_probe)  # a failing store recovers by itself
     app.cleanup_ctx.append(_ros_lifecycle)
     from .resources import lifecycle, locks, scripts  # after ROS: they stop before it
     for module in (locks, scripts, lifecycle):
@@ -131,6 +133,15 @@ def make_app(settings: Settings) -> web.Application:
         from federation.install import install as install_federation  # docs/federation.md
         install_federation(app, state)
     return app
+
+
+async def _storage_probe(app: web.Application) -> AsyncIterator[None]:
+    from .process.storage import probe_loop
+
+    task = asyncio.ensure_future(probe_loop(app[STATE].storage))
+    yield
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
 
 
 async def _start_plugins(state: GatewayState) -> None:
@@ -156,6 +167,7 @@ async def _stop_plugins(state: GatewayState) -> None:
 
 async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     from .discovery.cache import EntityCache
+    from .discovery.empty_domain import EmptyDomain, domain_source
     from .discovery.poller import GraphPoller
     from .discovery.runtime import HostInfo
     from .faults.service import FaultService
@@ -193,7 +205,12 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     # types the gateway lacks: shell prefixes, build cache, service types built on discovery
     state.service_type_builds = typesources.start(bridge, s, state_directory(s["state_dir"]),
                                                   state.poller.graph_listeners)
+    empty = EmptyDomain(bridge.domain_id, domain_source(s["ros.domain_id"], os.environ),
+                        aggregating=s["aggregation.enabled"])  # a primary may have none
+    state.poller.graph_listeners.append(empty.graph)  # warns when the domain has no node
+    state.health_warnings.append(empty.warnings)
     state.poller.start()
+    empty_check = asyncio.create_task(empty.run(state.poller.ready))
     state.health["x-vendor-readiness"] = state.poller.health
     state.health["x-vendor-ros-types"] = ros_types_health(bridge)
     try:
@@ -228,6 +245,7 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     try:
         yield
     finally:
+        empty_check.cancel()
         gc_policy.close()
         await lag.stop()
         await push.stop(state)

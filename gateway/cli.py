@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from . import __version__
-from .process import eventloop, hardexit
+from .process import eventloop, hardexit, portcheck
 from .settings.config import ConfigError, Settings, load
 
 log = logging.getLogger("gateway")
@@ -121,6 +121,7 @@ async def serve(settings: Settings, ready_message: str | None = None,
     from .state import STATE
 
     ssl_context = server_context(settings)  # ConfigError names a bad server.tls.* setting
+    _check_port(settings)  # a taken port fails now, not after the ROS start-up
     statefiles.private_by_default(settings["state_dir"])  # 0600 files, 0700 directories
     # DDS discovery runs while the app is built (a manifest is checked first: ROS starts
     # after). Not before the imports above: native DDS threads running while the interpreter
@@ -146,8 +147,7 @@ async def serve(settings: Settings, ready_message: str | None = None,
         await site.start()
     except OSError as exc:
         await runner.cleanup()
-        raise ConfigError(f"setting 'server.port': cannot listen on {host}:{port}: "
-                          f"{exc.strerror}") from None
+        raise ConfigError(portcheck.refusal(host, port, exc)) from None
     log.info("serving %s://%s:%d/api/v1", "https" if ssl_context else "http", host, port)
     if ready_message:
         print(ready_message, flush=True)
@@ -178,6 +178,13 @@ async def serve(settings: Settings, ready_message: str | None = None,
         log.warning("stopping: %d calls still running after %g s answered 503", abandoned, grace)
     await runner.cleanup()
     log.info("stopped")
+
+
+def _check_port(settings: Settings) -> None:
+    """ConfigError naming the port and the setting when server.port cannot be bound now."""
+    problem = portcheck.check_bindable(settings["server.host"], settings["server.port"])
+    if problem is not None:
+        raise ConfigError(problem)
 
 
 def _logging(level: str) -> None:
@@ -225,6 +232,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         args.overrides = _manifest_overrides(args.manifest) + list(args.overrides)
     settings = _demo_settings(args)
     _cap_arenas(settings)  # before the robot's threads
+    _check_port(settings)  # before the robot starts, too
     scheme = "https" if settings["server.tls.enabled"] else "http"
     root = f"{scheme}://{settings['server.host']}:{settings['server.port']}"
     base = f"{root}/api/v1"
@@ -311,7 +319,7 @@ def cmd_robot(args: argparse.Namespace) -> int:
         argv += ["--domain", str(args.domain)]
     if args.only:
         argv += ["--only", args.only]
-    return int(robot.main(argv) or 0)
+    return int(robot.main(argv, prog="diag-gateway robot") or 0)
 
 
 def cmd_bag(args: argparse.Namespace) -> int:

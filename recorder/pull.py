@@ -49,6 +49,7 @@ class Progress:
         self.width = width
         self.t0 = time.monotonic()
         self._last = 0.0
+        self._drawn: int | None = None  # bytes shown by the last redraw
 
     def update(self, n: int, force: bool = False) -> None:
         """Count n more bytes; redraw at most 10 times a second."""
@@ -57,6 +58,7 @@ class Progress:
         if not force and now - self._last < 0.1:
             return
         self._last = now
+        self._drawn = self.done
         rate = (self.done - self.start_bytes) / max(now - self.t0, 1e-6) / 1048576
         if self.total:
             frac = min(1.0, self.done / self.total)
@@ -70,8 +72,9 @@ class Progress:
         self.out.flush()
 
     def close(self) -> None:
-        """Final redraw and newline."""
-        self.update(0, force=True)
+        """Final redraw (unless the last one shows every byte already) and newline."""
+        if self._drawn != self.done:
+            self.update(0, force=True)
         self.out.write("\n")
         self.out.flush()
 
@@ -87,6 +90,16 @@ def _connection(url: str, timeout: float) -> tuple[http.client.HTTPConnection, s
     else:
         conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
     return conn, path
+
+
+def unreachable(url: str, exc: OSError) -> str:
+    """The error of a request that got no answer: names the host:port (and the URL)."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    hint = (": is the gateway running and listening there?"
+            if isinstance(exc, ConnectionRefusedError) else "")
+    return f"cannot reach {parts.hostname}:{port} ({reason}) for {url}{hint}"
 
 
 def _filename(disposition: str | None, fallback: str) -> str:
@@ -123,8 +136,11 @@ def pull(url: str, out_dir: str | os.PathLike[str] = ".", token: str | None = No
         headers["If-Range"] = etag or ""
     conn, path = _connection(url, timeout)
     try:
-        conn.request("GET", path, headers=headers)
-        resp = conn.getresponse()
+        try:
+            conn.request("GET", path, headers=headers)
+            resp = conn.getresponse()
+        except OSError as exc:
+            raise PullError(unreachable(url, exc)) from None
         total: int | None
         if resp.status == 416 and have:
             # the .part already holds everything (interrupted just before the rename)

@@ -46,6 +46,7 @@ NAMESPACES: dict[str, str] = {
     "unresponsive_param": "/",
     "lifecycle_standby": "/",
     "lifecycle_worker": "/",
+    "managed_lifecycle_active": "/",  # managed_lifecycle's medkit-profile name (names.py)
 }
 
 FASTDDS_PROFILE = Path(__file__).with_name("fastdds_profile.xml")
@@ -165,8 +166,9 @@ class Robot:
         robot = cls(procs, logs)
         try:
             for name in nodes:
-                if name not in NAMESPACES:
-                    raise ValueError(f"unknown demo node {name!r}")
+                problem = unknown_nodes([name])
+                if problem is not None:
+                    raise ValueError(problem)
                 out: int | IO[bytes] = subprocess.DEVNULL
                 if log_dir is not None:
                     out = open(Path(log_dir) / f"{name}.log", "wb")
@@ -215,9 +217,17 @@ class Robot:
         self.stop()
 
 
-def main(argv: list[str] | None = None) -> int:
+def unknown_nodes(names: Iterable[str]) -> str | None:
+    """None when every name is a demo node, else the refusal listing the valid names."""
+    unknown = [n for n in names if n not in NAMESPACES]
+    if not unknown:
+        return None
+    return (f"unknown demo node(s): {', '.join(unknown)}; valid names: {', '.join(NODES)}")
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m gateway.demo.robot") -> int:
     """CLI: ``python -m gateway.demo.robot --domain N [--only a,b] [--log-dir DIR]``."""
-    parser = argparse.ArgumentParser(prog="gateway.demo.robot", description=__doc__)
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument(
         "--domain",
         type=int,
@@ -230,9 +240,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-dir", default=None, help="write <node>.log files here")
     args = parser.parse_args(argv)
     nodes = [n.strip() for n in args.only.split(",") if n.strip()] or list(NODES)
-    unknown = [n for n in nodes if n not in NAMESPACES]
-    if unknown:
-        parser.error(f"unknown node(s): {', '.join(unknown)}")
+    problem = unknown_nodes(nodes)
+    if problem is not None:
+        print(f"{prog}: {problem}", file=sys.stderr)
+        return 2
 
     stop = threading.Event()
     previous = {

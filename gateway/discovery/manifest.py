@@ -20,7 +20,7 @@ import yaml
 from ..http import safeschema
 from ..model.entities import Entity
 from ..settings.config import ConfigError
-from . import inventory
+from . import inventory, manifest_keys
 from .safeyaml import BoundedSafeLoader, YamlLimitError
 from .validate import Issue, validate
 
@@ -447,8 +447,10 @@ def load(path: str, *, fragments_dir: str = "", csv_path: str = "",
         raise ManifestError(issues)
     for key in tree:
         if key not in TOP_KEYS:
-            log.warning("manifest %s: unknown top-level key %r ignored (known: %s)", path, key,
-                        ", ".join(TOP_KEYS))
+            log.warning("manifest %s: unknown top-level key %r ignored%s (known: %s)", path,
+                        key, manifest_keys.top_level_hint(key, TOP_KEYS), ", ".join(TOP_KEYS))
+    for unknown in manifest_keys.unknown_keys(tree):
+        log.warning("%s", unknown.message(path))
     raw_version = tree.get("manifest_version")
     if raw_version is None:
         p.err("LOAD", "'manifest_version' is required (\"1.0\")", tree)
@@ -503,7 +505,10 @@ def _fragment(path: Path, m: Manifest, issues: list[Issue]) -> None:
         if key in FRAGMENT_FORBIDDEN:
             p.err("FRAGMENT_FORBIDDEN_FIELD", f"a fragment may not declare '{key}'", tree)
         elif key not in FRAGMENT_ALLOWED:
-            log.warning("manifest fragment %s: unknown key %r ignored", path, key)
+            log.warning("manifest fragment %s: unknown key %r ignored%s", path, key,
+                        manifest_keys.top_level_hint(key, FRAGMENT_ALLOWED))
+    for unknown in manifest_keys.unknown_keys(tree):
+        log.warning("%s", unknown.message(str(path)))
     version = tree.get("manifest_version")
     if version is not None and str(version) != "1.0":
         p.err("R001", f"manifest_version must be \"1.0\", got {version!r}", tree)

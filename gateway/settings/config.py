@@ -13,6 +13,7 @@ from ..discovery.safeyaml import BoundedSafeLoader
 from .settings_table import OPEN_KEYS, REMOVED, SETTINGS, Setting
 from .settings_unbuilt import built_features, unbuilt_feature, unbuilt_keys
 from .settings_unbuilt import pattern as unbuilt_pattern
+from .suggest import closest_key
 
 log = logging.getLogger(__name__)
 
@@ -34,12 +35,10 @@ def unknown_setting(key: str) -> ConfigError:
     """The refusal of an undeclared key: names the feature it needs, or the closest setting."""
     feature = unbuilt_feature(key, BY_KEY)
     if feature is not None:
-        return ConfigError(f"setting '{key}': the '{feature}' feature is not in this build "
+        return ConfigError(f"setting '{key}' needs the '{feature}' feature "
                            "(feature not in this build)")
-    import difflib  # only on a bad key: not held from start
-
-    close = difflib.get_close_matches(key, [*BY_KEY, *unbuilt_keys()], n=1, cutoff=0.6)
-    hint = f"; did you mean '{close[0]}'?" if close else ""
+    close = closest_key(key, [*BY_KEY, *unbuilt_keys()])
+    hint = f"; did you mean '{close}'?" if close else ""
     return ConfigError(f"unknown setting '{key}'{hint} (`diag-gateway settings` lists "
                        "every setting)")
 

@@ -21,38 +21,30 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     import rosidl_generator_py  # noqa: F401
 
-import rclpy
 from rclpy.action import ActionServer, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
-from rclpy.signals import SignalHandlerOptions
 from test_msgs.action import Fibonacci
 
 from gateway.ros.actions import RESULT_ASKS
 from tests.conftest import free_port
 from tests.harness import Gateway, enc
+from tests.integration.own_node import OwnNode
 
 pytestmark = pytest.mark.integration
 
 OPS = "/apps/result_mute/operations"
 
 
-class MuteServer:
+class MuteServer(OwnNode):
     """Node `result_mute`: /fib_ok succeeds, /fib_abort aborts; no result response is sent."""
 
     def __init__(self, domain: int) -> None:
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context, domain_id=domain,
-                   signal_handler_options=SignalHandlerOptions.NO)
-        self.node = rclpy.create_node("result_mute", context=self.context)
+        super().__init__(domain, "result_mute")
         self.asked: dict[str, int] = {"fib_ok": 0, "fib_abort": 0}  # result requests seen
         self.lock = threading.Lock()
         self.servers = [self._server("fib_ok", succeed=True),
                         self._server("fib_abort", succeed=False)]
-        self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
-        self.executor.add_node(self.node)
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
+        self.start(threads=4)
 
     def _server(self, name: str, succeed: bool) -> ActionServer:
         def execute(goal_handle: Any) -> Any:
@@ -72,18 +64,6 @@ class MuteServer:
 
         server._send_result_response = drop  # type: ignore[method-assign]
         return server
-
-    def _spin(self) -> None:
-        while self.context.ok():
-            try:
-                self.executor.spin_once(timeout_sec=0.1)
-            except Exception:  # shutdown while spinning
-                return
-
-    def close(self) -> None:
-        """Shut the context down."""
-        rclpy.shutdown(context=self.context)
-        self.thread.join(5)
 
 
 @pytest.fixture(scope="module")

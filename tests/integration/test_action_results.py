@@ -8,7 +8,6 @@ few milliseconds on any server); every poll of every goal must see either `runni
 
 from __future__ import annotations
 
-import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -22,15 +21,13 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     import rosidl_generator_py  # noqa: F401
 
-import rclpy
 from rclpy.action import ActionServer, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
-from rclpy.signals import SignalHandlerOptions
 from test_msgs.action import Fibonacci
 
 from tests.conftest import free_port
 from tests.harness import Gateway, enc
+from tests.integration.own_node import OwnNode
 
 pytestmark = pytest.mark.integration
 
@@ -39,14 +36,11 @@ GOALS = 16
 PATH = "/apps/result_lag/operations/fib/executions"
 
 
-class LaggingServer:
+class LaggingServer(OwnNode):
     """Node `result_lag` serving /fib: feedback, SUCCEEDED, then the result RESULT_LAG_S later."""
 
     def __init__(self, domain: int) -> None:
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context, domain_id=domain,
-                   signal_handler_options=SignalHandlerOptions.NO)
-        self.node = rclpy.create_node("result_lag", context=self.context)
+        super().__init__(domain, "result_lag")
         self.server = ActionServer(self.node, Fibonacci, "/fib", self._execute,
                                    goal_callback=lambda _goal: GoalResponse.ACCEPT,
                                    callback_group=ReentrantCallbackGroup())
@@ -67,10 +61,7 @@ class LaggingServer:
             send(header, future)
 
         self.lossy._send_result_response = lose_first  # type: ignore[method-assign]
-        self.executor = MultiThreadedExecutor(num_threads=GOALS + 2, context=self.context)
-        self.executor.add_node(self.node)
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
+        self.start(threads=GOALS + 2)
 
     def _execute(self, goal_handle: Any) -> Any:
         order = goal_handle.request.order
@@ -80,18 +71,6 @@ class LaggingServer:
         goal_handle.succeed()
         time.sleep(RESULT_LAG_S)
         return Fibonacci.Result(sequence=list(range(order)))
-
-    def _spin(self) -> None:
-        while self.context.ok():
-            try:
-                self.executor.spin_once(timeout_sec=0.1)
-            except Exception:  # shutdown while spinning
-                return
-
-    def close(self) -> None:
-        """Shut the context down."""
-        rclpy.shutdown(context=self.context)
-        self.thread.join(5)
 
 
 @pytest.fixture(scope="module")

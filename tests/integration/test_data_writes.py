@@ -19,14 +19,12 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     import rosidl_generator_py  # noqa: F401
 
-import rclpy
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import Int32
 
 from tests.conftest import free_port
 from tests.harness import Gateway, assert_error, enc
+from tests.integration.own_node import OwnNode
 
 pytestmark = pytest.mark.integration
 
@@ -44,14 +42,11 @@ def wait_until(predicate: Callable[[], object], timeout: float, what: str) -> No
         time.sleep(0.05)
 
 
-class Counter:
+class Counter(OwnNode):
     """A node `write_counter` subscribing to every test topic; counts what arrives."""
 
     def __init__(self, domain: int) -> None:
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context, domain_id=domain,
-                   signal_handler_options=SignalHandlerOptions.NO)
-        self.node = rclpy.create_node("write_counter", context=self.context)
+        super().__init__(domain, "write_counter")
         self.received: dict[str, list[int]] = {}
         self._lock = threading.Lock()
         for topics, reliability in ((BEST_EFFORT_TOPICS, ReliabilityPolicy.BEST_EFFORT),
@@ -59,10 +54,7 @@ class Counter:
             for topic in topics:
                 self.node.create_subscription(Int32, topic, self._on(topic),
                                               QoSProfile(depth=10, reliability=reliability))
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
+        self.start()
 
     def _on(self, topic: str) -> Callable[[Any], None]:
         def callback(msg: Any) -> None:
@@ -70,22 +62,11 @@ class Counter:
                 self.received.setdefault(topic, []).append(msg.data)
         return callback
 
-    def _spin(self) -> None:
-        while self.context.ok():
-            try:
-                self.executor.spin_once(timeout_sec=0.1)
-            except Exception:  # shutdown while spinning
-                return
-
     def got(self, topic: str) -> list[int]:
         """Values received on topic."""
         with self._lock:
             return list(self.received.get(topic, []))
 
-    def close(self) -> None:
-        """Shut the context down."""
-        rclpy.shutdown(context=self.context)
-        self.thread.join(5)
 
 
 @pytest.fixture(scope="module")
