@@ -27,12 +27,13 @@ from gateway.http import client_tls
 from gateway.push.uris import ResourceRef
 
 from .fleet import FleetView, Origin
+from .link import PEER_CHECK_S, Link
+from .peer_watch import PeerWatches
 from .relay import parse_frames
 from .service import FederationService
 
 log = logging.getLogger(__name__)
 
-PEER_CHECK_S = 0.25  # how often an idle link looks at its peer's health
 RELINK_S = 5.0  # a failed or ended link is created again this long after, once its peer is up
 RELINK_MAX_S = 60.0  # ... doubling per failure in a row up to this
 # A trigger copy lives this long unless renewed (every third of it) by the primary: copies of
@@ -41,45 +42,13 @@ COPY_LEASE_S = 120
 
 
 @dataclass(eq=False)
-class Link:
-    """One peer's copy of a trigger or subscription and the task reading its stream."""
-
-    peer: str
-    item_path: str  # /{kind}/{id}/{triggers|cyclic-subscriptions}/{remote id} on the peer
-    state: str = "linking"  # linking, linked, failed, ended
-    reason: str = ""
-    latest: Any = None  # newest relayed payload `data` (subscriptions)
-    has_latest: bool = False
-    task: asyncio.Task[None] | None = None
-    received: int = 0
-    since: float = field(default_factory=time.monotonic)  # last state change
-    renewed: float = field(default_factory=time.monotonic)  # last lease renewal (triggers)
-
-    @property
-    def leased(self) -> bool:
-        """True for a trigger copy (it lives by the lease the primary renews)."""
-        return self.item_path.split("/")[3:4] == ["triggers"]
-
-    def set(self, state: str, reason: str = "") -> None:
-        """A new state (and why)."""
-        self.state, self.reason, self.since = state, reason, time.monotonic()
-        if state != "linked":
-            self.latest, self.has_latest = None, False  # no stale peer items in frames
-
-    def body(self) -> dict[str, Any]:
-        """The link as shown in the owner's x-vendor `peers`."""
-        out: dict[str, Any] = {"state": self.state, "path": self.item_path}
-        if self.reason:
-            out["reason"] = self.reason
-        return out
-
-
-@dataclass(eq=False)
 class _Links:
     owner: Any
     links: list[Link] = field(default_factory=list)
     failures: dict[str, int] = field(default_factory=dict)  # failed links in a row, per peer
     local_only: bool = False  # created with X-Vendor-No-Fan-Out: never linked
+    shared: bool = False  # a page-stream watch: its links are shared upstreams (peer_watch)
+    joined: set[tuple[str, str]] = field(default_factory=set)  # (peer, resource), shared
 
 
 class PeerLinks:
@@ -91,6 +60,7 @@ class PeerLinks:
         self._by_owner: dict[int, _Links] = {}
         self._session: aiohttp.ClientSession | None = None
         self._calls: set[asyncio.Task[Any]] = set()
+        self.watches = PeerWatches(self)
         self.relayed = 0
         self.peer_errors = 0
         self.sweeps = 0
@@ -138,6 +108,22 @@ class PeerLinks:
         await asyncio.gather(*(self._create(entry, link, b, request)
                                for link, b in zip(links, bodies, strict=True)))
 
+    def share(self, owner: Any, request: Any) -> None:
+        """Link a page stream's watch through the peers' shared upstreams (one stream per
+        robot however many pages and topics; see peer_watch) instead of a copy per watch."""
+        if self.fed.no_fan_out(request):
+            self._by_owner[id(owner)] = _Links(owner, local_only=True)
+            return
+        entry = self._by_owner[id(owner)] = _Links(owner, shared=True)
+        self._join(entry)
+
+    def _join(self, entry: _Links) -> None:
+        for t in self.targets(entry.owner):
+            if (t.peer, t.resource) not in entry.joined:
+                entry.joined.add((t.peer, t.resource))
+                entry.links.append(self.watches.join(t.peer, t.resource, entry.owner,
+                                                     t.entity_path))
+
     def targets(self, owner: Any) -> list[CopyTarget]:
         """Where the owner's copies go (see copy_targets)."""
         ref = owner.ref if hasattr(owner, "ref") else owner.spec.ref
@@ -153,6 +139,9 @@ class PeerLinks:
         for owner in owners:
             entry = self._by_owner.get(id(owner))
             if entry is not None and entry.local_only:
+                continue
+            if entry is not None and entry.shared:
+                self._join(entry)  # a peer that joined the entity since
                 continue
             targets = self.targets(owner)
             if not targets:
@@ -302,6 +291,10 @@ class PeerLinks:
         entry = self._by_owner.pop(id(owner), None)
         if entry is None:
             return
+        if entry.shared:
+            for link in entry.links:
+                self.watches.leave(link.peer, link, owner)
+            return
         for link in entry.links:
             if link.task is not None:
                 link.task.cancel()
@@ -345,6 +338,7 @@ class PeerLinks:
         """Drop every link and close the session."""
         for entry in list(self._by_owner.values()):
             self.drop(entry.owner)
+        await self.watches.close()
         if self._calls:  # the peers' copies are deleted before the session goes
             await asyncio.wait(set(self._calls), timeout=2.0)
         if self._session is not None:
@@ -355,7 +349,8 @@ class PeerLinks:
         """Figures for /health."""
         linked = sum(1 for e in self._by_owner.values() for link in e.links
                      if link.state == "linked")
-        return {"peer_links": linked, "peer_events_relayed": self.relayed,
+        return {"peer_links": linked, "peer_page_streams": self.watches.streams(),
+                "peer_events_relayed": self.relayed,
                 "peer_link_failures": self.peer_errors, "peer_link_sweeps": self.sweeps}
 
 

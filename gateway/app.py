@@ -115,6 +115,8 @@ def make_app(settings: Settings) -> web.Application:
     ratelimit.install(app, state)
     cors.install(app, state)
     dashboard.install(app, state)  # GET / and /dashboard/* (docs/dashboard.md)
+    from . import mcp
+    mcp.install(app, state)  # /mcp: the MCP server, SDK loaded on first use (docs/mcp.md)
     if settings["server.tls.enabled"]:
         state.features.add("tls")
     check_peer_settings(settings)
@@ -204,7 +206,7 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
                                    "discovery.watched_idle_poll_interval_ms"] / 1000.0)
     # types the gateway lacks: shell prefixes, build cache, service types built on discovery
     state.service_type_builds = typesources.start(bridge, s, state_directory(s["state_dir"]),
-                                                  state.poller.graph_listeners)
+                                                  state.poller.graph_listeners, state.storage)
     empty = EmptyDomain(bridge.domain_id, domain_source(s["ros.domain_id"], os.environ),
                         aggregating=s["aggregation.enabled"])  # a primary may have none
     state.poller.graph_listeners.append(empty.graph)  # warns when the domain has no node

@@ -30,7 +30,8 @@ values are read as YAML. See README.md for every setting and its default.
 # The demo loads the first-party plugins (docs/plugins.md).
 DEMO_PLUGINS = (
     "plugins=[update_provider,graph_provider,graph_watchdog]",
-    "plugins.graph_watchdog.lifecycle_expectation.require_active=[managed_lifecycle]",
+    "plugins.graph_watchdog.lifecycle_expectation.require_active="
+    "[managed_lifecycle,managed_lifecycle_active]",  # its name in the spec and medkit demos
 )
 # Update packages can be uploaded as bulk-data: added to the configured categories.
 DEMO_CATEGORY = "packages"
@@ -85,6 +86,19 @@ def parser() -> argparse.ArgumentParser:
                           help="directory to write into (default: .)")
     bag_pull.add_argument("--token", default=None,
                           help="bearer token (default: $DIAG_GATEWAY_TOKEN)")
+    mcp = sub.add_parser("mcp", help="an MCP server on stdio for a gateway (docs/mcp.md)")
+    mcp.add_argument("--gateway", required=True, metavar="URL",
+                     help="the gateway, e.g. http://127.0.0.1:8080")
+    mcp.add_argument("--token-file", default=None, metavar="FILE",
+                     help="file holding a bearer token (default: $DIAG_GATEWAY_TOKEN)")
+    mcp.add_argument("--client-id", default="mcp", metavar="ID",
+                     help="X-Client-Id of the writes and locks (default: mcp)")
+    mcp.add_argument("--page-size", type=int, default=50, metavar="N",
+                     help="most items one answer lists (default: 50)")
+    mcp.add_argument("--timeout", type=float, default=60.0, metavar="SEC",
+                     help="budget of one REST request (default: 60)")
+    mcp.add_argument("--insecure", action="store_true",
+                     help="do not verify the gateway's TLS certificate")
     return p
 
 
@@ -220,7 +234,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Start the demo robot and a gateway in front of it."""
-    from .demo.robot import Robot, ros_env
+    from .demo.names import demo_nodes
+    from .demo.robot import NODES, Robot, ros_env
 
     _logging(args.log_level)
     _announce_isolation()
@@ -238,7 +253,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     base = f"{root}/api/v1"
     dashboard = (f"  Dashboard: {root}/  (open in a browser)\n"
                  if settings["dashboard.enabled"] else "")
-    with Robot.start(domain) as robot:
+    # the shipped manifest binds this project's node names; without one, the profile's names
+    nodes = NODES if args.manifest else demo_nodes(settings["api.profile"])
+    with Robot.start(domain, nodes) as robot:
         message = (
             f"\nDemo robot running in ROS domain {domain}; gateway at {base}\n"
             + dashboard +
@@ -329,6 +346,14 @@ def cmd_bag(args: argparse.Namespace) -> int:
     return pull.main(args.url, args.output, args.token)
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """`mcp --gateway URL [--token-file F]`: the MCP server on stdio (docs/mcp.md)."""
+    from .mcp import stdio
+
+    return stdio.main(args.gateway, args.token_file, args.client_id,
+                      max(1, min(500, args.page_size)), args.timeout, args.insecure)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the diag-gateway console script."""
     if argv is None:  # the program itself (not a call from Python): on its own ROS first
@@ -338,7 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return {"run": cmd_run, "demo": cmd_demo, "robot": cmd_robot, "settings": cmd_settings,
-                "bag": cmd_bag}[args.command](args)
+                "bag": cmd_bag, "mcp": cmd_mcp}[args.command](args)
     except ConfigError as exc:
         print(f"diag-gateway: configuration error: {exc}", file=sys.stderr)
         return 2

@@ -17,11 +17,12 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gateway.process.storage import PROBE_INTERVAL_S, StorageWriteError
 from gateway.process.waits import wait_event
 
 from .buffer import RINGBUF_IMPL, RingBuffer
 from .config import RecorderConfig
-from .flusher import BagWriterThread, WriteJob
+from .flusher import STORE, BagWriterThread, WriteJob
 from .index import RecorderLock, Recording, RecordingIndex, per_fault_excess, quota_evictions
 from .selection import NodeTopics
 from .taps import Taps
@@ -60,6 +61,7 @@ class Recorder:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._track: asyncio.Task[None] | None = None
+        self._waiting: asyncio.Future[None] | None = None  # start once the disk can be written
         self._wake = asyncio.Event()
         self.stats = {"windows_opened": 0, "faults_attached": 0, "recordings_written": 0,
                       "recordings_dropped": 0, "write_errors": 0, "evicted_quota": 0,
@@ -70,15 +72,39 @@ class Recorder:
         """Lock the storage directory, recover the index, start the writer and tracking."""
         self._loop = asyncio.get_running_loop()
         try:
-            owned = await asyncio.to_thread(self._lock.acquire)
-        except OSError as exc:
-            log.error("recorder: cannot use %s (%s); rosbag recording is off", self.cfg.root,
-                      exc.strerror)
-            return False
+            owned = await asyncio.to_thread(self._acquire)
+        except StorageWriteError:  # a full or read-only disk: /health names it; retried
+            self._waiting = asyncio.ensure_future(self._start_when_writable())
+            return True
         if not owned:
             log.error("recorder: %s is in use by another gateway; rosbag recording is off",
                       self.cfg.root)
             return False
+        await self._begin()
+        return True
+
+    def _acquire(self) -> bool:
+        """Lock the storage directory (created if need be); StorageWriteError if it cannot."""
+        with self.writer.storage.writing(STORE, self.cfg.root):
+            return self._lock.acquire()
+
+    async def _start_when_writable(self, interval_s: float = PROBE_INTERVAL_S) -> None:
+        """Start once the storage directory can be written (the disk was full at start)."""
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                owned = await asyncio.to_thread(self._acquire)
+            except StorageWriteError:
+                continue
+            if not owned:
+                log.error("recorder: %s is in use by another gateway; rosbag recording is off",
+                          self.cfg.root)
+                return
+            await self._begin()
+            log.warning("recorder: %s can be written again; recording resumed", self.cfg.root)
+            return
+
+    async def _begin(self) -> None:
         report = await asyncio.to_thread(self.index.load)
         if report.recovered or report.discarded_partial or report.dropped:
             log.warning("recorder: recovered %d recordings, discarded %d unfinished, dropped %d "
@@ -93,10 +119,12 @@ class Recorder:
                  len(self.index.recordings), self.cfg.root,
                  f"{self.cfg.duration_ns / 1e9:g} s", RINGBUF_IMPL,
                  "lazy start" if self.cfg.lazy_start else "recording")
-        return True
 
     async def stop(self) -> None:
         """Write what the open windows hold, unsubscribe, drain the writer, save the index."""
+        if self._waiting is not None:
+            self._waiting.cancel()
+            await asyncio.gather(self._waiting, return_exceptions=True)
         if not self.running:
             return
         self.running = False

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from gateway.process.storage import StorageHealth
+from gateway.process.storage import StorageHealth, StorageWriteError
 
 from .index import fsync_dir, write_atomic
 
@@ -107,7 +107,13 @@ class UploadStore:
     def load(self) -> int:
         """Read every upload's meta.json; remove unfinished ones (blocking). Returns removed."""
         removed = 0
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:  # a full or read-only disk at start: served, /health says so, uploads fail (507)
+            with self.writing():
+                self.root.mkdir(parents=True, exist_ok=True)
+        except StorageWriteError:
+            if not self.root.is_dir():
+                return removed
+        self.storage.check(STORE, self.root)  # a full disk at start: /health says so at once
         for cat_dir in sorted(p for p in self.root.iterdir() if p.is_dir()):
             for entry in sorted(p for p in cat_dir.iterdir() if p.is_dir()):
                 if entry.name.startswith(INCOMING_PREFIX):

@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..process.storage import StorageHealth
+from ..process.storage import StorageHealth, StorageWriteError
 
 DEFAULT_STATE_DIR = "~/.local/state/diag-gateway"
 FILE_NAME = "refresh_tokens.sqlite3"
@@ -164,12 +164,37 @@ class RefreshStore:
                 return _revoke(db, family, now, reason)
 
     def revoked_families(self, now: float) -> dict[str, float]:
-        """Revoked families that may still have live access tokens: id -> expiry."""
+        """Revoked families that may still have live access tokens: id -> expiry. On a full
+        or read-only disk the file is read read-only (the store opens on its next write)."""
+        query = "SELECT id, expires_at FROM family WHERE revoked_at IS NOT NULL AND expires_at > ?"
         with self._lock:
-            rows = self._conn().execute(
-                "SELECT id, expires_at FROM family WHERE revoked_at IS NOT NULL"
-                " AND expires_at > ?", (now,)).fetchall()
+            try:
+                rows = self._conn().execute(query, (now,)).fetchall()
+            except StorageWriteError as exc:
+                if not exc.insufficient:
+                    raise
+                rows = self._read_only(query, (now,), exc)
         return {str(f): float(e) for f, e in rows}
+
+    def _read_only(self, query: str, args: tuple[object, ...], exc: StorageWriteError
+                   ) -> list[tuple[object, ...]]:
+        """Rows of a query on the file opened read-only; exc again when it cannot be read
+        (nothing when there is no file yet)."""
+        try:
+            if self.path.stat().st_size == 0:
+                return []
+        except FileNotFoundError:
+            return []
+        for mode in ("mode=ro", "immutable=1"):
+            try:
+                db = sqlite3.connect(f"{self.path.absolute().as_uri()}?{mode}", uri=True)
+                try:
+                    return db.execute(query, args).fetchall()
+                finally:
+                    db.close()
+            except sqlite3.Error:
+                continue
+        raise exc
 
     def prune(self, now: float) -> int:
         """Drop expired tokens and families; the number of rows removed."""

@@ -16,8 +16,12 @@ import os
 import signal
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from ..process.storage import StorageHealth, log_write_failure
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +110,7 @@ class RunBox:
     cgroup: Path | None
     record: Path | None
     pgid: int | None = None
+    storage: StorageHealth | None = None  # a record that cannot be written degrades /health
 
     def wrap(self, argv: list[str]) -> list[str]:
         """argv that joins the run's cgroup before it execs the script."""
@@ -181,23 +186,36 @@ class RunBox:
                 "cgroup": str(self.cgroup) if self.cgroup else None}
         tmp = self.record.with_suffix(".tmp")
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as f:
-                json.dump(data, f)
-            tmp.rename(self.record)
+            with _writing(self.storage, self.record.parent):
+                self.record.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                with os.fdopen(fd, "w") as f:
+                    json.dump(data, f)
+                tmp.rename(self.record)
         except OSError as exc:
             tmp.unlink(missing_ok=True)  # a full disk leaves no half record behind
             log.warning("script run %s: cannot write its record: %s", self.execution_id, exc)
 
 
+def _writing(storage: StorageHealth | None, directory: Path) -> AbstractContextManager[Any]:
+    """A write of the run records (booked in storage health when there is one)."""
+    return storage.writing(RECORDS, directory) if storage is not None else nullcontext()
+
+
 class Containment:
     """Makes a RunBox per run and ends the leftovers of a previous gateway."""
 
-    def __init__(self, records_dir: Path | None, use_cgroup: bool = True) -> None:
+    def __init__(self, records_dir: Path | None, use_cgroup: bool = True,
+                 storage: StorageHealth | None = None) -> None:
         self.records_dir = records_dir
+        self.storage = storage
         self.cgroup_root = cgroup2_root() if use_cgroup else None
         if records_dir is not None:
-            records_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            try:  # a full or read-only disk at start: runs work, /health names the store
+                with _writing(storage, records_dir):
+                    records_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            except OSError as exc:  # runs are recorded once it can be created
+                log_write_failure(log, "script runs: cannot create %s", str(records_dir), exc)
 
     @property
     def kind(self) -> str:
@@ -216,7 +234,7 @@ class Containment:
                             execution_id, exc)
                 cgroup = None
         record = self.records_dir / f"{execution_id}.json" if self.records_dir else None
-        return RunBox(execution_id, cgroup, record)
+        return RunBox(execution_id, cgroup, record, storage=self.storage)
 
     def end_leftovers(self) -> list[str]:
         """End the runs recorded by a previous gateway process; their execution ids."""

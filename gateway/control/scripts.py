@@ -161,6 +161,7 @@ class UploadStore:
     def load(self) -> list[Script]:
         """Every stored upload (unreadable entries are skipped)."""
         out: list[Script] = []
+        self.storage.check(STORE, self.root)  # a full disk at start: /health says so at once
         for meta_path in sorted(self.root.glob("*/*/*/meta.json")):
             try:
                 meta = json.loads(meta_path.read_text(encoding="utf-8"))

@@ -347,14 +347,14 @@ def long_calibration() -> Node:
     return node
 
 
-def managed_lifecycle() -> Node:
+def managed_lifecycle(name: str = "managed_lifecycle") -> Node:
     """A lifecycle node that configures and activates itself on start."""
     try:
         from rclpy.lifecycle import LifecycleNode
     except ImportError:  # rclpy without lifecycle support: a plain node keeps the graph intact
-        return Node("managed_lifecycle", namespace="/")
+        return Node(name, namespace="/")
 
-    node = LifecycleNode("managed_lifecycle", namespace="/")
+    node = LifecycleNode(name, namespace="/")
     node.trigger_configure()
     node.trigger_activate()
     return node
@@ -425,6 +425,8 @@ FACTORIES: dict[str, Callable[[], Node]] = {
     "calibration": calibration,
     "long_calibration": long_calibration,
     "managed_lifecycle": managed_lifecycle,
+    # the same node under the reference's name (the medkit profile's demo: gateway/demo/names.py)
+    "managed_lifecycle_active": lambda: managed_lifecycle("managed_lifecycle_active"),
     "unresponsive_param": unresponsive_param,
     "lifecycle_standby": lifecycle_standby,
     "lifecycle_worker": lifecycle_worker,

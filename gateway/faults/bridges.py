@@ -26,6 +26,10 @@ TERMINAL = frozenset({GOAL_SUCCEEDED, GOAL_CANCELED, GOAL_ABORTED})
 _NON_ALNUM = re.compile(r"[^0-9A-Za-z]+")
 _NUMBER = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _SPACE = re.compile(r"\s+")
+# A log line opened by a fault code in brackets is the node's own account of a fault it
+# reports through the fault reporter (the demo's lidar does both): same code, one fault
+# (`faults.rosout_bridge.code_tags`).
+_CODE_TAG = re.compile(r"\[([A-Z][A-Z0-9_]{2,63})\]\s*")
 
 
 def upper_snake(text: str) -> str:
@@ -109,14 +113,19 @@ class Cooldown:
 
 
 def rosout_report(level: int, logger_name: str, message: str, node_fqns: Iterable[str],
-                  cooldown: Cooldown, now: float) -> Report | None:
-    """The report of one /rosout entry, or None (level too low, hidden node, cooling down)."""
+                  cooldown: Cooldown, now: float, code_tags: bool = True) -> Report | None:
+    """The report of one /rosout entry, or None (level too low, hidden node, cooling down).
+    With code_tags, a line opened by `[CODE]` reports CODE (the rest is its message)."""
     severity = log_severity(level)
     if severity is None or any(p.startswith("_") for p in logger_name.split(".") if p):
         return None
     fqn = resolve_logger(logger_name, node_fqns)
-    code = rosout_code(fqn, message)
-    if not cooldown.allow(code, now):
+    tag = _CODE_TAG.match(message) if code_tags else None
+    if tag:  # keyed like the node's direct report (else listed twice)
+        code, message = tag.group(1), message[tag.end():]
+    else:
+        code = rosout_code(fqn, message)
+    if not cooldown.allow(f"{fqn}|{code}" if tag else code, now):
         return None
     return Report(code, FAILED, severity, message[:500], fqn)
 
@@ -185,7 +194,7 @@ class RosBridges:
                  rosout: bool, diagnostics: bool, actions: bool,
                  diagnostics_topic: str = "/diagnostics",
                  code_map: Mapping[str, str] | None = None,
-                 rosout_cooldown_s: float = ROSOUT_COOLDOWN_S,
+                 rosout_cooldown_s: float = ROSOUT_COOLDOWN_S, rosout_code_tags: bool = True,
                  report_canceled: bool = False, log_node: Any = None) -> None:
         from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 
@@ -200,6 +209,7 @@ class RosBridges:
         self.diagnostics_topic = diagnostics_topic
         self.code_map = dict(code_map or {})
         self.cooldown = Cooldown(rosout_cooldown_s)
+        self.code_tags = rosout_code_tags
         self.report_canceled = report_canceled
         self.group = MutuallyExclusiveCallbackGroup()
         self.subs: list[Any] = []
@@ -247,7 +257,7 @@ class RosBridges:
     def _on_log(self, msg: Any) -> None:
         self.received["rosout"] += 1
         report = rosout_report(int(msg.level), msg.name, msg.msg, self.node_fqns(),
-                               self.cooldown, time.monotonic())
+                               self.cooldown, time.monotonic(), self.code_tags)
         if report is not None:
             self.submit([report])
 

@@ -32,7 +32,7 @@ from .snapshots import load_config as load_snapshot_config
 from .store import FaultStore, StoreBatch
 from .stream import FaultStream, SseSlots
 from .upkeep import action_topics_loop, dedup_prune_loop, entity_of
-from .writer import StoreWriter, log_write_failure
+from .writer import StoreWriter, log_write_failure, write_timed
 
 if TYPE_CHECKING:
     from ..state import GatewayState
@@ -143,6 +143,7 @@ class FaultService:
             code_map={k: str(v) for k, v in
                       s.section("faults.diagnostics_bridge.code_map.").items()},
             rosout_cooldown_s=s["faults.rosout_bridge.cooldown_sec"],
+            rosout_code_tags=s["faults.rosout_bridge.code_tags"],
             report_canceled=s["faults.action_bridge.report_canceled"],
             log_node=bridge.call_node)
         await bridge.run(self.bridges.start, what="creating the fault bridge subscriptions")
@@ -436,13 +437,13 @@ class FaultService:
         if n_events:
             self._unpublished += n_events
             rows.meta["event_seq"] = orjson.dumps(self.stream.reserve(self._unpublished))
-        fut = self.writer.call(_write_timed, rows)
+        fut = self.writer.call(write_timed, rows)
         self._pending.add(fut)
         fut.add_done_callback(self._pending.discard)
         return fut
 
     def _persist_event_seq(self, seq: int) -> None:
-        self.writer.call(FaultStore.set_meta, "event_seq", seq)
+        self.writer.call_logged("the event id reservation", FaultStore.set_meta, "event_seq", seq)
 
     async def settled(self) -> None:
         """Wait for every commit queued so far; raises the first commit failure."""
@@ -453,7 +454,7 @@ class FaultService:
             raise failed[0]
 
     def _send_acks(self, acks: dict[str, list[int]]) -> None:
-        if self._ack_pub is None:
+        if self._ack_pub is None or self.writer.holding():  # acked once on disk (resent)
             return
         for reporter, seqs in acks.items():
             try:
@@ -591,9 +592,3 @@ class FaultService:
                     self._note_change(f, change, now, batch)
             if batch.changed:
                 self._commit_and_publish(batch, now, "the auto-confirmation is lost")
-
-def _write_timed(store: FaultStore, rows: StoreBatch) -> int:
-    """Commit rows (writer thread); returns the time taken in microseconds."""
-    start = time.perf_counter_ns()
-    store.write_batch(rows)
-    return (time.perf_counter_ns() - start) // 1000

@@ -21,7 +21,8 @@ from typing import Any
 import orjson
 
 from ..process.dirlock import DirLock
-from ..process.storage import StorageHealth
+from ..process.storage import StorageHealth, StorageWriteError
+from .dbfile import MEMORY, DiskWait, connect, merge, seed
 from .model import FaultRecord
 
 log = logging.getLogger(__name__)
@@ -30,16 +31,6 @@ DB_NAME = "faults.db"
 LOCK_NAME = "faults.lock"
 STORE = "faults"  # the store's name in storage health
 CHECKPOINT_INTERVAL_S = 10.0
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS faults (code TEXT PRIMARY KEY, body BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS snapshots (code TEXT NOT NULL, idx INTEGER NOT NULL,
-    body BLOB NOT NULL, PRIMARY KEY (code, idx));
-CREATE TABLE IF NOT EXISTS dedup (reporter TEXT NOT NULL, seq INTEGER NOT NULL,
-    at_ns INTEGER NOT NULL, PRIMARY KEY (reporter, seq)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS dedup_at ON dedup (at_ns);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB NOT NULL);
-"""
 
 
 def default_state_dir() -> Path:
@@ -52,29 +43,79 @@ class FaultStore:
     """One SQLite database; used from one thread at a time (the writer thread)."""
 
     def __init__(self, path: str | Path | None, storage: StorageHealth | None = None) -> None:
-        self.path = str(path) if path else ":memory:"
-        self.directory = str(Path(self.path).parent) if path else ":memory:"
+        self.path = str(path) if path else MEMORY
+        self.directory = str(Path(self.path).parent) if path else MEMORY
         self.storage = storage or StorageHealth()  # the gateway's, once the writer opens it
-        # The writer thread uses it; tests may open it elsewhere first.
-        self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        if self.path != ":memory:":
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.execute("PRAGMA wal_autocheckpoint=0")
-        self.conn.executescript(_SCHEMA)
+        # The writer thread uses it; tests may open it elsewhere first. Raises sqlite3.Error.
+        self.conn = connect(self.path)
+        self.lock: StateDirLock | None = None  # the state directory's, held while open
+        self.waiting: DiskWait | None = None  # in memory until the file can be written
         self._depth = 0
         self.commits = 0
         self._stop = threading.Event()
         self._checkpointer: threading.Thread | None = None
-        if self.path != ":memory:":
-            self._checkpointer = threading.Thread(target=self._checkpoint_loop,
-                                                  name="faults-checkpoint", daemon=True)
-            self._checkpointer.start()
+        if self.path != MEMORY:
+            self._start_checkpointer()
+
+    def _start_checkpointer(self) -> None:
+        self._checkpointer = threading.Thread(target=self._checkpoint_loop,
+                                              name="faults-checkpoint", daemon=True)
+        self._checkpointer.start()
 
     @property
     def persistent(self) -> bool:
         """False for the in-memory fallback."""
-        return self.path != ":memory:"
+        return self.path != MEMORY
+
+    def attach(self, force: bool = False) -> bool:
+        """While waiting for the database file (writer thread): open (create) it, merge what
+        memory holds into it and use it from now on; failures are booked in storage health.
+        Without force, at most once per RETRY_S. True once the file is in use."""
+        wait = self.waiting
+        if wait is None:
+            return self.persistent
+        if not force and not wait.due():
+            return False
+        wait.tried()
+        path = wait.directory / DB_NAME
+        try:
+            if wait.lock is None:
+                lock = StateDirLock(wait.directory)
+                if not lock.acquire():
+                    log.warning("setting 'state_dir': %s is in use by another gateway now; "
+                                "faults stay in memory only", wait.directory)
+                    self.waiting = None
+                    self.storage.ok(STORE)
+                    return False
+                wait.lock = lock
+            conn = connect(str(path))
+            try:
+                conn.execute("BEGIN")
+                n = merge(self.conn, conn, wait.seeded)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.close()
+                raise
+        except (OSError, sqlite3.Error) as exc:
+            self.storage.failed(StorageWriteError(STORE, wait.directory, exc))
+            return False
+        old, self.conn = self.conn, conn
+        old.close()
+        self.path, self.directory, self.lock = str(path), str(wait.directory), wait.lock
+        self.waiting = None
+        self._start_checkpointer()
+        self.storage.ok(STORE)
+        log.warning("fault database %s opened after %d attempts: %d faults changed in memory "
+                    "meanwhile are stored", path, wait.attempts, n)
+        return True
+
+    def probe_retry(self) -> None:
+        """After a probe write succeeded (writer thread): open the file when waiting for it,
+        otherwise the store counts as writable again (its next commit says)."""
+        if self.waiting is not None:
+            self.attach(force=True)
+        else:
+            self.storage.ok(STORE)
 
     def _checkpoint_loop(self) -> None:
         # PASSIVE never waits for the writer; a short busy timeout bounds the rest.
@@ -102,8 +143,11 @@ class FaultStore:
                 self._depth -= 1
             return
         self._depth = 1
+        if self.waiting is not None:
+            self.attach()  # the file, once it can be written; else this commit stays in memory
         try:
-            with self.storage.writing(STORE, self.directory):  # a full disk says so (507)
+            with (self.storage.writing(STORE, self.directory) if self.waiting is None
+                  else contextlib.nullcontext()):  # a full disk says so (507)
                 self.conn.execute("BEGIN")
                 try:
                     yield
@@ -199,9 +243,10 @@ class FaultStore:
         return orjson.loads(row[0]) if row else default
 
     def set_meta(self, key: str, value: Any) -> None:
-        """Store a JSON value under key."""
-        self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                          (key, orjson.dumps(value)))
+        """Store a JSON value under key (a commit of its own unless in a transaction)."""
+        with self.transaction():
+            self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                              (key, orjson.dumps(value)))
 
     def close(self) -> None:
         """Stop the checkpointer and close the database."""
@@ -229,18 +274,40 @@ class StateDirLock(DirLock):
         super().__init__(directory, LOCK_NAME)
 
 
-def open_store(state_dir: str) -> tuple[FaultStore, StateDirLock | None]:
-    """The fault database under state_dir; in memory (with a warning) if another gateway owns it."""
+def open_store(state_dir: str, storage: StorageHealth | None = None
+               ) -> tuple[FaultStore, StateDirLock | None]:
+    """The fault database under state_dir; in memory (with a warning) if another gateway owns
+    it; in memory until it can be written (storage health says so) if it cannot be opened."""
     directory = Path(state_dir).expanduser() if state_dir else default_state_dir()
     lock = StateDirLock(directory)
     try:
         owned = lock.acquire()
     except OSError as exc:
-        log.warning("setting 'state_dir': cannot use %s (%s); faults are kept in memory only",
-                    directory, exc.strerror)
-        return FaultStore(None), None
+        return _waiting(directory, None, storage, exc), None
     if not owned:
         log.warning("setting 'state_dir': %s is in use by another gateway; faults are kept in "
                     "memory only", directory)
-        return FaultStore(None), None
-    return FaultStore(directory / DB_NAME), lock
+        return FaultStore(None, storage), None
+    try:
+        store = FaultStore(directory / DB_NAME, storage)
+    except (OSError, sqlite3.Error) as exc:
+        return _waiting(directory, lock, storage, exc), lock
+    store.lock = lock
+    store.storage.check(STORE, directory)  # opened on a full disk: /health says so at once
+    return store, lock
+
+
+def _waiting(directory: Path, lock: StateDirLock | None, storage: StorageHealth | None,
+             exc: BaseException) -> FaultStore:
+    """An in-memory store that opens the database once it can (dbfile.py)."""
+    store = FaultStore(None, storage)
+    err = StorageWriteError(STORE, directory, exc)
+    store.storage.failed(err)
+    log.warning("setting 'state_dir': cannot open the fault database in %s (%s); faults are "
+                "kept in memory and stored once it can be written", directory, err.reason)
+    seeded = seed(store.conn, directory / DB_NAME)
+    if seeded:
+        log.warning("fault database %s: %d faults read (read-only)", directory / DB_NAME,
+                    len(seeded))
+    store.waiting = DiskWait(directory, lock, seeded)
+    return store

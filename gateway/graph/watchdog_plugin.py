@@ -255,7 +255,11 @@ class WatchdogPlugin(Plugin):
             except Exception:  # noqa: BLE001 - a silent node is not a drift
                 continue
             values.pop("use_sim_time", None)
-            self.baselines.setdefault(fqn, dict(values))
+            base = self.baselines.setdefault(fqn, dict(values))
+            # A value the gateway itself set (PUT or reset) is the new baseline, not a drift.
+            for name, value in self.ctx.parameters_set_here(fqn).items():
+                if name in values and values[name] == value:
+                    base[name] = value
             self.drift_values[fqn] = values
 
     async def _read_lifecycle(self, apps: dict[str, Any]) -> dict[str, str | None]:

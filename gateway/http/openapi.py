@@ -89,6 +89,11 @@ _OPTIONAL_BODY = ("ExecutionRequest", "LogConfigurationWrite")  # all fields opt
 _ID_PARAMS = (*ENTITY_PARAM.values(), "sub_id")
 _ID = {"type": "string", "pattern": f"^[A-Za-z0-9_-]{{1,{MAX_ID_LENGTH}}}$"}
 
+_TAG_TEXT = {"server": "Server-level routes", "docs": "OpenAPI documents",
+             "areas": "Area entities and their collections",
+             "components": "Component entities and their collections",
+             "apps": "App entities (ROS 2 nodes) and their collections",
+             "functions": "Function entities and their collections"}
 _STATUS_TEXT = {200: "OK", 201: "Created", 202: "Accepted", 204: "No Content",
                 206: "Partial Content", 207: "Multi-Status", 405: "Method Not Allowed"}
 
@@ -203,6 +208,7 @@ def build(registry: Registry, *, vendor: str, version: str, with_roles: bool) ->
                  "x-sovd-version": SOVD_VERSION},
         "x-sovd-version": SOVD_VERSION,
         "servers": [{"url": API_PREFIX}],
+        "tags": tags_of(paths),
         "paths": paths,
         "components": {"schemas": {**_SCHEMAS, **components(vendor),
                                    **feature_schemas.components(vendor)},
@@ -216,6 +222,17 @@ def build(registry: Registry, *, vendor: str, version: str, with_roles: bool) ->
         doc["components"]["securitySchemes"] = {
             "bearerAuth": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}}
     return doc
+
+
+def tags_of(paths: dict[str, dict[str, Any]]) -> list[dict[str, str]]:
+    """The document's global `tags`: each tag its operations use, once, in first-use order."""
+    seen: dict[str, None] = {}
+    for ops in paths.values():
+        for op in ops.values():
+            for tag in op.get("tags", ()):
+                seen.setdefault(tag, None)
+    return [{"name": tag, "description": _TAG_TEXT.get(tag, f"Routes of {tag}")}
+            for tag in seen]
 
 
 def _matches(template: list[str], prefix: list[str]) -> dict[str, str] | None:
@@ -265,5 +282,6 @@ def project(doc: dict[str, Any], prefix: str,
         return None
     out = dict(doc)
     out["paths"] = paths
+    out["tags"] = tags_of(paths)
     out["servers"] = [{"url": API_PREFIX}]
     return out

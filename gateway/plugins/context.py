@@ -146,6 +146,12 @@ class PluginContext:
             raise RuntimeError("the gateway's ROS connection is not running")
         return {p.name: p.value for p in await store.params(node_fqn)}
 
+    def parameters_set_here(self, node_fqn: str) -> dict[str, Any]:
+        """The values this gateway itself last set on a node's parameters (by name)."""
+        store = self._state.parameters
+        written = store.written.get(node_fqn, {}) if store is not None else {}
+        return {name: value for name, (value, _) in written.items()}
+
     async def call_service(self, name: str, type_name: str, request: Any,
                            timeout: float = 2.0) -> Any:
         """Call a ROS service (e.g. lifecycle_msgs/srv/GetState) with a timeout."""

@@ -24,9 +24,12 @@ class DirLock:
         except OSError:
             os.close(fd)
             return False
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
         self._fd = fd
+        try:  # the pid is for people: a full disk must not leave the lock held but unowned
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except OSError:
+            pass
         return True
 
     def release(self) -> None:

@@ -17,7 +17,7 @@ import sqlite3
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +83,21 @@ def size_text(n: int | None) -> str:
     return f"{n} B"  # pragma: no cover
 
 
+def _file_system_state(directory: str | Path) -> str:
+    """READ_ONLY or FULL when the file system of directory is, else FAILING (what a SQLite
+    error that names no cause, such as "unable to open database file", most likely means)."""
+    path = Path(directory)
+    for candidate in (path, *path.parents):
+        try:
+            st = os.statvfs(candidate)
+        except OSError:
+            continue
+        if st.f_flag & os.ST_RDONLY:
+            return READ_ONLY
+        return FULL if st.f_bavail == 0 else FAILING
+    return FAILING
+
+
 def _reason(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
@@ -98,6 +113,8 @@ class StorageWriteError(OSError):
         self.directory = str(directory)
         self.cause = cause
         self.kind = failure_kind(cause) or FAILING
+        if self.kind == FAILING and isinstance(cause, sqlite3.Error):  # "unable to open"
+            self.kind = _file_system_state(directory)
         self.reason = _reason(cause)
         self.free_bytes = free_bytes(directory)
         code = cause.errno if isinstance(cause, OSError) and cause.errno else _ERRNO[self.kind]
@@ -163,6 +180,7 @@ class StorageHealth:
     def __init__(self) -> None:
         self._failing: dict[str, Failure] = {}
         self._lock = threading.Lock()
+        self._retries: dict[str, Callable[[], object]] = {}
         self.recoveries = 0
 
     def failed(self, err: StorageWriteError, now_ns: int | None = None) -> Failure:
@@ -213,14 +231,38 @@ class StorageHealth:
             raise err from exc
         self.ok(store)
 
+    def on_probe(self, store: str, retry: Callable[[], object]) -> None:
+        """A store that resumes by itself: once a probe write succeeds where it writes, the
+        probe calls retry() (blocking; it books ok or failed itself, e.g. by opening the
+        store's files) instead of booking the store writable."""
+        self._retries[store] = retry
+
+    def check(self, store: str, directory: str | Path) -> bool:
+        """At a store's start (blocking): a probe write where it writes; a failure is booked
+        (/health names the store from the start, not from its first write). Whether it fit."""
+        exc = probe_error(Path(directory))
+        if exc is not None:
+            self.failed(StorageWriteError(store, directory, exc))
+        return exc is None
+
     def probe(self) -> list[str]:
         """Write and remove a small file where each failing store writes (blocking); returns
         the stores found writable again."""
         back = []
         for f in self.failing():
-            if probe_write(Path(f.directory)):
+            if not probe_write(Path(f.directory)):
+                continue
+            retry = self._retries.get(f.store)
+            if retry is None:
                 self.ok(f.store)
-                back.append(f.store)
+            else:
+                try:
+                    retry()
+                except Exception:  # noqa: BLE001 - booked by retry; the next probe tries again
+                    log.debug("%s: retry after a probe write", f.store, exc_info=True)
+                if f.store in self._failing:
+                    continue
+            back.append(f.store)
         return back
 
     def health(self) -> dict[str, Any]:
@@ -236,20 +278,26 @@ class StorageHealth:
 
 def probe_write(directory: Path) -> bool:
     """Whether PROBE_BYTES can be written in directory (or its nearest existing parent)."""
+    return probe_error(directory) is None
+
+
+def probe_error(directory: Path) -> OSError | None:
+    """Why PROBE_BYTES cannot be written in directory (or its nearest existing parent); None
+    when they can."""
     target = next((p for p in (directory, *directory.parents) if p.is_dir()), None)
     if target is None:
-        return False
+        return FileNotFoundError(errno.ENOENT, "no such directory", str(directory))
     try:
         fd, tmp = tempfile.mkstemp(dir=target, prefix=".storage-probe-")
-    except OSError:
-        return False
+    except OSError as exc:
+        return exc
     try:
         view = memoryview(bytes(PROBE_BYTES))
         while view:
             view = view[os.write(fd, view):]
-        return True
-    except OSError:
-        return False
+        return None
+    except OSError as exc:
+        return exc
     finally:
         os.close(fd)
         os.unlink(tmp)

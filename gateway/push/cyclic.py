@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from ..events import CONFIGURATIONS, Event
+from ..wire.push import payload_items
 from .cadence import DeliveryCount, next_due
 from .model import Subscription, iso_ms
 from .rules import INTERVALS
@@ -115,11 +116,13 @@ class CyclicSampler:
             log.warning("sampling %s failed", sub.ref.uri, exc_info=True)
             return error_frame("internal-error", f"sampling {sub.ref.uri} failed: {exc}")
         for payload in peers:
-            if isinstance(payload.get("data"), list):
-                items = [*(items or ()), *payload["data"]]
+            relayed = payload_items(payload)
+            if relayed is not None:
+                items = [*(items or ()), *relayed]
         if items is None:
             return None
-        return data_frame({"timestamp": stamp, "payload": {"id": col, "data": items}})
+        return data_frame({"timestamp": stamp,
+                           "payload": self.state.wire.push.collection_payload(col, items)})
 
     def _data_frame(self, sub: Subscription, stamp: str) -> bytes | None:
         resolved = self.engine.topics.resolved(sub)

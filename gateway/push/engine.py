@@ -15,6 +15,7 @@ from ..http.jsonutil import dumps
 from ..model.runids import new_id
 from ..process.storage import StorageWriteError, log_write_failure
 from ..process.waits import wait_event
+from ..wire.push import payload_items
 from .cadence import DeliveryCount
 from .model import ACTIVE, TERMINATED, Subscription, Trigger, envelope
 from .orphans import OrphanClock
@@ -71,7 +72,7 @@ class PushEngine:
         self._members: dict[tuple[str, str], tuple[int, frozenset[str]]] = {}
         self._unsubscribe: list[Callable[[], None]] = []
         self._tasks: list[asyncio.Task[Any]] = []
-        self.store = TriggerStore(_store_path(state))
+        self.store = TriggerStore(_store_path(state), getattr(state, "storage", None))
         self.orphans = OrphanClock(float(s.get("triggers.orphan_grace_sec", 10.0)))
         # trigger id -> (ended trigger, until when its undelivered events are kept)
         self.parked: dict[str, tuple[Trigger, float]] = {}
@@ -89,11 +90,15 @@ class PushEngine:
         self._unsubscribe.append(bus.subscribe([FAULTS, OPERATIONS, UPDATES, LOGS, DATA],
                                                self._on_event))
         self._unsubscribe.append(bus.subscribe([LOCKS], self._on_lock))
-        if self.restore:
-            self._load()
-        else:
-            for tid in self.store.ids():
-                self.store.delete(tid)
+        try:
+            if self.restore:
+                self._load()
+            else:
+                for tid in self.store.ids():
+                    self.store.delete(tid)
+        except StorageWriteError as exc:  # a full disk at start: the rows wait for the next one
+            log_write_failure(log, "persistent triggers: %s not stored", "the start's changes",
+                              exc)
         from .cyclic import CyclicSampler
 
         self.sampler = CyclicSampler(self)
@@ -412,13 +417,12 @@ class PushEngine:
             self._fire(owner, data_frame(envelope_), now, inject=False)  # logged on the peer
             return
         payload = envelope_.get("payload")
-        if isinstance(payload, dict) and "data" in payload:
-            if isinstance(payload["data"], list):
-                for item in payload["data"]:
-                    if isinstance(item, dict):
-                        vendor = item.get(xv)
-                        item[xv] = {**(vendor if isinstance(vendor, dict) else {}),
-                                    "peer": link.peer}
+        if isinstance(payload, dict) and ("data" in payload or "items" in payload):
+            for item in payload_items(payload) or ():
+                if isinstance(item, dict):
+                    vendor = item.get(xv)
+                    item[xv] = {**(vendor if isinstance(vendor, dict) else {}),
+                                "peer": link.peer}
             link.latest, link.has_latest = payload, True
 
     @staticmethod
@@ -536,6 +540,9 @@ def _store_path(state: GatewayState) -> Path | None:
         return Path(str(configured)).expanduser()
     faults = state.faults
     store = getattr(faults, "store", None)
+    waiting = getattr(store, "waiting", None)  # the fault database opens once it can be written
+    if waiting is not None:
+        return Path(waiting.directory) / "triggers.db"
     if store is None or not store.persistent:
         return None
     return Path(store.path).parent / "triggers.db"

@@ -54,6 +54,8 @@ class FaultTriggerEngine:
     async def start(self) -> None:
         """Load stored rules, listen to samples, start the poll."""
         stored = self._load()
+        if self.path is not None:  # a full disk at start: /health names the store at once
+            await asyncio.to_thread(self.state.storage.check, STORE, self.path.parent)
         cap = int(self.state.settings.get("fault_triggers.max_rules", 1000))
         if len(stored) > cap:
             log.warning("setting 'fault_triggers.max_rules': %d stored rules, %d kept",

@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from ..process.storage import StorageHealth
+from ..process.storage import StorageHealth, StorageWriteError
 
 log = logging.getLogger(__name__)
 STORE = "triggers"  # the store's name in storage health and 507 messages
@@ -36,14 +36,26 @@ class TriggerStore:
         self.path = str(path) if path else ":memory:"
         self.directory = str(Path(path).parent) if path else ":memory:"
         self.storage = storage or StorageHealth()  # the gateway's, set by push/service.py
-        if path:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.executescript(SCHEMA)
+        self.pending = False  # not opened at start: its rows are served from memory meanwhile
+        try:
+            self.db = _open(self.path)
+        except (OSError, sqlite3.Error) as exc:  # a full or read-only disk: served, 507
+            self.storage.failed(StorageWriteError(STORE, self.directory, exc))
+            log.warning("persistent triggers: cannot open %s (%s); stored triggers are read "
+                        "only and new ones answer 507 until it can be written", self.path, exc)
+            self.db = _open(":memory:")
+            _seed(self.db, Path(self.path))
+            self.pending = True
 
     def _writing(self) -> AbstractContextManager[None]:
-        """A write: StorageWriteError (507, /health degraded) when the disk refuses it."""
+        """A write: StorageWriteError (507, /health degraded) when the disk refuses it (the
+        file is opened first when it could not be at start)."""
+        if self.pending:
+            with self.storage.writing(STORE, self.directory):
+                db = _open(self.path)
+            self.db.close()
+            self.db, self.pending = db, False
+            log.warning("persistent triggers: %s opened", self.path)
         return self.storage.writing(STORE, self.directory)
 
     def put(self, trigger_id: str, entity_type: str, entity_id: str, body: dict[str, Any],
@@ -103,3 +115,40 @@ class TriggerStore:
     def close(self) -> None:
         """Close the database."""
         self.db.close()
+
+
+def _open(path: str) -> sqlite3.Connection:
+    """The trigger database at path (":memory:" for none); closed again if it cannot be set
+    up."""
+    if path != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.executescript(SCHEMA)
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _seed(memory: sqlite3.Connection, path: Path) -> None:
+    """Copy the rows of an existing file that cannot be opened for writing (read-only)."""
+    try:
+        if path.stat().st_size == 0:
+            return
+    except OSError:
+        return
+    for query in ("mode=ro", "immutable=1"):
+        try:
+            src = sqlite3.connect(f"{path.absolute().as_uri()}?{query}", uri=True)
+            try:
+                rows = src.execute("SELECT * FROM triggers").fetchall()
+            finally:
+                src.close()
+        except sqlite3.Error:
+            continue
+        if rows:
+            marks = ", ".join("?" * len(rows[0]))
+            memory.executemany(f"INSERT OR REPLACE INTO triggers VALUES ({marks})", rows)
+        return

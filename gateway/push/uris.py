@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
 API_PREFIX = "/api/v1"
@@ -24,11 +24,16 @@ class ResourceRef:
     entity_id: str
     collection: str
     path: str  # "" or "/<item path>" (percent-decoded)
+    # The item was written as an id keeping its leading '/' (`data//chassis/x`, a medkit data
+    # id): the URI echoes that form; `path` is the same either way.
+    slash_id: bool = field(default=False, compare=False)
 
     @property
     def uri(self) -> str:
-        """The canonical URI."""
-        return f"{API_PREFIX}/{self.entity_type}/{self.entity_id}/{self.collection}{self.path}"
+        """The canonical URI (the item's leading '/' kept when it was written so)."""
+        lead = "/" if self.slash_id and self.path else ""
+        return (f"{API_PREFIX}/{self.entity_type}/{self.entity_id}/{self.collection}"
+                f"{lead}{self.path}")
 
 
 def parse_resource(text: object) -> ResourceRef:
@@ -57,10 +62,14 @@ def parse_resource(text: object) -> ResourceRef:
         raise UriError(f"resource {text!r}: entity id {eid!r} is not a valid id")
     if not _COLLECTION.match(collection):
         raise UriError(f"resource {text!r}: {collection!r} is not a collection name")
-    if any(s == "" for s in segs[3:]):
+    item = segs[3:]
+    # `<collection>//a/b`: the item id keeps its leading '/' (a data id is its topic path;
+    # the reference matches `(/.*)?` after the collection). Other empty segments are refused.
+    slash_id = len(item) > 1 and item[0] == ""
+    if any(s == "" for s in item[1 if slash_id else 0:]):
         raise UriError(f"resource {text!r} has an empty path segment")
     rest = "/".join(decoded[3:]).lstrip("/")  # an encoded topic may carry its own '/'
-    return ResourceRef(etype, eid, collection, "/" + rest if rest else "")
+    return ResourceRef(etype, eid, collection, "/" + rest if rest else "", slash_id)
 
 
 def topic_matches(topic: str, path: str) -> bool:

@@ -34,7 +34,7 @@ from ..ros.message import (
 from ..ros.samples import sample_to_json
 from ..state import GatewayState, state_of
 from ..wire.bodies import (
-    build_message,
+    build_data_message,
     check_type_override,
     data_message,
     read_object,
@@ -350,13 +350,13 @@ async def write_data(request: web.Request) -> web.Response:
     data_id = request.match_info["data_id"]
     try:
         ref = find_topic(state, entity, data_id)
-    except ApiError:
+    except ApiError as missing:
         body = await read_object(request, empty_ok=False)
         declared = data_message(body)[1]
         check_data_type(declared)
         found = unlisted_topic(state, data_id, declared)
         if found is None:
-            raise
+            raise state.wire.data.unlisted_write(missing, data_id) from None
         ref = found
     guard_members(request, entity, "data", ref.member_ids)  # a locked member refuses
     body = await read_object(request, empty_ok=False)
@@ -367,7 +367,7 @@ async def write_data(request: web.Request) -> web.Response:
         cls = import_type(ref.type)
     except UnknownTypeError as exc:
         return await _write_described(state, entity, ref, fields, declared, exc)
-    msg = build_message(cls, fields, "data" if declared else "", topic=ref.topic)
+    msg = build_data_message(cls, fields, declared, topic=ref.topic)
     matched = await state.pool.publish(ref.topic, ref.type, msg)
     xv = {"entity_id": entity.id, "ros2": {"topic": ref.topic, "type": ref.type},
           "timestamp": time.time_ns(), "status": "published", "subscribers_matched": matched}

@@ -316,8 +316,11 @@ def _hot_call(state: GatewayState, op: OpRef, cls: Any) -> hot.Call:
 def _execution(request: web.Request) -> tuple[GatewayState, Entity, OpRef, Execution]:
     state = state_of(request)
     entity = resolve_entity(request)
-    op = find_operation(state, entity, request.match_info["op_id"])
     exec_id = request.match_info["exec_id"]
+    try:
+        op = find_operation(state, entity, request.match_info["op_id"])
+    except ApiError as exc:  # the reference looks the execution up first
+        raise state.wire.errors.execution_of_unknown_operation(exc, entity.id, exec_id) from None
     ex = None
     if op.kind == "action":
         ex = _actions(state).get((entity.kind, entity.id), op.path, exec_id)

@@ -147,8 +147,8 @@ class _Watches:
         sub.streamed = True
         sub.channel.clients.add(_WatchTap(self.page, watch.index))
         self.subs[watch.index] = sub
-        if self.engine.links is not None:  # members on peers: copies there, merged per tick
-            await self.engine.links.link(sub, "cyclic-subscriptions", dict(body), self.request)
+        if self.engine.links is not None:  # members on peers: one shared stream per robot
+            self.engine.links.share(sub, self.request)
 
     def close(self) -> None:
         """Remove every subscription of the page."""

@@ -78,7 +78,8 @@ class ScriptService:
         self.uploaded: dict[str, Script] = {}
         self._managed: list[Script] = []
         self._scan_key: Any = None
-        containment = Containment(runs_dir(s["state_dir"]), use_cgroup=True) if self.enabled \
+        containment = Containment(runs_dir(s["state_dir"]), use_cgroup=True,
+                                  storage=state.storage) if self.enabled \
             else Containment(None, use_cgroup=False)
         self.runner = Runner(s["scripts.max_concurrent_executions"],
                              s["scripts.max_execution_history"], s["scripts.max_output_bytes"],

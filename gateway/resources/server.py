@@ -170,8 +170,9 @@ def _document(state: GatewayState) -> dict[str, Any]:
         raise state.wire.errors.feature_absent(
             "docs", "Set docs.enabled to true")
     if state.openapi is None:
-        state.openapi = build(state.registry, vendor=state.vendor, version=__version__,
-                              with_roles=bool(state.settings.get("auth.enabled", False)))
+        state.openapi = state.wire.docs.finish(build(
+            state.registry, vendor=state.vendor, version=__version__,
+            with_roles=bool(state.settings.get("auth.enabled", False))))
     return state.openapi
 
 

@@ -19,9 +19,11 @@ import shutil
 import signal
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..process.storage import StorageHealth
 from . import interface_paths, typecache
 from .described import ask_description
 from .typebuild import (
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from .graph import GraphSnapshot
 
 log = logging.getLogger(__name__)
+STORE = "type-builds"  # the build cache's name in storage health
 
 BUILD_TIMEOUT_S = 300.0
 FETCH_TIMEOUT_S = 3.0
@@ -70,6 +73,7 @@ class ServiceTypeBuilds:
         self._settle: asyncio.Task[None] | None = None
         self._last_candidate = 0.0
         self._niced: dict[int, bool] = {}  # pgid of a running build -> still niced
+        self.storage: StorageHealth | None = None  # the gateway's: a full disk degrades /health
 
     def prune_cache(self, max_bytes: int, max_age_s: float) -> list[str]:
         """Prune `<state_dir>/types/` by size and age (typecache.py); never a build in use."""
@@ -223,6 +227,8 @@ class ServiceTypeBuilds:
         if not (prefix / "BUILT").is_file():
             await self._compile(spec.as_json(), prefix, nice)
             self.builds += 1
+            if self.storage is not None:
+                self.storage.ok(STORE)
             log.info("service types %s (and %d message types): built in %.1f s into %s",
                      ", ".join(e[: -len("_Event")] for e in event_types),
                      sum(len(p["sources"]["msg"]) for p in spec.packages.values()),
@@ -316,16 +322,17 @@ class ServiceTypeBuilds:
     async def _compile(self, spec: dict[str, Any], prefix: Path, nice: int = 0) -> None:
         """Run the worker into a fresh directory, then move it to `prefix`."""
         self.attempts += 1
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         tmp = prefix.with_name(f"{prefix.name}.tmp{os.getpid()}-{self.attempts}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(mode=0o700)
         spec_path = tmp / "spec.json"
-        try:
-            spec_path.write_text(json.dumps(spec))
-        except OSError:  # a full disk leaves no half build directory behind
+        with self.storage.writing(STORE, self.root) if self.storage else nullcontext():
+            self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
             shutil.rmtree(tmp, ignore_errors=True)
-            raise
+            tmp.mkdir(mode=0o700)
+            try:
+                spec_path.write_text(json.dumps(spec))
+            except OSError:  # a full disk leaves no half build directory behind
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         # Nothing written outside the build directory: no bytecode, the compilers' temp files
         env.update(AMENT_PREFIX_PATH=sys.prefix, PYTHONDONTWRITEBYTECODE="1", TMPDIR=str(tmp))
@@ -348,6 +355,8 @@ class ServiceTypeBuilds:
             self._niced.pop(proc.pid, None)
         if proc.returncode != 0 or not (tmp / "BUILT").is_file():
             shutil.rmtree(tmp, ignore_errors=True)
+            if self.storage is not None:  # the disk ran full during the build: /health says so
+                await asyncio.to_thread(self.storage.check, STORE, self.root)
             reason = err.decode(errors="replace").strip().splitlines()
             raise BuildError(f"the build failed: {reason[-1] if reason else proc.returncode}")
         size = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file())

@@ -246,6 +246,8 @@ class ParameterStore:
         self.negative = NegativeCache(negative_ttl_s)
         self.clock = clock
         self.defaults: dict[str, dict[str, tuple[int, Any]]] = {}
+        # values this gateway set (a PUT or a reset), per node: (value, clock time)
+        self.written: dict[str, dict[str, tuple[Any, float]]] = {}
 
     def default_of(self, node: str, name: str) -> tuple[int, Any] | None:
         """The recorded default (type code, value) of a parameter, or None."""
@@ -331,6 +333,10 @@ class ParameterStore:
         if len(results) != len(items):
             raise NodeFailed(node, f"node {node} answered {len(results)} results for "
                                    f"{len(items)} parameters")
+        now = self.clock()
+        for (name, _, value), r in zip(items, results, strict=True):
+            if r.successful:
+                self.written.setdefault(node, {})[name] = (value, now)
         return [None if r.successful else (r.reason or "rejected by the node")
                 for r in results]
 

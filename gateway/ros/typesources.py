@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 
 def start(bridge: Any, settings: Any, state_dir: str,
-          graph_listeners: list[Callable[[Any], Any]]) -> ServiceTypeBuilds:
+          graph_listeners: list[Callable[[Any], Any]], storage: Any = None) -> ServiceTypeBuilds:
     """Offer the shell's prefixes, prune the build cache, hook the builds on discovery."""
     if settings["ros.interface_paths_from_shell"]:
         from .isolation import user_environment
@@ -30,6 +30,7 @@ def start(bridge: Any, settings: Any, state_dir: str,
         interface_paths.offer_shell_prefixes(interface_paths.shell_prefixes(
             user_environment(), sys.prefix, settings["ros.interface_paths"]))
     builds = ServiceTypeBuilds(bridge, state_dir)
+    builds.storage = storage  # a build that fails on a full disk degrades /health
     bridge.closers.append(builds.close)
     try:
         builds.prune_cache(settings["ros.type_build.cache_max_mb"] << 20,

@@ -188,6 +188,8 @@ SETTINGS: tuple[Setting, ...] = (
     _s("faults.rosout_bridge.enabled", bool, True, "raise faults from /rosout WARN and above"),
     _s("faults.rosout_bridge.cooldown_sec", float, 5.0, "one /rosout report per code per period",
        minimum=0.0, maximum=3600.0),
+    _s("faults.rosout_bridge.code_tags", bool, True,
+       "a /rosout line opened by [CODE] reports CODE (off: LOG_<NODE>_<hash> for every line)"),
     _s("faults.diagnostics_bridge.enabled", bool, False, "raise faults from /diagnostics"),
     _s("faults.diagnostics_bridge.topic", str, "/diagnostics", "DiagnosticArray topic"),
     _s("faults.action_bridge.enabled", bool, True, "raise faults from aborted action goals"),
@@ -451,6 +453,12 @@ SETTINGS: tuple[Setting, ...] = (
        minimum=1.0, maximum=86400.0),
     # Dashboard (docs/dashboard.md): the web page served at /.
     _s("dashboard.enabled", bool, True, "serve the built-in web dashboard at / (API unchanged)"),
+    # MCP server (docs/mcp.md): /mcp on the API's port; the SDK loads on the first request.
+    _s("mcp.enabled", bool, True, "serve the Model Context Protocol server at /mcp"),
+    _s("mcp.page_size", int, 50, "most items one MCP tool answer lists (then paginated)",
+       minimum=1, maximum=500),
+    _s("mcp.request_timeout_sec", float, 60.0,
+       "budget of the REST request behind one MCP tool call", minimum=1.0, maximum=3600.0),
     # Performance (docs/performance.md, "Service calls"): executor of the service/action client
     # node; merged reads from cached peer answers (docs/federation.md, "Read cache").
     _s("ros.executor", str, "events",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 CUTOFF = 0.6
@@ -18,6 +17,8 @@ def closest_key(key: str, candidates: Iterable[str], cutoff: float = CUTOFF) -> 
     A key given without its leading section (`rosbag.enabled` for `snapshots.rosbag.enabled`)
     is matched on the candidate's last dotted parts too: an exact suffix wins, then the best
     of whole-key and last-parts similarity (ties go to the whole key, then to the shorter)."""
+    import difflib  # only when a key is unknown: not at every start
+
     names = sorted(set(candidates))
     if not key or not names:
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import threading
@@ -13,10 +14,12 @@ from typing import Any
 
 from ..plugins.api import UPDATES, AlreadyExists, InvalidInput, NotFound, Plugin, PluginError
 from ..plugins.context import PluginContext
-from ..process.storage import StorageHealth
+from ..process.storage import StorageHealth, StorageWriteError
 from . import package, rules
 from .package import Limits, PackageError
 from .rules import BULK_URI, RuleError
+
+log = logging.getLogger(__name__)
 
 KEEP_RELEASES = 2  # the live release and the one a failed post-install rolls back to
 STORE = "updates"  # the store's name in storage health and 507 messages
@@ -68,12 +71,18 @@ class UpdateProviderPlugin(Plugin):
         self.install_root = Path(self.config.get("install_root")
                                  or self.root / "installed").expanduser()
         for d in (self.root, self.staging, self.install_root / ".releases"):
-            d.mkdir(parents=True, exist_ok=True)
+            try:  # a full or read-only disk at start: served, /health names the store
+                with self._writing(d):
+                    d.mkdir(parents=True, exist_ok=True)
+            except StorageWriteError:  # logged by storage health (once)
+                log.debug("updates: cannot create %s", d, exc_info=True)
+        if ctx.storage is not None:  # a full disk at start: /health names the store at once
+            ctx.storage.check(STORE, self.root)
         index = self.root / "registry.json"
         if index.is_file():
             self._meta = json.loads(index.read_text())
         # A restart forgets every prepared status: trees staged before it are stale.
-        for stale in self.staging.iterdir():
+        for stale in (self.staging.iterdir() if self.staging.is_dir() else ()):
             _remove(stale)
 
     def providers(self) -> dict[str, Any]:
@@ -89,6 +98,7 @@ class UpdateProviderPlugin(Plugin):
         index = self.root / "registry.json"
         tmp = index.with_suffix(".tmp")
         with self._writing(self.root):
+            self.root.mkdir(parents=True, exist_ok=True)  # not there when the disk was full
             try:
                 tmp.write_text(json.dumps(self._meta))
                 os.replace(tmp, index)
@@ -169,6 +179,7 @@ class UpdateProviderPlugin(Plugin):
             reporter.set_sub_progress([{"name": "verify", "progress": 100},
                                        {"name": "unpack", "progress": 0}])
             with self._writing(self.staging):
+                self.staging.mkdir(parents=True, exist_ok=True)
                 package.unpack(path, staged, self.limits)
         except PackageError as exc:
             _remove(staged)
@@ -193,7 +204,8 @@ class UpdateProviderPlugin(Plugin):
             raise PluginError(f"update {update_id} has no staged tree; prepare it again", 409)
         name = str(pkg.get("install_as") or update_id)
         releases = self.install_root / ".releases" / name
-        releases.mkdir(parents=True, exist_ok=True)
+        with self._writing(releases):
+            releases.mkdir(parents=True, exist_ok=True)
         release = releases / f"{update_id}-{time.time_ns()}"
         try:
             with self._writing(releases):

@@ -139,6 +139,33 @@ def build_message(cls: type, fields: Mapping[str, Any], prefix: str = "",
                **parameters}) from None
 
 
+# Said when a body naming `data` but no `type` is no message of the topic's type: it was read
+# as the bare message, while its sender likely meant the envelope (the reference's wording).
+MISSING_TYPE = ("type: missing required field (a body with 'data' but no 'type' is read as "
+                "the message itself; the envelope is {\"type\": \"pkg/msg/Type\", "
+                "\"data\": {...}})")
+
+
+def build_data_message(cls: type, fields: Mapping[str, Any], declared: str | None,
+                       **parameters: Any) -> Any:
+    """build_message for a data PUT; the refusal of an envelope lacking `type` says so."""
+    try:
+        return build_message(cls, fields, "data" if declared else "", **parameters)
+    except ApiError as err:
+        if declared is None and "data" in fields and "type" not in fields:
+            err.message = f"{err.message}; {MISSING_TYPE}"
+            err.args = (err.message,)
+        raise
+
+
+def untyped_topic(topic: str) -> ApiError:
+    """400 for a write to a topic off the graph whose body names no message type."""
+    return validation_error([("type", "missing required field")],
+                            f"type: missing required field (topic '{topic}' is not on the ROS "
+                            "graph, so the body must name its message type: {\"type\": "
+                            "\"pkg/msg/Type\", \"data\": {...}})", topic=topic)
+
+
 def configuration_value(body: Mapping[str, Any]) -> Any:
     """The value of a configuration PUT: `data` (reference), else `value` (spec)."""
     for key in ("data", "value"):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..http.errors import ApiError
 from ._base import WireBase
+from .bodies import untyped_topic
 
 
 class SpecData(WireBase):
@@ -38,12 +40,21 @@ class SpecData(WireBase):
             xv["type_info"] = type_info
         return xv
 
+    def unlisted_write(self, missing: ApiError, data_id: str) -> ApiError:
+        """A write to a topic the entity lacks, with no type to publish it by: its 404."""
+        return missing
+
 
 class MedkitData(SpecData):
     """Reads and writes address any topic path, as the reference's do."""
 
     profile = "medkit"
     address_any_topic = True
+
+    def unlisted_write(self, missing: ApiError, data_id: str) -> ApiError:
+        """400 "type: missing required field": neither the graph nor the body names a type
+        (the reference reads the body before it looks for the topic)."""
+        return untyped_topic(data_id if data_id.startswith("/") else "/" + data_id)
 
 
 DataWire = SpecData

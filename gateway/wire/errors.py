@@ -66,6 +66,11 @@ class SpecErrors(WireBase):
         return not_found(message, entity_id=entity_id, operation_id=operation_id,
                          execution_id=execution_id)
 
+    def execution_of_unknown_operation(self, err: ApiError, entity_id: str,
+                                       execution_id: str) -> ApiError:
+        """An execution route naming an operation the entity lacks: the operation's 404."""
+        return err
+
 
     def unsupported_collection(self, kind: str, entity_id: str,
                                collection: str) -> ApiError | None:
@@ -128,6 +133,14 @@ class MedkitErrors(SpecErrors):
         """404 resource-not-found "Execution not found"."""
         return super().execution_not_found(entity_id, operation_id, execution_id,
                                            "Execution not found")
+
+    def execution_of_unknown_operation(self, err: ApiError, entity_id: str,
+                                       execution_id: str) -> ApiError:
+        """404 "Execution not found": the reference finds no execution before the operation."""
+        if err.error_code != "operation-not-found":  # an ambiguous id keeps its candidates
+            return err
+        operation_id = str((err.parameters or {}).get("operation_id", ""))
+        return self.execution_not_found(entity_id, operation_id, execution_id, "")
 
 
     def method_not_served(self, method: str, path: str, allowed: str) -> ApiError:

@@ -7,12 +7,14 @@ from dataclasses import dataclass
 from .auth import AUTH, AuthWire
 from .configurations import CONFIGURATIONS, ConfigurationWire
 from .data import DATA, DataWire
+from .docs import DOCS, DocsWire
 from .entities import ENTITIES, EntityWire
 from .errors import ERRORS, ErrorWire
 from .faults import FAULTS, FaultWire
 from .locks import LOCKS, LockWire
 from .logs import LOGS, LogWire
 from .operations import OPERATIONS, OperationWire
+from .push import PUSH, PushWire
 from .scripts import SCRIPTS, ScriptWire
 
 PROFILES = ("spec", "medkit")
@@ -34,6 +36,8 @@ class Wire:
     locks: LockWire
     scripts: ScriptWire
     logs: LogWire
+    push: PushWire
+    docs: DocsWire
 
     @property
     def xv(self) -> str:
@@ -51,5 +55,6 @@ def make_wire(profile: str, vendor: str) -> Wire:
         errors=ERRORS[profile](xv), entities=ENTITIES[profile](xv), faults=FAULTS[profile](xv),
         operations=OPERATIONS[profile](xv), configurations=CONFIGURATIONS[profile](xv),
         data=DATA[profile](xv), auth=AUTH[profile](xv), locks=LOCKS[profile](xv),
-        scripts=SCRIPTS[profile](xv), logs=LOGS[profile](xv),
+        scripts=SCRIPTS[profile](xv), logs=LOGS[profile](xv), push=PUSH[profile](xv),
+        docs=DOCS[profile](xv),
     )

@@ -315,7 +315,7 @@ def test_function_graph_of_the_demo(browser: Browser, demo: Gateway) -> None:
           if (!g) return null;
           return {nodes: [...g.querySelectorAll('g.n > text:first-of-type')].map((t) => t.textContent),
                   edges: [...g.querySelectorAll('path.e')].map((p) => p.getAttribute('class')),
-                  labels: [...g.querySelectorAll('svg > text')].map((t) => t.textContent),
+                  labels: [...g.querySelectorAll('svg > text')].map((t) => t.getAttribute('data-full')),
                   status: g.querySelector('p strong').textContent};""")
         ok = got and set(got["nodes"]) >= {"temp_sensor", "temp_monitor"} and any(
             lab.startswith(topic + " ") and lab.endswith(" Hz") for lab in got["labels"])

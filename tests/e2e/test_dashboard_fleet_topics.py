@@ -19,8 +19,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
 
 @pytest.fixture(scope="module")
-def primary(domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    """Two robots with temp_sensor each, behind a primary."""
+def fleet(domain: int, tmp_path_factory: pytest.TempPathFactory
+          ) -> Iterator[tuple[Gateway, Gateway, Gateway]]:
+    """Two robots with temp_sensor each, behind a primary: (primary, robot1, robot2)."""
     logs: Path = tmp_path_factory.mktemp("dash-twins")
     d1, d2 = next(_domains), next(_domains)
     gateways: list[Gateway] = []
@@ -37,10 +38,22 @@ def primary(domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[G
                 "aggregation.peer_names=[robot1,robot2]"])
             gateways.append(gw)
             gw.wait_for("/apps", lambda b: len(b["items"]) == 2, timeout=60)
-            yield gw
+            yield gw, r1, r2
         finally:
             for g in gateways:
                 g.stop()
+
+
+@pytest.fixture(scope="module")
+def primary(fleet: tuple[Gateway, Gateway, Gateway]) -> Gateway:
+    """The primary of the two robots."""
+    return fleet[0]
+
+
+@pytest.fixture(scope="module")
+def robots(fleet: tuple[Gateway, Gateway, Gateway]) -> tuple[Gateway, Gateway]:
+    """The two robot gateways."""
+    return fleet[1], fleet[2]
 
 
 def test_the_tree_has_a_robot_level(browser: Browser, primary: Gateway) -> None:
@@ -80,3 +93,30 @@ def test_a_topic_two_robots_publish_moves_on_both_rows(browser: Browser,
         mode = browser.driver.find_element(By.CSS_SELECTOR, row).get_attribute("data-mode")
         badge = browser.text_of(f"{row} .pill", "the row's badge")
         assert (mode, badge) == ("sse", "live")
+
+
+def test_viewers_of_a_function_share_one_stream_per_robot(browser: Browser, primary: Gateway,
+                                                          robots: tuple[Gateway, Gateway]
+                                                          ) -> None:
+    # Two pages watch the function's topics of both robots: the primary reads one page stream
+    # of each robot for all of them, so each robot gives the primary one of its SSE slots.
+    second = Browser()
+    try:
+        for b in (browser, second):
+            b.open(f"http://127.0.0.1:{primary.port}/#/e/functions/powertrain/data")
+        for b in (browser, second):
+            b.wait(lambda d: len(d.find_elements(By.CSS_SELECTOR, 'tr[data-topic][data-mode="sse"]'))
+                   == 2, "both robots' rows live on this page")
+        for robot in robots:
+            robot.wait_for("/health", lambda h: h["x-vendor-sse"]["connected_clients"] == 1,
+                           timeout=30)
+        push = primary.get("/health").json()["x-vendor-push"]
+        assert push["peer_page_streams"] == 2 and push["peer_links"] == 4, push
+        # still one each while both pages stay live
+        for b in (browser, second):
+            rows = b.driver.find_elements(By.CSS_SELECTOR, 'tr[data-topic][data-mode="sse"]')
+            assert len(rows) == 2
+        assert [r.get("/health").json()["x-vendor-sse"]["connected_clients"]
+                for r in robots] == [1, 1]
+    finally:
+        second.close()

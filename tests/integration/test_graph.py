@@ -158,19 +158,33 @@ def test_perception_edge_rate_then_broken(gw: Gateway, robot: Robot, detector: A
         and "last_seen" in n for n in b["x-vendor-graph"]["nodes"]), timeout=40)
 
 
-def test_parameter_drift_is_raised(gw: Gateway) -> None:
+def test_parameter_drift_is_raised_for_changes_from_outside_only(gw: Gateway, ros: Any) -> None:
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+
     gw.wait_for("/x-vendor-watchdog", lambda b: any(
         e["id"] == "temp_sensor" and e["armed"] for e in b["x-vendor-watchdog"]["entities"]))
+    # the gateway's own change is the new baseline, not a drift
     resp = gw.request("PUT", "/apps/temp_sensor/configurations/temp_step", {"value": 0.75})
     assert resp.status == 200, resp
+    # a change from outside the gateway is one
+    node = ros.node("param_tweaker")
+    request = SetParameters.Request(parameters=[Parameter(name="min_temp", value=ParameterValue(
+        type=ParameterType.PARAMETER_DOUBLE, double_value=84.0))])
+    result = ros.call(node, SetParameters, "/powertrain/engine/temp_sensor/set_parameters",
+                      request)
+    assert result.results[0].successful
     faults = gw.wait_for("/faults", lambda b: any(f["fault_code"] == "GRAPH_PARAM_DRIFT"
                                                   for f in b["items"]), timeout=30)
     fault = next(f for f in faults["items"] if f["fault_code"] == "GRAPH_PARAM_DRIFT")
     assert fault["severity"] == "WARN"
-    assert "/powertrain/engine/temp_sensor parameter temp_step is 0.75" in fault["message"]
-    # back to the armed value: the detector holds nothing any more
-    assert gw.request("PUT", "/apps/temp_sensor/configurations/temp_step",
-                      {"value": 0.5}).status == 200
+    assert "/powertrain/engine/temp_sensor parameter min_temp is 84.0" in fault["message"]
+    held = gw.get("/x-vendor-watchdog").json()["x-vendor-watchdog"]["detectors"]["param_drift"]
+    assert [f["key"] for f in held["findings"]] == ["/powertrain/engine/temp_sensor|min_temp"]
+    # set back through the gateway: the detector holds nothing any more
+    for name, value in (("min_temp", 85.0), ("temp_step", 0.5)):
+        assert gw.request("PUT", f"/apps/temp_sensor/configurations/{name}",
+                          {"value": value}).status == 200
     gw.wait_for("/x-vendor-watchdog", lambda b: not b["x-vendor-watchdog"]["detectors"]
                 ["param_drift"]["findings"], timeout=30)
 

@@ -389,9 +389,10 @@ def test_data_write_topic_the_entity_lacks(gw: Gateway, profile: str) -> None:
     assert resp.status == 200, resp
     assert xv(profile, resp.json())["ros2"] == {"topic": "/wire_test/probe",
                                                "type": "std_msgs/msg/Float32"}
-    # a bare body needs the topic on the graph for its type
-    assert_error(gw.request("PUT", f"/apps/controller/data/{enc('/wire_test/other')}",
-                            {"data": 1.5}), 404)
+    # a bare body needs the topic on the graph for its type: the reference's 400 naming `type`
+    body = assert_error(gw.request("PUT", f"/apps/controller/data/{enc('/wire_test/other')}",
+                                   {"data": 1.5}), 400, "invalid-request")
+    assert body["message"].startswith("type: missing required field"), body
 
 
 @pytest.mark.parametrize(("body", "published"), [

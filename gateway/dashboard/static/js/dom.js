@@ -124,7 +124,30 @@ export function selectionIn(el) {
   return el.contains(sel.anchorNode) || el.contains(sel.focusNode) || sel.getRangeAt(0).intersectsNode(el);
 }
 
-// Set an element's text only when it changed (an unchanged node keeps any selection in it).
+// Set an element's text only when it changed (an unchanged node keeps any selection in it);
+// a lone text node is edited in place (no element or node is replaced).
 export function setText(el, text) {
-  if (el.textContent !== text) el.textContent = text;
+  const t = el.firstChild;
+  if (t && t === el.lastChild && t.nodeType === Node.TEXT_NODE) { if (t.data !== text) t.data = text; }
+  else if (el.textContent !== text) el.textContent = text;
+}
+
+// Make el's children look like fresh ones, changing only what differs: a text in place, else
+// the smallest differing element is swapped (kept elements keep their listeners).
+export function patchChildren(el, fresh) {
+  if (el.childNodes.length !== fresh.length) { el.replaceChildren(...fresh); return; }
+  [...el.childNodes].forEach((n, i) => patch(n, fresh[i]));
+}
+
+function patch(old, fresh) {
+  if (old.nodeType === Node.TEXT_NODE && fresh.nodeType === Node.TEXT_NODE) { if (old.data !== fresh.data) old.data = fresh.data; return; }
+  if (old.nodeName !== fresh.nodeName || !sameAttrs(old, fresh)) { old.replaceWith(fresh); return; }
+  patchChildren(old, [...fresh.childNodes]);
+}
+
+function sameAttrs(a, b) {
+  if (!a.attributes || !b.attributes) return a.nodeType === b.nodeType;
+  if (a.attributes.length !== b.attributes.length) return false;
+  for (const {name, value} of a.attributes) if (b.getAttribute(name) !== value) return false;
+  return true;
 }

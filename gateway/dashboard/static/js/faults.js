@@ -1,8 +1,8 @@
 // Faults: the entity's list, and a fault's detail with freeze frames and its recordings.
 import {BASE, api, ctx, download, enc, get, saveBlob, vx} from './api.js';
-import {bytes, clear, errorBox, every, h, json, sevBadge, time} from './dom.js';
+import {bytes, clear, errorBox, every, h, json, patchChildren, sevBadge, time} from './dom.js';
 import {numericArrays, sparkline} from './spark.js';
-import {isPassed, lastTime, messageOf, severityOf} from './faultshape.js';
+import {isPassed, lastTime, messageOf, severityOf, sourceOf} from './faultshape.js';
 import {statusPill} from './fleet.js';
 
 const LABELS = {0: 'INFO', 1: 'WARN', 2: 'ERROR', 3: 'CRITICAL'};
@@ -16,7 +16,9 @@ export function renderFaults(el, ent, code) {
     try {
       const q = showCleared.checked ? '?status=all' : '';
       const items = (await get(`${ent.path}/faults${q}`)).items || [];
-      drawList(list, ent, items);
+      const box = h('div', {});
+      drawList(box, ent, items);
+      patchChildren(list, [...box.childNodes]);  // unchanged rows stay (and a selection in them)
     } catch (e) {
       clear(list, errorBox(e));
     }
@@ -63,7 +65,7 @@ function renderDetail(el, ent, code) {
         h('p', {class: 'message'}, item.fault_name),
         h('table', {},
           row('Status', `${x.status || ''}  testFailed=${st.testFailed} confirmedDTC=${st.confirmedDTC} pendingDTC=${st.pendingDTC}`),
-          row('Occurrences', x.occurrence_count), row('Reported by', (x.reporting_sources || []).join(', ')),
+          row('Occurrences', x.occurrence_count), row('Reported by', (x.reporting_sources || []).map((src) => sourceOf({source: src})).join(', ')),
           row('First', ext.first_occurrence), row('Last', ext.last_occurrence),
           x.confirmed_at ? row('Confirmed', x.confirmed_at) : null, x.cleared_at ? row('Cleared', x.cleared_at) : null),
         msg),

@@ -36,9 +36,20 @@ export function messageOf(f) {
   return f.message || f.description || '';
 }
 
-// Active (its condition still present) versus passed (healed, or pre-passed: the reporter
-// says the condition is gone while the fault is still listed).
+// Active (its condition still present) versus passed: healed or pre-passed, or a PASSED report
+// (`last_passed`) newer than its last failure: with healing off (the default) a confirmed
+// fault stays CONFIRMED, yet its condition is gone.
 export function isPassed(f) {
   const st = statusOf(f);
-  return st === 'HEALED' || st === 'PREPASSED' || st === 'CLEARED';
+  if (st === 'HEALED' || st === 'PREPASSED' || st === 'PASSED' || st === 'CLEARED') return true;
+  const passed = millis(f.last_passed ?? vx(f).last_passed);
+  return Number.isFinite(passed) && !(lastTime(f) > passed);
+}
+
+// Who reported a fault, readably: a node's name, or a plugin entity's (`/x-plugin/<plugin>/
+// <kind>/<id>` is the gateway's internal key) as `<id> (<plugin> plugin)` or `<plugin> plugin`.
+export function sourceOf(f) {
+  const s = String(f.source || (f.reporting_sources || vx(f).reporting_sources || [])[0] || '');
+  const m = /^\/x-plugin\/([^/]+)\/[^/]+\/([^/]+)$/.exec(s);
+  return !m ? s : m[1] === m[2] ? `${m[1]} plugin` : `${m[2]} (${m[1]} plugin)`;
 }

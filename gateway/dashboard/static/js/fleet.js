@@ -1,16 +1,16 @@
 // Fleet view: each robot (peer) with status and confirmed faults, the fleet's fault list, and a
 // live timeline from /faults/stream. A single gateway shows itself as the one robot.
 import {ctx, get, vx} from './api.js';
-import {ago, clear, describe, duration, errorBox, every, h, selectionIn, sevBadge, svg, time} from './dom.js';
-import {isPassed, lastTime, messageOf, millis, severityOf, statusOf} from './faultshape.js';
+import {ago, clear, describe, duration, errorBox, every, h, patchChildren, selectionIn, setText, sevBadge, svg, time} from './dom.js';
+import {addEvent} from './eventlog.js';
+import {isPassed, lastTime, messageOf, millis, severityOf, sourceOf, statusOf} from './faultshape.js';
 import {filterBar, filterFaults, filterState, groupByCode, severityName} from './faultfilter.js';
 import {MissedEvents} from './missed.js';
 import {followFaults} from './pagestream.js';
+import {TIMELINE_S, axisView, eventsView, timelineView} from './timeline.js';
 import {entityIndex, entityOfFault} from './tree.js';
 
 const SEVERITIES = ['CRITICAL', 'ERROR', 'WARN', 'INFO'];
-const SEV_COLOR = {CRITICAL: '#8e1111', ERROR: '#d1242f', WARN: '#bf8700', WARNING: '#bf8700', INFO: '#1f6feb'};
-const TIMELINE_S = 600;
 const events = [];  // kept across visits of the view, newest last
 const seenIds = new Set();
 let lastSeen = '0';  // first visit: the gateway replays the events it keeps
@@ -35,13 +35,25 @@ export function renderFleet(main) {
   let refreshTimer = null;
 
   let down = null;  // {since, error} while this gateway does not answer
-  const bar = filterBar(() => drawFaultView(faultsBox, faults), () => robotsOf(health).map((r) => r.key));
+  const bar = filterBar(() => drawList(), () => robotsOf(health).map((r) => r.key));
   faultsBox.before(bar);
+  let drawn = '';  // the fault list is redrawn only when it or the filters changed
+  const drawList = () => {
+    const sig = JSON.stringify([filterState, faults]);
+    if (sig === drawn || selectionIn(faultsBox)) return;  // never under a selection
+    drawn = sig;
+    const box = h('div', {});
+    drawFaultView(box, faults);
+    patchChildren(faultsBox, [...box.childNodes]);  // a changed time is a changed text, not a new table
+  };
   const draw = () => {
     drawRobots(cards, health, faults, down);
     bar.refreshRobots();
-    if (!selectionIn(faultsBox)) drawFaultView(faultsBox, faults);  // never under a selection
+    drawList();
   };
+  const drawEvents = eventsView(list, events);
+  const drawTimeline = timelineView(line, events);
+  const drawAxis = axisView(axis);
   const load = async () => {
     try {
       [health, faults] = await Promise.all([
@@ -55,6 +67,7 @@ export function renderFleet(main) {
       // The gateway itself is not answering: no card may go on saying online with old counts.
       down = {since: down ? down.since : Date.now(), error: e};
       drawRobots(cards, health, faults, down);
+      drawn = '';
       clear(faultsBox, errorBox(e));
     }
   };
@@ -64,27 +77,29 @@ export function renderFleet(main) {
   const noteMissed = (found) => {
     for (const f of found) {
       const at = lastTime(f);
-      events.push({at: Number.isFinite(at) ? at : Date.now(), id: null, type: 'from-list',
+      const gone = addEvent(events, {at: Number.isFinite(at) ? at : Date.now(), id: null, type: 'from-list',
         data: {event_type: `fault_${statusOf(f).toLowerCase()}`, from_list: true, fault: f, [ctx.xv]: {peer: vx(f).peer}}});
+      if (gone) seenIds.delete(gone.id);
     }
-    if (found.length) { events.sort((a, b) => a.at - b.at); drawEvents(list); drawTimeline(line); }
+    if (found.length) { drawEvents(); drawTimeline(); }
     const robots = [...missed.byRobot].map(([r, n]) => `${r} (${n})`);
     missedNote.hidden = !robots.length;
-    missedNote.textContent = robots.length ? ` behind: changes the stream did not bring, read from the fault list instead: ${robots.join(', ')}` : '';
+    setText(missedNote, robots.length ? ` behind: changes the stream did not bring, read from the fault list instead: ${robots.join(', ')}` : '');
   };
   const stopPoll = every(3000, load);
-  const tick = every(1000, () => { drawTimeline(line); drawAxis(axis); if (list.dataset.stale) drawEvents(list); if (health) drawRobots(cards, health, faults, down); });
-  drawEvents(list);
+  const tick = every(1000, () => { drawTimeline(); drawAxis(); drawEvents(); if (health) drawRobots(cards, health, faults, down); });
+  drawEvents();
   const live = document.getElementById('live');
   const behind = h('span', {class: 'behind', id: 'stream-behind', hidden: true});
   status.after(behind, missedNote);
-  const setBehind = (text) => { behind.hidden = !text; behind.textContent = text ? ` ${text}` : ''; };
+  const setBehind = (text) => { behind.hidden = !text; setText(behind, text ? ` ${text}` : ''); };
   const stopStream = followFaults((ev) => {
     let data;
     try { data = JSON.parse(ev.data); } catch (e) { return; }
     if (ev.id !== null) {
       if (seenIds.has(ev.id)) return;
       seenIds.add(ev.id);
+      if (seenIds.size > 2000) seenIds.delete(seenIds.values().next().value);  // repeats keep no row of their own
       lastSeen = ev.id;
     }
     if (ev.event === 'refetch') {
@@ -98,11 +113,10 @@ export function renderFleet(main) {
     }
     missed.heardOf(data.fault, data[ctx.xv]);
     const at = millis(data.timestamp);
-    events.push({at: Number.isFinite(at) ? at : Date.now(), id: ev.id, type: ev.event, data});
-    events.sort((a, b) => a.at - b.at);
-    if (events.length > 500) seenIds.delete(events.shift().id);
-    drawEvents(list);
-    drawTimeline(line);
+    const gone = addEvent(events, {at: Number.isFinite(at) ? at : Date.now(), id: ev.id, type: ev.event, data});
+    if (gone) seenIds.delete(gone.id);
+    drawEvents();
+    drawTimeline();
     clearTimeout(refreshTimer);
     refreshTimer = setTimeout(load, 300);
   }, (state, detail) => {
@@ -134,33 +148,56 @@ function robotsOf(health) {
   return robots;
 }
 
-export function drawRobots(el, health, faults, down = null) {
-  const robots = robotsOf(health);
-  if (down) {
-    clear(el, robots.map((r) => h('div', {class: 'card robot offline unreachable', 'data-robot': r.name},
-      h('div', {}, h('span', {class: 'dot off'}), h('strong', {}, r.name)),
-      h('div', {class: 'muted status'}, `unknown: the gateway is not answering (for ${duration((Date.now() - down.since) / 1000)})`),
-      h('div', {class: 'muted mono'}, r.url),
-      h('div', {class: 'error'}, describe(down.error)))));
-    return;
-  }
+// Confirmed faults whose condition is still present, per robot and severity.
+export function activeCounts(robots, faults) {
   const counts = new Map(robots.map((r) => [r.key, Object.fromEntries(SEVERITIES.map((s) => [s, 0]))]));
   for (const f of faults) {
-    if (statusOf(f) !== 'CONFIRMED') continue;
+    if (statusOf(f) !== 'CONFIRMED' || isPassed(f)) continue;
     const c = counts.get(vx(f).peer || 'local');
     const s = severityOf(f);
     if (c && s in c) c[s]++;
   }
-  clear(el, robots.map((r) => {
-    const on = r.status === 'online' || r.status === 'healthy';
-    const c = counts.get(r.key);
-    return h('div', {class: 'card robot' + (on ? '' : ' offline'), 'data-robot': r.name},
-      h('div', {}, h('span', {class: 'dot' + (on ? '' : ' off')}), h('strong', {}, r.name)),
-      h('div', {class: 'muted status'}, on ? 'online' : 'offline', r.since ? ` for ${ago(r.since)}` : '', r.reason ? ` (${r.reason})` : ''),
-      h('div', {class: 'muted mono'}, r.url),
-      h('div', {class: 'counts'}, SEVERITIES.map((s) => c[s] ? h('span', {}, sevBadge(s), ' ', h('span', {class: 'num', 'data-sev': s}, String(c[s]))) : null),
-        SEVERITIES.every((s) => !c[s]) ? h('span', {class: 'ok'}, 'no confirmed faults') : null));
-  }));
+  return counts;
+}
+
+// One card per robot, made once: later draws only change its texts, classes and hidden parts
+// (card text stays selectable; "online for" ticks as text).
+export function drawRobots(el, health, faults, down = null) {
+  const robots = robotsOf(health);
+  const counts = activeCounts(robots, faults);
+  const cards = el.cards || (el.cards = new Map());
+  if (!cards.size) el.replaceChildren();
+  const seen = new Set();
+  for (const r of robots) {
+    seen.add(r.name);
+    let c = cards.get(r.name);
+    if (!c) { c = robotCard(r.name); cards.set(r.name, c); el.append(c.el); }
+    const on = !down && (r.status === 'online' || r.status === 'healthy');
+    c.el.className = 'card robot' + (on ? '' : ' offline') + (down ? ' unreachable' : '');
+    c.dot.className = 'dot' + (on ? '' : ' off');
+    setText(c.status, down ? `unknown: the gateway is not answering (for ${duration((Date.now() - down.since) / 1000)})`
+      : `${on ? 'online' : 'offline'}${r.since ? ` for ${ago(r.since)}` : ''}${r.reason ? ` (${r.reason})` : ''}`);
+    setText(c.url, r.url || '');
+    c.error.hidden = !down;
+    setText(c.error, down ? describe(down.error) : '');
+    const n = counts.get(r.key);
+    c.counts.hidden = !!down;
+    for (const s of SEVERITIES) { c.sev[s].hidden = !n[s]; setText(c.num[s], String(n[s])); }
+    c.none.hidden = SEVERITIES.some((s) => n[s]);
+  }
+  for (const [name, c] of cards) if (!seen.has(name)) { c.el.remove(); cards.delete(name); }
+}
+
+function robotCard(name) {
+  const c = {dot: h('span', {class: 'dot'}), status: h('div', {class: 'muted status'}, ''), url: h('div', {class: 'muted mono'}, ''),
+    error: h('div', {class: 'error', hidden: true}, ''), sev: {}, num: {}, none: h('span', {class: 'ok'}, 'no confirmed faults active')};
+  for (const s of SEVERITIES) {
+    c.num[s] = h('span', {class: 'num', 'data-sev': s}, '0');
+    c.sev[s] = h('span', {hidden: true}, sevBadge(s), ' ', c.num[s]);
+  }
+  c.counts = h('div', {class: 'counts'}, SEVERITIES.map((s) => c.sev[s]), c.none);
+  c.el = h('div', {class: 'card robot', 'data-robot': name}, h('div', {}, c.dot, h('strong', {}, name)), c.status, c.url, c.error, c.counts);
+  return c;
 }
 
 function faultLink(f) {
@@ -198,7 +235,9 @@ export function drawFaults(el, faults) {
   const all = faults.filter((f) => statusOf(f) !== 'CLEARED');
   if (!all.length) { clear(el, h('p', {class: 'ok'}, 'No faults.')); return; }
   all.sort((a, b) => isPassed(a) - isPassed(b) || rank(a) - rank(b) || (lastTime(b) || 0) - (lastTime(a) || 0));
-  const open = all.slice(0, MAX_LISTED);
+  // the most severe and recent are listed, in an order a new occurrence does not shuffle
+  const open = all.slice(0, MAX_LISTED).sort((a, b) => isPassed(a) - isPassed(b) || rank(a) - rank(b)
+    || String(a.fault_code).localeCompare(b.fault_code) || String(vx(a).peer || '').localeCompare(vx(b).peer || ''));
   const peered = open.some((f) => vx(f).peer);
   clear(el, all.length > open.length ? h('p', {class: 'muted'}, `The ${open.length} most severe and recent of ${all.length} faults; each entity's Faults tab lists all of its own.`) : null,
     h('table', {class: 'faults'},
@@ -209,7 +248,7 @@ export function drawFaults(el, faults) {
       return h('tr', {class: 'click' + (passed ? ' passed' : ''), 'data-fault': f.fault_code, 'data-passed': passed ? '1' : null, onclick: () => { if (href) location.hash = href; }},
         h('td', {}, sevBadge(severityOf(f))), h('td', {class: 'mono'}, href ? h('a', {href}, f.fault_code) : f.fault_code),
         peered ? h('td', {}, vx(f).peer || 'local') : null,
-        h('td', {}, messageOf(f)), h('td', {}, statusPill(f)), h('td', {class: 'mono'}, f.source || (f.reporting_sources || [])[0] || ''), h('td', {}, time(lastTime(f))));
+        h('td', {}, messageOf(f)), h('td', {}, statusPill(f)), h('td', {class: 'mono source'}, sourceOf(f)), h('td', {}, time(lastTime(f))));
     })));
 }
 
@@ -218,51 +257,4 @@ export function statusPill(f) {
   const st = statusOf(f);
   return isPassed(f) ? h('span', {class: 'pill passed', title: 'the condition has passed'}, `passed (${st.toLowerCase()})`)
     : h('span', {class: 'pill active'}, st.toLowerCase() || '?');
-}
-
-function drawEvents(el) {
-  if (selectionIn(el)) { el.dataset.stale = '1'; return; }  // redrawn once the selection ends
-  delete el.dataset.stale;
-  if (!events.length) { clear(el, h('p', {class: 'muted'}, 'No fault events since this page opened.')); return; }
-  clear(el, h('table', {},
-    events.slice(-100).reverse().map((e) => {
-      const f = e.data.fault || {};
-      const x = e.data[ctx.xv] || {};
-      return h('tr', {class: 'event' + (e.data.from_list ? ' from-list' : '')}, h('td', {}, time(e.at)),
-        h('td', {}, e.data.event_type || e.type, e.data.from_list ? h('div', {class: 'muted'}, 'from the fault list') : null),
-        h('td', {}, sevBadge(severityOf(f))), h('td', {class: 'mono'}, f.fault_code || ''), h('td', {}, x.peer || (x.entity_id || '')), h('td', {}, messageOf(f)));
-    })));
-}
-
-// Clock times under the timeline, every 2 minutes back from now.
-function drawAxis(el) {
-  const now = Date.now();
-  const marks = [];
-  for (let m = 0; m <= TIMELINE_S / 60; m += 2) {
-    const at = new Date(now - m * 60000);
-    const left = (1 - (m * 60) / TIMELINE_S) * 100;
-    marks.push(h('span', {'data-left': left.toFixed(1)}, m ? at.toLocaleTimeString([], {hour: '2-digit', minute: '2-digit'}) : 'now'));
-  }
-  el.replaceChildren(...marks);
-  for (const s of el.children) s.style.left = `${s.dataset.left}%`;
-}
-
-function drawTimeline(el) {
-  const now = Date.now();
-  el.replaceChildren(svg('line', {x1: 0, y1: 23, x2: 1000, y2: 23, stroke: '#dde1e7'}));
-  for (let m = 1; m < TIMELINE_S / 60; m++) {
-    const x = 1000 - (m * 60 * 1000) / TIMELINE_S;
-    el.append(svg('line', {x1: x, y1: 18, x2: x, y2: 28, stroke: '#dde1e7'}));
-  }
-  for (const e of events) {
-    const age = (now - e.at) / 1000;
-    if (age > TIMELINE_S) continue;
-    const f = e.data.fault || {};
-    const sev = severityOf(f);
-    const cleared = /clear|heal/i.test(e.data.event_type || '');
-    const c = svg('circle', {cx: (994 - (age * 988) / TIMELINE_S).toFixed(1), cy: cleared ? 34 : 12, r: 4,
-      fill: cleared ? '#1a7f37' : (SEV_COLOR[sev] || '#8c959f')});
-    c.append(svg('title', {}, `${time(e.at)} ${e.data.event_type} ${f.fault_code}`));
-    el.append(c);
-  }
 }

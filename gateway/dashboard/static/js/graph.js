@@ -1,6 +1,7 @@
 // The function graph (x-vendor-graph): nodes in columns by topic flow, edges with rates.
 import {ctx, get} from './api.js';
 import {clear, describe, errorBox, every, h, svg} from './dom.js';
+import {ellipsize, placeLabels} from './labels.js';
 import {watch} from './pagestream.js';
 
 export function graphPath(id) {
@@ -75,7 +76,7 @@ export function drawGraph(el, g, findings = []) {
   const col = layers(nodes, edges);
   const byCol = new Map();
   for (const n of nodes) { const c = col.get(n); if (!byCol.has(c)) byCol.set(c, []); byCol.get(c).push(n); }
-  const W = 170, H = 60, GAP = 170, pos = new Map();
+  const W = 170, H = 60, GAP = 260, pos = new Map();
   for (const [c, ns] of byCol) ns.forEach((n, i) => pos.set(n, [20 + c * (W + GAP), 20 + i * (H + 30)]));
   const width = 40 + Math.max(1, byCol.size) * (W + GAP) - GAP;
   const height = 40 + Math.max(1, ...[...byCol.values()].map((v) => v.length)) * (H + 30);
@@ -95,17 +96,22 @@ export function drawGraph(el, g, findings = []) {
     const path = svg('path', {class: 'e ' + (m.metrics_status || '') + (flag ? ' flagged' : ''), 'data-topic': name, d: `M${x1},${y1} C${x1 + 40},${y1} ${x2 - 40},${y2} ${x2},${y2}`});
     if (flag) path.append(svg('title', {}, `${flag.code}: ${flag.message}`));
     s.append(path);
-    const label = `${name}${m.frequency_hz != null ? ` ${Number(m.frequency_hz).toFixed(1)} Hz` : ''}${flag ? ' ⚠' : ''}`;
-    labels.push(svg('text', {class: 'lab' + (flag ? ' flagged' : ''), x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 4, 'text-anchor': 'middle'}, label));
+    const full = `${name}${m.frequency_hz != null ? ` ${Number(m.frequency_hz).toFixed(1)} Hz` : ''}${flag ? ' ⚠' : ''}`;
+    labels.push({x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 4, full, text: ellipsize(full, Math.max(GAP, Math.abs(x2 - x1)) - 12), flag});
   }
   for (const n of g.nodes || []) {
     const [x, y] = pos.get(n.entity_id);
     s.append(svg('g', {class: 'n ' + (n.node_status || '')},
-      svg('rect', {x, y, width: W, height: H, rx: 6}),
-      svg('text', {x: x + 8, y: y + 22}, n.entity_id),
-      svg('text', {x: x + 8, y: y + 42, fill: '#687384'}, n.node_status || '')));
+      svg('rect', {x, y, width: W, height: H, rx: 6}, svg('title', {}, n.entity_id)),
+      svg('text', {x: x + 8, y: y + 22}, ellipsize(n.entity_id, W - 16)),
+      svg('text', {x: x + 8, y: y + 42, fill: '#687384'}, ellipsize(n.node_status || '', W - 16))));
   }
-  s.append(...labels);
+  // edge labels: cut to the gap they sit in, never over a box or another label
+  const boxes = [...pos.values()].map(([x, y]) => ({x0: x, y0: y, x1: x + W, y1: y + H}));
+  placeLabels(labels, boxes).forEach((y, i) => {
+    const l = labels[i];
+    if (y !== null) s.append(svg('text', {class: 'lab' + (l.flag ? ' flagged' : ''), x: l.x, y, 'text-anchor': 'middle', 'data-full': l.full}, l.text, svg('title', {}, l.full)));
+  });
   clear(el, h('div', {class: 'graph'},
     h('p', {}, 'Pipeline: ', h('strong', {}, g.pipeline_status || '?'), g.bottleneck_edge ? `  bottleneck ${g.bottleneck_edge}` : '',
       flagged.length ? h('span', {class: 'flagged-note'}, ` but the graph watchdog flags ${flagged.length} edge${flagged.length > 1 ? 's' : ''}: `,

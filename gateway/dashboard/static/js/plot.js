@@ -61,6 +61,12 @@ export function align(list) {
   })];
 }
 
+// Room for the y axis: its widest tick label plus the ticks and the axis label beside them.
+export function axisSize(u, values) {
+  const widest = Math.max(3, ...(values || []).map((v) => String(v ?? '').length));
+  return 28 + widest * 7;
+}
+
 let loading = null;
 function loadUplot() {
   if (window.uPlot) return Promise.resolve(window.uPlot);
@@ -96,7 +102,8 @@ export function plotPanel(series) {
     chart = new U({
       width, height: 260,
       scales: {x: {time: true}},
-      axes: [{}, {label: units.length === 1 && units[0] ? units[0] : 'value', size: 60}],
+      // tick labels get the room they need and their spacing (they never overlap the axis label)
+      axes: [{space: 90}, {label: units.length === 1 && units[0] ? units[0] : 'value', space: 30, labelSize: 18, size: axisSize}],
       series: [{}, ...list.map(([, c], i) => ({label: c.unit ? `${c.label} [${c.unit}]` : c.label, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: true}))],
       cursor: {drag: {x: true, y: false}},
       hooks: {setSelect: [() => { zoomed = true; follow.hidden = false; }]},
