@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import aiohttp
 
 PEER_CHECK_S = 0.25  # how often an idle link looks at its peer's health
 
@@ -43,3 +46,21 @@ class Link:
         if self.reason:
             out["reason"] = self.reason
         return out
+
+
+async def next_chunk(resp: aiohttp.ClientResponse,
+                     stop: Callable[[], str | None]) -> bytes | str:
+    """The peer stream's next chunk (b"" at its end); or, while none comes, the reason
+    `stop()` gives to leave it (asked every PEER_CHECK_S; None: keep waiting)."""
+    read = asyncio.ensure_future(resp.content.readany())
+    try:
+        while True:
+            done, _ = await asyncio.wait({read}, timeout=PEER_CHECK_S)
+            if done:
+                return read.result()
+            reason = stop()
+            if reason is not None:
+                return reason
+    finally:
+        if not read.done():
+            read.cancel()

@@ -23,7 +23,7 @@ from urllib.parse import urlencode
 import aiohttp
 import orjson
 
-from .link import PEER_CHECK_S, Link
+from .link import Link, next_chunk
 from .relay import parse_frames
 
 log = logging.getLogger(__name__)
@@ -167,23 +167,17 @@ class PeerWatches:
     async def _read(self, up: _Upstream, resources: list[str], peer: Any,
                     resp: aiohttp.ClientResponse) -> str:
         buffer = bytearray()
+        def stop() -> str | None:
+            if not peer.online or self.links.fed.table.peers.get(up.peer) is not peer:
+                return "its health check failed"
+            return "" if self._due(up) else None
+
         while True:
             if self._due(up):
                 return ""
-            read = asyncio.ensure_future(resp.content.readany())
-            try:
-                while True:
-                    done, _ = await asyncio.wait({read}, timeout=PEER_CHECK_S)
-                    if done:
-                        break
-                    if not peer.online or self.links.fed.table.peers.get(up.peer) is not peer:
-                        return "its health check failed"
-                    if self._due(up):
-                        return ""
-                chunk = read.result()
-            finally:
-                if not read.done():
-                    read.cancel()
+            chunk = await next_chunk(resp, stop)
+            if isinstance(chunk, str):
+                return chunk
             if not chunk:
                 return "the stream ended"
             buffer.extend(chunk)

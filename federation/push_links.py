@@ -27,7 +27,7 @@ from gateway.http import client_tls
 from gateway.push.uris import ResourceRef
 
 from .fleet import FleetView, Origin
-from .link import PEER_CHECK_S, Link
+from .link import Link, next_chunk
 from .peer_watch import PeerWatches
 from .relay import parse_frames
 from .service import FederationService
@@ -260,19 +260,16 @@ class PeerLinks:
                     resp: aiohttp.ClientResponse) -> str:
         """Frames into the owner; the reason the peer failed, or '' when it ended the stream."""
         buffer = bytearray()
+
+        def stop() -> str | None:
+            if not peer.online or self.fed.table.peers.get(link.peer) is not peer:
+                return "its health check failed"
+            return None
+
         while True:
-            read = asyncio.ensure_future(resp.content.readany())
-            try:
-                while True:
-                    done, _ = await asyncio.wait({read}, timeout=PEER_CHECK_S)
-                    if done:
-                        break
-                    if not peer.online or self.fed.table.peers.get(link.peer) is not peer:
-                        return "its health check failed"
-                chunk = read.result()
-            finally:
-                if not read.done():
-                    read.cancel()
+            chunk = await next_chunk(resp, stop)
+            if isinstance(chunk, str):
+                return chunk
             if not chunk:
                 return ""
             buffer.extend(chunk)
