@@ -17,24 +17,11 @@ import pytest
 
 from tests.conftest import free_port
 from tests.harness import Gateway
+from tests.integration.test_manifest_settle import APP, HEAD  # one manifest text
 
 pytestmark = pytest.mark.integration
 
 APPS = 9
-HEAD = """\
-manifest_version: "1.0"
-metadata: {{name: slow-writer, version: "{version}"}}
-areas:
-  - id: powertrain
-components:
-  - id: ecu
-    area: powertrain
-apps:
-"""
-APP = """\
-  - id: app-{n}
-    is_located_on: ecu
-"""
 
 
 def manifest(version: str, apps: int = APPS) -> str:
