@@ -85,7 +85,7 @@ class FakeProvider:
 
     def prepare(self, uid: str, reporter: Any) -> None:
         reporter.set_progress(50)
-        self.release.wait(5)
+        self.release.wait(60)  # the test releases it (generous: a starved worker)
 
     def execute(self, uid: str, reporter: Any) -> None:
         if self.fail_execute:
