@@ -81,7 +81,8 @@ def started(current: UpdateStatus) -> UpdateStatus:
 
 def executing(current: UpdateStatus) -> UpdateStatus:
     """Automated mode: prepare succeeded, execute begins (progress reset)."""
-    return replace(current, status=IN_PROGRESS, phase=EXECUTING, progress=0, sub_progress=())
+    return replace(current, status=IN_PROGRESS, phase=EXECUTING, progress=0, sub_progress=(),
+                   running=True)
 
 
 def succeeded(current: UpdateStatus) -> UpdateStatus:

@@ -48,6 +48,16 @@ def test_refusals() -> None:
     assert machine.begin(failed, machine.PREPARE).phase == "preparing"
 
 
+def test_automated_mode_runs_on_through_its_execute_step() -> None:
+    st = machine.started(machine.begin(UpdateStatus(), machine.AUTOMATED))
+    st = machine.executing(machine.succeeded(st))  # prepare done, execute begins
+    assert (st.status, st.phase, st.running) == ("inProgress", "executing", True)
+    for op in (machine.PREPARE, machine.EXECUTE, machine.AUTOMATED, machine.DELETE):
+        with pytest.raises(TransitionError) as exc:
+            machine.begin(st, op)
+        assert exc.value.status == 409
+
+
 def test_status_body_and_progress() -> None:
     st = machine.progressed(machine.begin(UpdateStatus(), machine.PREPARE), 150,
                             [{"name": "verify", "progress": 40}])
