@@ -58,17 +58,22 @@ def failure_kind(exc: BaseException) -> str | None:
     return None
 
 
-def free_bytes(directory: str | Path) -> int | None:
-    """Bytes an unprivileged writer may still use on the file system of directory (or of its
-    nearest existing parent); None when unknown."""
+def _statvfs(directory: str | Path) -> os.statvfs_result | None:
+    """The file system of directory, or of its nearest existing parent; None when unknown."""
     path = Path(directory)
     for candidate in (path, *path.parents):
         try:
-            st = os.statvfs(candidate)
+            return os.statvfs(candidate)
         except OSError:
             continue
-        return st.f_bavail * st.f_frsize
     return None
+
+
+def free_bytes(directory: str | Path) -> int | None:
+    """Bytes an unprivileged writer may still use on the file system of directory (or of its
+    nearest existing parent); None when unknown."""
+    st = _statvfs(directory)
+    return None if st is None else st.f_bavail * st.f_frsize
 
 
 def size_text(n: int | None) -> str:
@@ -86,16 +91,12 @@ def size_text(n: int | None) -> str:
 def _file_system_state(directory: str | Path) -> str:
     """READ_ONLY or FULL when the file system of directory is, else FAILING (what a SQLite
     error that names no cause, such as "unable to open database file", most likely means)."""
-    path = Path(directory)
-    for candidate in (path, *path.parents):
-        try:
-            st = os.statvfs(candidate)
-        except OSError:
-            continue
-        if st.f_flag & os.ST_RDONLY:
-            return READ_ONLY
-        return FULL if st.f_bavail == 0 else FAILING
-    return FAILING
+    st = _statvfs(directory)
+    if st is None:
+        return FAILING
+    if st.f_flag & os.ST_RDONLY:
+        return READ_ONLY
+    return FULL if st.f_bavail == 0 else FAILING
 
 
 def _reason(exc: BaseException) -> str:

@@ -18,7 +18,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -32,9 +31,6 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     import rosidl_generator_py  # noqa: F401
 
-import rclpy
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.signals import SignalHandlerOptions
 from rmw_dds_common.msg import ParticipantEntitiesInfo
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
@@ -44,6 +40,7 @@ from gateway.ros import portcensus
 from gateway.ros.discovery_layout import NodeEntities, ParticipantEntities, encode
 from tests.conftest import free_port
 from tests.harness import Gateway, enc, wait_until
+from tests.integration.own_node import OwnNode
 from tests.integration.raw_writer import RawTopicWriter
 from tests.integration.test_push_support import Stream
 
@@ -329,23 +326,17 @@ def fresh_participant_sees_talker(domain: int) -> bool:
     return "SEEN" in done.stdout
 
 
-class HumbleSide:
+class HumbleSide(OwnNode):
     """A participant in the test process whose node list goes out in the Humble layout."""
 
     def __init__(self, domain: int) -> None:
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context, domain_id=domain,
-                   signal_handler_options=SignalHandlerOptions.NO)
-        self.node = rclpy.create_node("host_helper", context=self.context)
+        super().__init__(domain, "host_helper")
         self.pub = self.node.create_publisher(String, "/humble/chatter", 10)
         self.sub = self.node.create_subscription(String, "/humble/command", lambda m: None, 10)
         self.timer = self.node.create_timer(0.2, lambda: self.pub.publish(String(data="hi")))
         self.srv = self.node.create_service(Trigger, "/humble/ping", self._ping)
         self.writer = RawTopicWriter(self.node, ParticipantEntitiesInfo, "ros_discovery_info")
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
+        self.start()
         pub_gid = bytes(self.node.get_publishers_info_by_topic("/humble/chatter")[0]
                         .endpoint_gid[:16])
         sub_gid = bytes(self.node.get_subscriptions_info_by_topic("/humble/command")[0]
@@ -369,18 +360,10 @@ class HumbleSide:
         """Send the Humble-layout node list (again)."""
         self.writer.publish(self.sample)
 
-    def _spin(self) -> None:
-        while self.context.ok():
-            try:
-                self.executor.spin_once(timeout_sec=0.1)
-            except Exception:  # shutdown while spinning
-                return
-
     def close(self) -> None:
         """Destroy the writer, shut the context down."""
         self.writer.close()
-        rclpy.shutdown(context=self.context)
-        self.thread.join(5)
+        super().close()
 
 
 def test_a_humble_participants_nodes_are_listed(gw: Gateway, domain: int) -> None:
