@@ -74,6 +74,9 @@ def parser() -> argparse.ArgumentParser:
     robot = sub.add_parser("robot", help="start only the simulated demo robot's nodes")
     robot.add_argument("--domain", type=int, default=None, metavar="N", help="ROS domain id")
     robot.add_argument("--only", default="", metavar="A,B", help="start only these nodes")
+    robot.add_argument("--profile", default="spec", choices=("spec", "medkit"),
+                       help="the api.profile of the gateway it is for: medkit runs the "
+                            "reference's demo node names (default: spec)")
     bag = sub.add_parser("bag", help="rosbag recordings of faults (bulk-data)")
     bag_sub = bag.add_subparsers(dest="bag_command", required=True, metavar="BAG_COMMAND")
     bag_pull = bag_sub.add_parser(
@@ -234,8 +237,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Start the demo robot and a gateway in front of it."""
-    from .demo.names import demo_nodes
-    from .demo.robot import NODES, Robot, ros_env
+    from .demo.robot import NODES, Robot, demo_nodes, ros_env
 
     _logging(args.log_level)
     _announce_isolation()
@@ -336,6 +338,7 @@ def cmd_robot(args: argparse.Namespace) -> int:
         argv += ["--domain", str(args.domain)]
     if args.only:
         argv += ["--only", args.only]
+    argv += ["--profile", args.profile]
     return int(robot.main(argv, prog="diag-gateway robot") or 0)
 
 

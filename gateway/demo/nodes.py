@@ -425,7 +425,7 @@ FACTORIES: dict[str, Callable[[], Node]] = {
     "calibration": calibration,
     "long_calibration": long_calibration,
     "managed_lifecycle": managed_lifecycle,
-    # the same node under the reference's name (the medkit profile's demo: gateway/demo/names.py)
+    # the same node under the reference's name (the medkit profile's demo, robot.RENAMES)
     "managed_lifecycle_active": lambda: managed_lifecycle("managed_lifecycle_active"),
     "unresponsive_param": unresponsive_param,
     "lifecycle_standby": lifecycle_standby,

@@ -46,8 +46,16 @@ NAMESPACES: dict[str, str] = {
     "unresponsive_param": "/",
     "lifecycle_standby": "/",
     "lifecycle_worker": "/",
-    "managed_lifecycle_active": "/",  # managed_lifecycle's medkit-profile name (names.py)
+    "managed_lifecycle_active": "/",  # managed_lifecycle's medkit-profile name (RENAMES)
 }
+
+# The reference's integration tests (test_lifecycle) address its self-activating lifecycle
+# demo node as `managed_lifecycle_active`; the spec profile keeps this project's name.
+RENAMES: dict[str, dict[str, str]] = {
+    "spec": {},
+    "medkit": {"managed_lifecycle": "managed_lifecycle_active"},
+}
+PROFILES = tuple(RENAMES)
 
 FASTDDS_PROFILE = Path(__file__).with_name("fastdds_profile.xml")
 # A node stops (as on SIGTERM) when the process that started it is gone, however it left.
@@ -217,6 +225,12 @@ class Robot:
         self.stop()
 
 
+def demo_nodes(profile: str, nodes: Iterable[str] = NODES) -> list[str]:
+    """The demo robot's node names under the wire profile `profile`."""
+    renames = RENAMES.get(profile, {})
+    return [renames.get(name, name) for name in nodes]
+
+
 def unknown_nodes(names: Iterable[str]) -> str | None:
     """None when every name is a demo node, else the refusal listing the valid names."""
     unknown = [n for n in names if n not in NAMESPACES]
@@ -226,7 +240,8 @@ def unknown_nodes(names: Iterable[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m gateway.demo.robot") -> int:
-    """CLI: ``python -m gateway.demo.robot --domain N [--only a,b] [--log-dir DIR]``."""
+    """CLI: ``python -m gateway.demo.robot --domain N [--only a,b] [--log-dir DIR]
+    [--profile spec|medkit]``."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument(
         "--domain",
@@ -238,12 +253,17 @@ def main(argv: list[str] | None = None, prog: str = "python -m gateway.demo.robo
         "--only", default="", help="comma-separated subset of nodes: " + ",".join(NODES)
     )
     parser.add_argument("--log-dir", default=None, help="write <node>.log files here")
+    parser.add_argument(
+        "--profile", default="spec", choices=PROFILES,
+        help="the gateway's api.profile this robot is for: medkit runs managed_lifecycle as "
+             "managed_lifecycle_active, the name the reference's clients use (default: spec)")
     args = parser.parse_args(argv)
     nodes = [n.strip() for n in args.only.split(",") if n.strip()] or list(NODES)
     problem = unknown_nodes(nodes)
     if problem is not None:
         print(f"{prog}: {problem}", file=sys.stderr)
         return 2
+    nodes = demo_nodes(args.profile, nodes)
 
     stop = threading.Event()
     previous = {

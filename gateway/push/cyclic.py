@@ -155,7 +155,7 @@ class CyclicSampler:
             svc = state.faults
             if svc is None:
                 return None
-            return [views.list_item(state.xv, f)
+            return [views.list_item(state.wire, f)
                     for f in svc.select(DEFAULT_FILTER, owners(state, entity))]
         if col == "logs":
             from ..resources.logs import config_of, members_of

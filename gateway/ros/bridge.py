@@ -22,7 +22,7 @@ from ..process.waits import within
 from .discovery_info import DiscoveryInfo
 from .discovery_info import attach as attach_discovery_info
 from .rejoin import Joined as _Joined
-from .rejoin import NodeProxy
+from .rejoin import NodeProxy, await_goodbye
 from .replies import ReplyHub
 
 log = logging.getLogger(__name__)
@@ -294,6 +294,9 @@ class RosBridge:
         await self.run(self._move, old, new, timeout=30.0, what="re-joining DDS")
         moved = time.perf_counter()
         self.rejoins += 1
+        names = tuple(n.get_name() for n in (new.node, new.call_node) if n is not None)
+        await self.run(await_goodbye, new.node, names, timeout=30.0,
+                       what="closing the old DDS participant")
         await self.run(old.shutdown, timeout=30.0, what="closing the old DDS participant")
         log.info("rejoin: new participant %.3f s, entities moved %.3f s, old one closed %.3f s",
                  prepared - start, moved - prepared, time.perf_counter() - moved)

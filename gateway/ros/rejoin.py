@@ -18,9 +18,14 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 log = logging.getLogger(__name__)
+# How long a rejoin lets the old participant's last node list (no nodes) reach the others
+# before the participant goes (see await_goodbye).
+GOODBYE_WAIT_S = 1.0
+GOODBYE_POLL_S = 0.02
 REPLAYED = ("create_subscription", "create_publisher", "create_service")
 DESTROY = {"destroy_subscription": "create_subscription",
            "destroy_publisher": "create_publisher", "destroy_service": "create_service"}
@@ -143,6 +148,33 @@ def destroy_waitables(node: Any) -> int:
         except Exception:
             log.debug("waitable destroy", exc_info=True)
     return destroyed
+
+
+def await_goodbye(node: Any, names: tuple[str, ...], budget_s: float = GOODBYE_WAIT_S) -> bool:
+    """Wait (blocking, up to budget_s) until `node`'s graph lists each of `names` once: the
+    old participant's last node list, with its nodes gone, has arrived. True when it did.
+
+    A participant's node lists and its own removal reach the others on different paths
+    (ros_discovery_info samples, taken by the rmw's listener thread; the discovery protocol's
+    goodbye, handled at once). When the goodbye overtakes the last list on a loaded host, a
+    ROS graph keeps the old nodes for good (the late list re-adds the participant), and
+    `ros2 node list` shows the gateway twice. Closing the participant only once its empty
+    list has gone out (the new participant, on this host, has it) leaves that list first.
+    """
+    deadline = time.monotonic() + budget_s
+    while True:
+        try:
+            listed = [n for n in node.get_node_names() if n in names]
+        except Exception:
+            log.debug("rejoin: listing nodes", exc_info=True)
+            return False
+        if sorted(listed) == sorted(names):
+            return True
+        if time.monotonic() >= deadline:
+            log.info("rejoin: the old participant's nodes still listed after %.1f s (%s); "
+                     "closing it", budget_s, ", ".join(sorted(listed)))
+            return False
+        time.sleep(GOODBYE_POLL_S)
 
 
 class Joined:

@@ -13,6 +13,7 @@ import pytest
 
 from gateway.demo.robot import Robot
 from tests.conftest import free_port
+from tests.harness import wait_until
 from tests.integration.mcp_support import (
     http_client,
     poll,
@@ -37,10 +38,45 @@ REQUIRED = {"list_entities", "get_entity", "list_faults", "get_fault", "clear_fa
 
 class Gw(SecureGateway):
     tokens: dict[str, str]
+    recording_id: str  # the lidar fault's recording, made once the recorder's buffer had data
 
     def rest(self, method: str, path: str, role: str = "admin", body: Any = None) -> Any:
         return self.request(method, path, body=body,
                             headers={"Authorization": f"Bearer {self.tokens[role]}"})
+
+    def rest_json(self, path: str) -> Any:
+        resp = self.rest("GET", path)
+        return resp.json() if resp.status == 200 else None
+
+
+def recording_with_history(g: Gw) -> str:
+    """The lidar fault's recording made once the recorder's buffer holds data (one made when
+    the fault came before the recorder had subscribed holds nothing): clear, let it reconfirm."""
+    fault = f"/apps/lidar_sensor/faults/{CODE}"
+
+    def health(check: Any) -> Any:
+        return lambda: (body := g.rest_json("/health")) is not None and check(
+            body["x-vendor-recorder"])
+
+    wait_until(health(lambda r: r["buffer"]["messages"] >= 10), 60, "the recorder's buffer")
+    wait_until(lambda: (b := g.rest_json(fault)) is not None
+               and b["item"]["status"]["confirmedDTC"] == "1", 60, "the lidar fault confirmed")
+    # a fault confirming again while a window is open joins that window, made before the clear
+    wait_until(health(lambda r: r["open_windows"] == 0 and r["writing"] == 0), 60,
+               "the recorder's windows written")
+    bags = "/apps/lidar_sensor/bulk-data/rosbags"
+    before = {d["id"] for d in g.rest_json(bags)["items"]}
+    assert g.rest("DELETE", fault).status == 204
+    fresh: list[str] = []
+
+    def made() -> bool:
+        body = g.rest_json(bags)
+        fresh[:] = [d["id"] for d in (body or {}).get("items", ())
+                    if CODE in d["x-vendor"]["fault_codes"] and d["id"] not in before]
+        return bool(fresh)
+
+    wait_until(made, 60, "the lidar fault's new recording")
+    return fresh[0]
 
 
 @pytest.fixture(scope="module")
@@ -59,13 +95,7 @@ def gw(robot: Robot, domain: int, tmp_path_factory: pytest.TempPathFactory) -> I
         g.tokens = {r: g.token(f"{r}-client", f"{r}-secret")["access_token"]
                     for r in ("viewer", "operator", "configurator", "admin")}
 
-        def bag_ready() -> bool:
-            resp = g.rest("GET", "/apps/lidar_sensor/bulk-data/rosbags")
-            return resp.status == 200 and any(
-                CODE in d["x-vendor"]["fault_codes"] for d in resp.json()["items"])
-
-        from tests.harness import wait_until
-        wait_until(bag_ready, 40, "the lidar fault's recording")
+        g.recording_id = recording_with_history(g)
         yield g
     finally:
         g.stop()
@@ -135,7 +165,7 @@ def test_recording_summary_without_download(gw: Gw) -> None:
     async def go() -> None:
         async with http_client(gw.port, gw.tokens["viewer"]) as c:
             recs = await tool(c, "list_recordings", entity="apps/lidar_sensor")
-            rec = next(r for r in recs["items"] if CODE in r["fault_codes"])
+            rec = next(r for r in recs["items"] if r["id"] == gw.recording_id)
             summary = await tool(c, "get_recording_summary", entity="apps/lidar_sensor",
                                  recording_id=rec["id"], around_sec=1.0)
             assert summary["fault_codes"] == rec["fault_codes"]

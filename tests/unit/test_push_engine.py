@@ -5,13 +5,18 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from gateway.events import FAULTS, LOCKS, UPDATES, Event, EventBus
+from gateway.faults.model import FaultRecord
 from gateway.faults.stream import SseSlots
 from gateway.model.entities import Entity, EntitySet
+from gateway.push.cyclic import CyclicSampler
 from gateway.push.engine import PushEngine
 from gateway.push.rules import subscription_create, trigger_create
 from gateway.push.sse import Channel, Client, SseHub
 from gateway.push.topics import TopicWatch
+from gateway.wire import make_wire
 
 
 class _Settings(dict):  # type: ignore[type-arg]
@@ -124,5 +129,37 @@ def test_full_queue_drops_the_client_and_counts_it() -> None:
             assert getattr(exc, "status", None) == 503
         else:
             raise AssertionError("the SSE cap was not enforced")
+
+    asyncio.run(run())
+
+
+class _Faults:
+    def __init__(self, faults: list[FaultRecord]) -> None:
+        self.faults = faults
+
+    def select(self, statuses: Any, sources: list[str]) -> list[FaultRecord]:
+        return [f for f in self.faults if set(f.sources) & set(sources)]
+
+
+@pytest.mark.parametrize("profile,vendor", [("spec", "x-vendor"), ("medkit", "x-medkit")])
+def test_a_cyclic_faults_frame_lists_them_as_the_profile_does(profile: str, vendor: str) -> None:
+    async def run() -> None:
+        e = engine()
+        state: Any = e.state
+        state.wire, state.xv, state.plugins = make_wire(profile, vendor[2:]), vendor, None
+        fault = FaultRecord("F1", 2, "too hot", "CONFIRMED", 1, 1, 10**18, 10**18,
+                            sources=["/cam"])
+        state.faults = _Faults([fault, FaultRecord("F2", 1, "elsewhere", "CONFIRMED", 1, 1,
+                                                   10**18, 10**18, sources=["/other"])])
+        spec = subscription_create({"resource": "/api/v1/apps/cam/faults", "interval": "fast"},
+                                   "apps", "cam", 3600, {})
+        await e.start()
+        try:
+            sampler: CyclicSampler = e.sampler
+            items = sampler._items(e.create_subscription(spec, "client-a", 0.0))
+        finally:
+            await e.stop()
+        assert items == [state.wire.faults.list_item(fault)]  # what GET .../faults lists
+        assert items[0]["severity"] == (2 if profile == "medkit" else "ERROR")
 
     asyncio.run(run())

@@ -17,9 +17,8 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from gateway.app import make_app
-from gateway.demo.names import demo_nodes
 from gateway.demo.nodes import FACTORIES
-from gateway.demo.robot import NAMESPACES, NODES, full_name
+from gateway.demo.robot import NAMESPACES, NODES, demo_nodes, full_name
 from gateway.faults.stream import SseSlots
 from gateway.model.entities import Entity, EntitySet
 from gateway.push.engine import PushEngine

@@ -211,3 +211,25 @@ def test_wait_http_takes_a_503_as_an_answer_and_stops_when_the_process_died() ->
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_the_robot_runs_the_reference_names_for_a_medkit_gateway(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    started: list[list[str]] = []
+
+    class Started(Exception):
+        pass
+
+    def start(domain: int, nodes: list[str], log_dir: str | None = None) -> None:
+        started.append(list(nodes))
+        raise Started
+
+    monkeypatch.setattr(robot.Robot, "start", start)
+    for profile, lifecycle in (("medkit", "managed_lifecycle_active"),
+                               ("spec", "managed_lifecycle")):
+        with pytest.raises(Started):
+            cli.main(["robot", "--profile", profile, "--only", "managed_lifecycle,actuator"])
+        assert started.pop() == [lifecycle, "actuator"]
+    with pytest.raises(SystemExit):
+        cli.main(["robot", "--profile", "nosuch"])
+    assert "invalid choice" in capsys.readouterr().err
