@@ -21,8 +21,8 @@ from ..http.errors import not_responding
 from ..process.waits import within
 from .discovery_info import DiscoveryInfo
 from .discovery_info import attach as attach_discovery_info
+from .rejoin import STOP_GOODBYE_PAUSE_S, NodeProxy, await_goodbye
 from .rejoin import Joined as _Joined
-from .rejoin import NodeProxy, await_goodbye
 from .replies import ReplyHub
 
 log = logging.getLogger(__name__)
@@ -397,7 +397,7 @@ class RosBridge:
                 closer()
             except Exception:
                 log.debug("closer", exc_info=True)
-        self._joined.shutdown()
+        self._joined.shutdown(STOP_GOODBYE_PAUSE_S)
 
 class ClientCache:
     """ROS clients created once per (name, type) off the event loop, on the bridge's call node;

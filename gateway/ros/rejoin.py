@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 # before the participant goes (see await_goodbye).
 GOODBYE_WAIT_S = 1.0
 GOODBYE_POLL_S = 0.02
+# At the gateway's stop there is no participant of its own left to see the last list arrive:
+# it leads the goodbye by this long instead.
+STOP_GOODBYE_PAUSE_S = 0.2
 REPLAYED = ("create_subscription", "create_publisher", "create_service")
 DESTROY = {"destroy_subscription": "create_subscription",
            "destroy_publisher": "create_publisher", "destroy_service": "create_service"}
@@ -228,9 +231,14 @@ class Joined:
             except Exception:
                 log.debug("node destroy", exc_info=True)
 
-    def shutdown(self) -> None:
-        """Shut the context down (its DDS participant goes with its last node)."""
+    def shutdown(self, goodbye_pause_s: float = 0.0) -> None:
+        """Shut the context down (its DDS participant goes with its last node); with a pause,
+        the participant's last node list (no nodes) leads its goodbye by that long, so that
+        other graphs take it first (await_goodbye)."""
         import rclpy
 
+        had_nodes = self.node is not None or self.call_node is not None
         self.destroy()
+        if had_nodes and goodbye_pause_s > 0:
+            time.sleep(goodbye_pause_s)
         rclpy.try_shutdown(context=self.context)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.ros.rejoin import EntityHandle, NodeProxy, unwrap
+from gateway.ros.rejoin import EntityHandle, Joined, NodeProxy, await_goodbye, unwrap
 
 
 class FakeNode:
@@ -88,3 +88,51 @@ def test_point_to_changes_the_node_without_moving() -> None:
     sub = proxy.create_subscription("String", "/a", callback, 10)
     proxy.point_to(probe)
     assert proxy.get_name() == "probe" and unwrap(sub) == "old:sub:/a" and probe.made == []
+
+
+class _Listing:
+    """A node whose graph lists the old nodes until `after` listings have been asked for."""
+
+    def __init__(self, after: int) -> None:
+        self.after, self.asked = after, 0
+
+    def get_node_names(self) -> list[str]:
+        self.asked += 1
+        old = ["_gw", "_gw_calls"] if self.asked <= self.after else []
+        return ["robot", "_gw", "_gw_calls", *old]
+
+
+def test_the_old_participant_goes_once_its_nodes_left_the_new_graph() -> None:
+    node = _Listing(after=3)
+    assert await_goodbye(node, ("_gw", "_gw_calls"), budget_s=60.0)
+    assert node.asked == 4  # waited through three listings with the old nodes
+
+
+def test_a_goodbye_never_seen_ends_at_the_budget() -> None:
+    node = _Listing(after=10**9)
+    assert not await_goodbye(node, ("_gw", "_gw_calls"), budget_s=0.05)
+    assert node.asked >= 2
+
+
+def test_the_last_node_list_leads_the_goodbye_at_a_stop(monkeypatch: Any) -> None:
+    order: list[str] = []
+
+    class _Node:
+        waitables: list[Any] = []
+
+        def destroy_node(self) -> None:
+            order.append("destroy")
+
+    import rclpy
+
+    import gateway.ros.rejoin as rejoin
+
+    monkeypatch.setattr(rclpy, "try_shutdown", lambda context: order.append("shutdown"))
+    monkeypatch.setattr(rejoin.time, "sleep", lambda s: order.append(f"pause {s}"))
+    joined = Joined(context=None)
+    joined.node = _Node()
+    joined.shutdown(0.2)
+    assert order == ["destroy", "pause 0.2", "shutdown"]
+    order.clear()
+    joined.shutdown(0.2)  # no nodes left: nothing to lead
+    assert order == ["shutdown"]
