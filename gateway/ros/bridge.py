@@ -21,7 +21,7 @@ from ..http.errors import not_responding
 from ..process.waits import within
 from .discovery_info import DiscoveryInfo
 from .discovery_info import attach as attach_discovery_info
-from .rejoin import STOP_GOODBYE_PAUSE_S, NodeProxy, await_goodbye
+from .rejoin import REJOIN_GOODBYE_LEAD_S, STOP_GOODBYE_PAUSE_S, NodeProxy, await_goodbye
 from .rejoin import Joined as _Joined
 from .replies import ReplyHub
 
@@ -297,6 +297,7 @@ class RosBridge:
         names = tuple(n.get_name() for n in (new.node, new.call_node) if n is not None)
         await self.run(await_goodbye, new.node, names, timeout=30.0,
                        what="closing the old DDS participant")
+        await asyncio.sleep(REJOIN_GOODBYE_LEAD_S)  # the old one is stopped: nothing waits
         await self.run(old.shutdown, timeout=30.0, what="closing the old DDS participant")
         log.info("rejoin: new participant %.3f s, entities moved %.3f s, old one closed %.3f s",
                  prepared - start, moved - prepared, time.perf_counter() - moved)

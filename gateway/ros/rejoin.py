@@ -22,12 +22,15 @@ import time
 from typing import Any
 
 log = logging.getLogger(__name__)
-# How long a rejoin lets the old participant's last node list (no nodes) reach the others
-# before the participant goes (see await_goodbye).
+# How long a rejoin waits for the old participant's last node list (no nodes) to reach the
+# new participant before the old one goes (see await_goodbye), and how long that list then
+# leads the goodbye at least: the new participant, in this process, gets it at once, other
+# processes' graphs a little later.
 GOODBYE_WAIT_S = 1.0
 GOODBYE_POLL_S = 0.02
+REJOIN_GOODBYE_LEAD_S = 1.0
 # At the gateway's stop there is no participant of its own left to see the last list arrive:
-# it leads the goodbye by this long instead.
+# it leads the goodbye by this long (a stop should not wait long).
 STOP_GOODBYE_PAUSE_S = 0.2
 REPLAYED = ("create_subscription", "create_publisher", "create_service")
 DESTROY = {"destroy_subscription": "create_subscription",

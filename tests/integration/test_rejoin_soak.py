@@ -205,7 +205,7 @@ def test_ten_rejoins_under_traffic(gw: Gateway, ros: Any, domain: int) -> None:
     stream = Stream(gw.port, resp.json()["event_source"])
     took: list[float] = []
     counts: list[int] = []
-    ghosts: list[int] = []  # rejoins after which the watcher still listed an old node
+    ghosts: list[int] = []  # rejoins after which the watcher kept listing an old node
     try:
         stream.next(20)
         wait_until(lambda: own_nodes(watcher) == list(OWN_NODES), 20,
@@ -229,7 +229,10 @@ def test_ten_rejoins_under_traffic(gw: Gateway, ros: Any, domain: int) -> None:
                 f"after rejoin {cycle} a new participant lists {listed}; the watcher, up all "
                 f"along, {own_nodes(watcher)}; threads {baseline} before, {counts} then "
                 f"{threads(gw)}")
-            if own_nodes(watcher) != list(OWN_NODES):
+            try:  # reported, not asserted: the rmw's graph cache is not the gateway's
+                wait_until(lambda: own_nodes(watcher) == list(OWN_NODES), 5,
+                           "the watcher's graph without the old nodes")
+            except AssertionError:
                 ghosts.append(cycle)
             counts.append(threads(gw))
         print(f"rejoins took {', '.join(f'{t:.2f}' for t in took)} s; threads {baseline} "
