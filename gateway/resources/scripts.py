@@ -36,6 +36,7 @@ from ..control.scripts import (
     runs_dir,
     scan_managed,
 )
+from ..http import schema_worker
 from ..http.errors import ApiError, bad_request, invalid_parameter, not_found
 from ..http.jsonutil import json_response
 from ..http.multipart import body_parts
@@ -407,6 +408,7 @@ def install(app: web.Application, state: GatewayState) -> None:
     async def lifecycle(app: web.Application) -> Any:
         yield
         await svc.runner.close()
+        await schema_worker.close()  # parameter validations in worker processes
 
     app.cleanup_ctx.append(lifecycle)
 
