@@ -1,14 +1,17 @@
 """Who may connect out to this primary under which name (pure; connect_in.py asks it).
 
 A robot proves its name with its own token: the entry for its name in
-`aggregation.connect_robots`, or else HMAC-SHA256(aggregation.connect_token, name) (hex), so
-the primary keeps one secret and each robot holds only a token for its own name. The shared
-`aggregation.connect_token` itself is still accepted (older robots) while
+`aggregation.connect_robots`, or else the token the primary issues it, HMAC-SHA256(robot key,
+name) (hex). The robot key is `aggregation.connect_robot_secret`, else a random key the
+primary keeps in its state directory (connect_key.py); it is never the shared
+`aggregation.connect_token`, so holding the shared token names no robot. The shared token
+itself (and a token older primaries derived from it) is still accepted while
 `aggregation.connect_accept_shared` is on, for names without a connect_robots entry: such a
-connection names no one, so it never replaces a connected robot. Attempts are rate-limited
-per source address and connected robots are capped.
+connection names no one, so it never takes the name of a connected robot or of one listed
+offline after proving its name. Attempts are rate-limited per source address and connected
+robots are capped.
 
-`python -m federation.connect_auth NAME` prints NAME's token from the shared secret on stdin.
+`diag-gateway robot-token NAME...` prints the tokens a primary issues (gateway/cli.py).
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import math
-import sys
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -29,9 +31,9 @@ _CONTEXT = b"diag-gateway connect v1\x00"
 MAX_TRACKED_SOURCES = 10000
 
 
-def robot_token(secret: str, name: str) -> str:
-    """The connect token of robot `name` derived from the primary's shared secret."""
-    return hmac.new(secret.encode(), _CONTEXT + name.encode(), hashlib.sha256).hexdigest()
+def robot_token(key: str, name: str) -> str:
+    """The connect token of robot `name` issued from the robot key `key`."""
+    return hmac.new(key.encode(), _CONTEXT + name.encode(), hashlib.sha256).hexdigest()
 
 
 def robot_entries(entries: Iterable[str]) -> dict[str, str]:
@@ -57,45 +59,60 @@ def robot_entries(entries: Iterable[str]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Credentials:
-    """What the primary accepts: the shared secret and robots' own tokens."""
+    """What the primary accepts: robots' own tokens (listed, or issued from `robot_key`) and,
+    while `accept_shared`, the shared secret as a proof of no name."""
 
-    shared: str = ""
-    robots: Mapping[str, str] = field(default_factory=dict)
+    shared: str = field(default="", repr=False)
+    robots: Mapping[str, str] = field(default_factory=dict, repr=False)
     accept_shared: bool = True
+    robot_key: str = field(default="", repr=False)  # issues robots' tokens; never `shared`
+
+    def __post_init__(self) -> None:
+        if self.robot_key and self.robot_key == self.shared:
+            raise ConfigError("setting 'aggregation.connect_robot_secret' must differ from "
+                              "aggregation.connect_token: whoever holds the shared token "
+                              "could issue any robot's token")
 
     @classmethod
-    def from_settings(cls, s: Any) -> Credentials:
-        """From aggregation.connect_token, .connect_robots and .connect_accept_shared."""
+    def from_settings(cls, s: Any, robot_key: str = "") -> Credentials:
+        """From aggregation.connect_token, .connect_robots and .connect_accept_shared, with
+        the robot key (connect_key.robot_key)."""
         return cls(str(s["aggregation.connect_token"]),
                    robot_entries(s["aggregation.connect_robots"]),
-                   bool(s["aggregation.connect_accept_shared"]))
+                   bool(s["aggregation.connect_accept_shared"]), robot_key)
 
     @property
     def enabled(self) -> bool:
         """True when some robot can connect."""
-        return bool(self.shared or self.robots)
+        return bool(self.shared or self.robots or self.robot_key)
 
     def warnings(self) -> list[str]:
         """Start-up warnings about what a leaked secret would allow."""
         if self.shared and self.accept_shared:
             return ["setting 'aggregation.connect_accept_shared' is on: a client presenting "
-                    "aggregation.connect_token itself may connect under any name not "
-                    "connected yet and not in aggregation.connect_robots; give each robot its "
-                    "own token (aggregation.connect_robot_token, docs/security.md) and set it "
-                    "false"]
+                    "aggregation.connect_token itself (or a robot token an older primary "
+                    "derived from it) may connect under any free name: not connected, not "
+                    "listed offline after proving its name, not in aggregation.connect_robots; "
+                    "it never replaces such a robot. Give each robot its own token "
+                    "(diag-gateway robot-token NAME; docs/security.md) and set it false"]
         return []
 
     def proof(self, name: str, given: str) -> str | None:
         """ROBOT when `given` is name's own token, SHARED when it is the accepted shared
-        secret, else None (compared in constant time)."""
+        secret (or its older derivation), else None (compared in constant time)."""
+        raw = given.encode("utf-8", "replace")  # a header's odd bytes match nothing
         own = self.robots.get(name)
-        if own is None and self.shared:
-            own = robot_token(self.shared, name)
-        if own is not None and hmac.compare_digest(given.encode(), own.encode()):
+        if own is None and self.robot_key:
+            own = robot_token(self.robot_key, name)
+        if own is not None and hmac.compare_digest(raw, own.encode()):
             return ROBOT
-        if (self.shared and self.accept_shared and name not in self.robots
-                and hmac.compare_digest(given.encode(), self.shared.encode())):
-            return SHARED
+        if self.shared and self.accept_shared and name not in self.robots:
+            # Older primaries derived robot tokens from the shared secret: anyone holding it
+            # can compute them, so they prove no more than the shared secret itself.
+            legacy = robot_token(self.shared, name)
+            if (hmac.compare_digest(raw, self.shared.encode())
+                    | hmac.compare_digest(raw, legacy.encode())):
+                return SHARED
         return None
 
 
@@ -133,18 +150,24 @@ class Refused(Exception):
         self.retry_after_s = retry_after_s
 
 
-def admit(name: str, proof: str, live: Mapping[str, str], other_peer: bool, cap: int) -> None:
+def admit(name: str, proof: str, live: Mapping[str, str], other_peer: bool, cap: int,
+          held: str | None = None) -> None:
     """Refused unless robot `name` (proved by `proof`) may connect now; `live` maps connected
-    robots to their proof, `other_peer` is a configured or discovered peer of that name."""
+    robots to their proof, `other_peer` is a configured or discovered peer of that name and
+    `held` the proof of the connection that left the name listed offline (None: not held)."""
     if other_peer:
         raise Refused(409, "invalid-request", f"a peer named {name!r} exists already (a "
                       "configured or mDNS peer); robot connections cannot replace it")
-    held = live.get(name)
-    if held is not None and proof != ROBOT:
+    current = live.get(name)
+    if current is not None and proof != ROBOT:
         raise Refused(409, "invalid-request", f"robot {name!r} is connected already; only a "
                       "connection with that robot's own token (aggregation.connect_robot_token)"
                       " may replace its tunnel")
-    if held is None and len(live) >= cap:
+    if current is None and held == ROBOT and proof != ROBOT:
+        raise Refused(409, "invalid-request", f"robot {name!r} is listed offline (its tunnel "
+                      "closed); only a connection with that robot's own token "
+                      "(aggregation.connect_robot_token) may take its name")
+    if current is None and len(live) >= cap:
         raise Refused(503, "service-unavailable", f"robot {name!r} refused: "
                       f"{len(live)} robots are connected, aggregation.max_connected_robots is "
                       f"{cap}")
@@ -162,8 +185,11 @@ class ConnectGate:
 
     @classmethod
     def from_settings(cls, s: Any) -> ConnectGate:
-        """From the aggregation.connect_* settings."""
-        return cls(Credentials.from_settings(s), int(s["aggregation.connect_attempts_per_minute"]),
+        """From the aggregation.connect_* settings (the robot key read or made once)."""
+        from .connect_key import robot_key
+
+        return cls(Credentials.from_settings(s, robot_key(s)),
+                   int(s["aggregation.connect_attempts_per_minute"]),
                    int(s["aggregation.max_connected_robots"]))
 
     def claim(self, name: str, proof: str, holder: object) -> None:
@@ -185,22 +211,3 @@ class ConnectGate:
 def retry_after(wait_s: float) -> str:
     """A Retry-After value (whole seconds, at least 1)."""
     return str(max(1, math.ceil(wait_s)))
-
-
-def main(argv: list[str]) -> int:
-    """Print the connect token of each robot named in argv (shared secret on stdin)."""
-    if not argv:
-        print("usage: python -m federation.connect_auth NAME... < shared-secret-file",
-              file=sys.stderr)
-        return 2
-    secret = sys.stdin.read().rstrip("\r\n")
-    if not secret:
-        print("no shared secret on stdin", file=sys.stderr)
-        return 2
-    for name in argv:
-        print(f"{name} {robot_token(secret, name)}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))

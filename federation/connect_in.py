@@ -1,8 +1,9 @@
 """`GET /x-vendor-connect`: a robot the primary cannot reach joins it over its own connection.
 
 The robot (connect_out.py) opens a WebSocket here, naming itself and presenting its connect
-token (connect_auth.py: its own token proves its name; the shared one, when accepted, names no
-one). The primary then listens on a loopback port for that robot and adds it as a peer at
+token (connect_auth.py: its own token, listed or issued by this primary, proves its name; the
+shared one, when accepted, names no one and never takes a proved robot's name). The primary
+then listens on a loopback port for that robot and adds it as a peer at
 `http://127.0.0.1:<port>`: each connection to that port that presents the tunnel's secret is
 tunneled to the robot's gateway (tunnel.py), so reads, forwarding, relays and the beacon work
 as with any peer. When the WebSocket closes its port goes, and a robot that had declared its
@@ -25,7 +26,7 @@ from gateway.auth.enforce import unauthorized
 from gateway.http.errors import ApiError, invalid_parameter, not_implemented
 from gateway.state import state_of
 
-from .connect_auth import ROBOT, SHARED, ConnectGate, Refused, admit, retry_after
+from .connect_auth import SHARED, ConnectGate, Refused, admit, retry_after
 from .settings import LOCAL, peer_name
 from .tunnel import Mux
 
@@ -68,7 +69,8 @@ def _checked(request: web.Request, gate: ConnectGate, vendor: str) -> tuple[str,
         log.warning("robot connection %r from %s refused (401): wrong connect token", name,
                     remote)
         raise unauthorized(f"X-{vendor}-Connect-Token is not robot {name!r}'s own token "
-                           "nor an accepted aggregation.connect_token")
+                           "(issued by this primary: diag-gateway robot-token) nor an accepted "
+                           "aggregation.connect_token")
     return name, proof
 
 
@@ -79,7 +81,8 @@ async def connect(request: web.Request) -> web.StreamResponse:
     gate: ConnectGate | None = getattr(service, "connect_gate", None)
     if service is None or gate is None or not gate.credentials.enabled:
         raise not_implemented("aggregation", "this gateway accepts no robot connections: set "
-                              "aggregation.enabled and aggregation.connect_token (or "
+                              "aggregation.enabled and issue robots their tokens "
+                              "(diag-gateway robot-token NAME, or "
                               "aggregation.connect_robots)")
     vendor = state.vendor.capitalize()
     name, proof = _checked(request, gate, vendor)
@@ -87,11 +90,8 @@ async def connect(request: web.Request) -> web.StreamResponse:
     held = service.table.held(name)  # this robot, listed offline since its tunnel closed
     other_peer = name in service.table.peers and not gate.owner.get(name) and held is None
     try:
-        admit(name, proof, gate.live, other_peer, gate.cap)
-        if held is not None and held.held_proof == ROBOT and proof != ROBOT:
-            raise Refused(409, "invalid-request", f"robot {name!r} is listed offline "
-                          "(its tunnel closed); only a connection with that robot's own token "
-                          "(aggregation.connect_robot_token) may take its name")
+        admit(name, proof, gate.live, other_peer, gate.cap,
+              held.held_proof if held is not None else None)
     except Refused as exc:
         raise _refuse(name, remote, exc) from None
     ws = web.WebSocketResponse(heartbeat=HEARTBEAT_S, max_msg_size=1 << 20)
@@ -115,7 +115,8 @@ async def connect(request: web.Request) -> web.StreamResponse:
                           fixed_headers={header: secret})
         if proof == SHARED:
             log.warning("robot %s connected from %s with the shared aggregation.connect_token "
-                        "(it proves no name; give it its own token)", name, remote)
+                        "or a token derived from it (it proves no name; issue it its own: "
+                        "diag-gateway robot-token %s)", name, remote, name)
         log.info("robot %s connected from %s: peer through the tunnel at 127.0.0.1:%d", name,
                  remote, port)
         await mux.run()

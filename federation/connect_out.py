@@ -2,8 +2,9 @@
 
 With `aggregation.connect_to` set, the robot's gateway keeps one WebSocket open to the
 primary's `/x-vendor-connect` (connect_in.py), named `aggregation.mdns_name` (default: the host
-name) and authenticated by its own `aggregation.connect_robot_token` (or, for primaries that
-still accept it, the shared `aggregation.connect_token`), and `aggregation.peer_auth_header`
+name) and authenticated by its own `aggregation.connect_robot_token` (issued by the primary:
+`diag-gateway robot-token NAME` there; or, for primaries that still accept it, the shared
+`aggregation.connect_token`, which proves no name), and `aggregation.peer_auth_header`
 when the primary requires tokens. Every stream the primary opens over it is connected to
 this gateway's own port (tunnel.py). A lost connection is opened again with backoff.
 """
@@ -95,7 +96,8 @@ def install_connect_out(app: web.Application, state: GatewayState) -> None:
                               "token) must be set with aggregation.connect_to")
         log.warning("setting 'aggregation.connect_robot_token' is empty: connecting to %s with "
                     "the shared aggregation.connect_token, which proves no robot name (the "
-                    "primary refuses it once connect_accept_shared is false; docs/security.md)",
+                    "primary refuses it once connect_accept_shared is false; ask its operator "
+                    "for this robot's own token, diag-gateway robot-token; docs/security.md)",
                     url)
     out = ConnectOut(state)
 

@@ -19,7 +19,7 @@ from .settings import peer_name
 NONCE_BYTES = 16
 PROOF_BODY_CAP = 4096
 # Domain separation: a proof is never an HMAC the same secret makes elsewhere (a robot's
-# connect token is HMAC(connect_token, name)).
+# connect token is HMAC(robot key, name), older ones HMAC(connect_token, name)).
 LABEL = b"fleet-proof\x00"
 PATH = "/x-{vendor}-fleet-proof"
 _HEX = frozenset("0123456789abcdefABCDEF")

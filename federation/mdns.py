@@ -4,7 +4,8 @@ Bound to the configured interfaces (`aggregation.mdns_interfaces`, loopback by d
 peer that leaves cleanly sends a goodbye and is removed; a crashed one is reported only
 after ~19 minutes, so the peer's own health probes mark it offline long before that.
 With `aggregation.fleet_secret`, a peer is reported found only once it proved the secret at
-its announced address (fleet_proof.py, ProofGate in mdns_trust.py). Starting runs in the
+its announced address (fleet_proof.py, ProofGate in mdns_trust.py: a bounded set of unproved
+candidates, a new announcement asked at once in an older one's place). Starting runs in the
 background: a start that fails or hangs (zeroconf not running within 9 s on a loaded host) is
 logged and retried with backoff (START_BACKOFF_S), never fatal to the gateway.
 """
@@ -32,7 +33,7 @@ from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZerocon
 
 from .client import PeerClient, PeerError
 from .fleet_proof import PATH, PROOF_BODY_CAP, new_nonce, proves
-from .mdns_trust import BUSY, PASS, REFUSE, ProofGate
+from .mdns_trust import CHECK, MAX_UNPROVED, PASS, Key, ProofGate
 from .settings import Budgets, MdnsOptions, peer_name
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,7 @@ ADDRESS_CHECK_S = 1.0  # how often an announcing gateway on every interface chec
 # then only to refresh known records: a peer whose announcement was lost (a busy or lossy
 # LAN) would otherwise stay unseen for the hour its records live.
 REQUERY_S = 5.0
+FLOOD_WARNING = " flood"  # ProofGate.warn key of the flood warning (no peer name has a space)
 
 
 def interface_addresses(entries: tuple[str, ...]) -> list[str] | InterfaceChoice:
@@ -207,8 +209,9 @@ class Mdns:
         self.addresses: list[str] = []
         self._follow: asyncio.Task[None] | None = None
         self._requery: asyncio.Task[None] | None = None
-        self.gate = ProofGate(opts.max_peers, opts.max_per_address)
-        self._proving: dict[tuple[str, str], asyncio.Task[None]] = {}  # (name, URL) asked
+        self.gate = ProofGate(MAX_UNPROVED, opts.max_per_address)
+        self._proving: dict[Key, asyncio.Task[None]] = {}  # (name, URL) being asked
+        self._evicted = 0  # gate.evictions already seen
         self._starting: asyncio.Task[int] | None = None
         self.started = False  # announcing and/or browsing
         self._fail_starts = injected_failures(os.environ)
@@ -316,10 +319,9 @@ class Mdns:
         if change is ServiceStateChange.Removed:
             known = self.known.pop(name, None)
             if self.opts.fleet_secret:
-                for url in self.gate.left(instance):
-                    task = self._proving.pop((instance, url), None)
-                    if task is not None:
-                        task.cancel()
+                self.gate.left(instance)
+                for key in [k for k in self._proving if k[0] == instance]:
+                    self._stop_asking(key)
             if known is not None:
                 log.info("mDNS: %s left", known)
                 await self.lost(known)
@@ -340,37 +342,62 @@ class Mdns:
         self.found(instance, url)
 
     def _check(self, name: str, instance: str, url: str) -> None:
-        """Report the peer found if it proved the secret at `url`, else ask it (once)."""
-        decision = self.gate.announced(instance, url)
+        """Report the peer found if it proved the secret at `url`, else ask it (once at a
+        time, in the place of an older unproved announcement when all are taken)."""
+        decision = self.gate.announced(instance, url, asyncio.get_running_loop().time())
         if decision == PASS:
             self.known[name] = instance
             self.found(instance, url)
-        elif decision == REFUSE:
-            if self.gate.warn(instance, asyncio.get_running_loop().time()):
-                log.warning("mDNS: %s at %s not added: too many unproved announcements "
-                            "(aggregation.max_discovered_peers / _per_address)", instance, url)
-        elif decision != BUSY:
-            task = asyncio.get_running_loop().create_task(self._prove(name, instance, url))
-            self._proving[(instance, url)] = task
+        elif decision == CHECK:
+            self._proving[(instance, url)] = asyncio.get_running_loop().create_task(
+                self._prove(name, instance, url))
+        self._settle()
+
+    def _settle(self) -> None:
+        """Stop asking the announcements the gate gave up (evicted, expired)."""
+        dropped = self.gate.take_dropped()
+        for key in dropped:
+            if self.gate.asked(*key):
+                continue  # announced again since
+            self._stop_asking(key)
+        evicted, self._evicted = self.gate.evictions > self._evicted, self.gate.evictions
+        if evicted and self.gate.warn(FLOOD_WARNING, asyncio.get_running_loop().time()):
+            log.warning("mDNS: %d unproved announcements are being asked; older ones give "
+                        "their places to newer ones (%d so far: a flood of names?)",
+                        len(self.gate.pending), self.gate.evictions)
+
+    def _stop_asking(self, key: Key) -> None:
+        task = self._proving.pop(key, None)
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
 
     async def _prove(self, name: str, instance: str, url: str) -> None:
-        """Challenge the peer at `url` until it proves the secret (with backoff)."""
+        """Challenge the peer at `url` until it proves the secret (with backoff), or until
+        the gate gives its place up (evicted, expired)."""
         loop = asyncio.get_running_loop()
         budgets = Budgets(timeout_s=self.opts.timeout_s)
+        key = (instance, url)
         try:
             while True:
-                why = await challenge(url, instance, self.opts.fleet_secret, budgets,
-                                      self.opts.vendor)
+                try:  # one challenge ends within its budgets (connect, read)
+                    why = await asyncio.wait_for(
+                        challenge(url, instance, self.opts.fleet_secret, budgets,
+                                  self.opts.vendor), 2.0 * budgets.timeout_s + 1.0)
+                except asyncio.TimeoutError:
+                    why = "no proof (timed out)"
                 if why is None:
                     break
-                delay = self.gate.failed(instance, url)
+                delay = self.gate.failed(instance, url, loop.time())
+                if delay is None:  # its place was given to a newer announcement, or expired
+                    log.debug("mDNS: %s at %s no longer asked (%s)", instance, url, why)
+                    return
                 if self.gate.warn(instance, loop.time()):
                     log.warning("mDNS: %s at %s not added: %s; asked again with backoff",
                                 instance, url, why)
                 await asyncio.sleep(delay)
         finally:
-            if self._proving.get((instance, url)) is asyncio.current_task():
-                del self._proving[(instance, url)]
+            if self._proving.get(key) is asyncio.current_task():
+                del self._proving[key]
         self.gate.passed(instance, url)
         log.info("mDNS: %s at %s proved the fleet secret", instance, url)
         self.known[name] = instance

@@ -62,7 +62,7 @@ def register(reg: Registry) -> None:
             summary="A primary's liveness and entity ETag stream (one line per interval)")
     reg.add("GET", "/x-vendor-connect", connect, tag="discovery", streaming=True,
             response="Object", feature="aggregation",
-            summary="A robot's tunnel to this primary (WebSocket; aggregation.connect_token)")
+            summary="A robot's tunnel to this primary (WebSocket; its own robot token)")
     # A GET like /health and the entity declaration, which a primary reads from an mDNS
     # peer without a token too: open unless auth.require_auth_for is `all`.
     reg.add("GET", "/x-vendor-fleet-proof", fleet_proof, tag="discovery", response="Object",

@@ -1,4 +1,4 @@
-"""Command line: `diag-gateway run | demo | robot`."""
+"""Command line: `diag-gateway run | demo | robot | robot-token | settings | bag | mcp`."""
 
 from __future__ import annotations
 
@@ -71,6 +71,13 @@ def parser() -> argparse.ArgumentParser:
                           help="also show the values this YAML file gives")
     settings.add_argument("--set", dest="overrides", action="append", default=[],
                           metavar="KEY=VALUE", help="also show this override (repeatable)")
+    token = sub.add_parser(
+        "robot-token", help="print robots' own connect tokens as this primary issues them "
+                            "(aggregation.connect_robot_token; run as the gateway's user)")
+    token.add_argument("--config", metavar="FILE", help="the primary's YAML settings file")
+    token.add_argument("--set", dest="overrides", action="append", default=[],
+                       metavar="KEY=VALUE", help="override one setting (repeatable)")
+    token.add_argument("names", nargs="+", metavar="NAME", help="robot names (mdns_name)")
     robot = sub.add_parser("robot", help="start only the simulated demo robot's nodes")
     robot.add_argument("--domain", type=int, default=None, metavar="N", help="ROS domain id")
     robot.add_argument("--only", default="", metavar="A,B", help="start only these nodes")
@@ -329,6 +336,35 @@ def cmd_settings(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_robot_token(args: argparse.Namespace) -> int:
+    """`robot-token NAME...`: print `NAME TOKEN` lines issued from the primary's robot key."""
+    from federation.connect_auth import robot_entries, robot_token
+    from federation.connect_key import key_path, robot_key
+    from federation.settings import LOCAL, peer_name
+
+    settings = load(args.config, args.overrides)
+    listed = robot_entries(settings["aggregation.connect_robots"])
+    path = key_path(settings["state_dir"])
+    made = not settings["aggregation.connect_robot_secret"] and not os.path.lexists(path)
+    key = robot_key(settings, create=True)
+    if made:
+        print(f"diag-gateway: made the robot key {path} (0600); a primary started before "
+              "without robot connections accepts these tokens once restarted", file=sys.stderr)
+    status = 0
+    for name in args.names:
+        if peer_name(name) != name or name == LOCAL or "__" in name:
+            print(f"diag-gateway: {name!r} is not a robot name (letters, digits, '_' or '-', "
+                  "not 'local', no '__')", file=sys.stderr)
+            status = 2
+        elif name in listed:
+            print(f"diag-gateway: {name!r} is listed in aggregation.connect_robots: its token "
+                  "is that entry", file=sys.stderr)
+            status = 2
+        else:
+            print(f"{name} {robot_token(key, name)}")
+    return status
+
+
 def cmd_robot(args: argparse.Namespace) -> int:
     """Start the demo robot alone."""
     from .demo import robot
@@ -366,7 +402,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return {"run": cmd_run, "demo": cmd_demo, "robot": cmd_robot, "settings": cmd_settings,
-                "bag": cmd_bag, "mcp": cmd_mcp}[args.command](args)
+                "bag": cmd_bag, "mcp": cmd_mcp, "robot-token": cmd_robot_token}[args.command](args)
     except ConfigError as exc:
         print(f"diag-gateway: configuration error: {exc}", file=sys.stderr)
         return 2

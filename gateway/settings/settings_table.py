@@ -344,16 +344,23 @@ SETTINGS: tuple[Setting, ...] = (
        "a robot the primary cannot reach (NAT, cellular): the primary's base URL to connect "
        "out to and keep a tunnel open (empty: off)"),
     _s("aggregation.connect_token", str, "",
-       "the primary's connect secret: each robot's own token (aggregation.connect_robot_token) "
-       "is derived from it and the robot's name; a robot presenting the shared secret itself is "
-       "accepted only while aggregation.connect_accept_shared holds, and names no robot (empty "
-       "on a primary: none accepted)", secret=True),
+       "the primary's shared connect secret: turns robot connections on; a robot presenting it "
+       "(or a token older primaries derived from it) is accepted only while "
+       "aggregation.connect_accept_shared holds, and names no robot (empty on a primary "
+       "without connect_robots: none accepted)", secret=True),
     _s("aggregation.connect_token_file", str, "", "file holding aggregation.connect_token"),
     # Robot identity over connect-out (docs/security.md, "Connect-in identity and tunnels").
+    _s("aggregation.connect_robot_secret", str, "",
+       "a primary's key for issuing robots' own connect tokens, HMAC-SHA256(key, name) "
+       "(16+ characters, not connect_token; empty: a random key made once in "
+       "<state_dir>/federation/connect_robot_key); print a token with "
+       "diag-gateway robot-token NAME", secret=True),
+    _s("aggregation.connect_robot_secret_file", str, "",
+       "file holding aggregation.connect_robot_secret"),
     _s("aggregation.connect_robot_token", str, "",
        "a robot's own connect token, presented instead of aggregation.connect_token: its "
-       "entry in the primary's connect_robots, or HMAC-SHA256(primary's connect_token, name) "
-       "(python -m federation.connect_auth NAME < secret)", secret=True),
+       "entry in the primary's connect_robots, or the token the primary issues it "
+       "(diag-gateway robot-token NAME on the primary)", secret=True),
     _s("aggregation.connect_robot_token_file", str, "",
        "file holding aggregation.connect_robot_token"),
     _s("aggregation.connect_robots", tuple, (),
@@ -363,8 +370,9 @@ SETTINGS: tuple[Setting, ...] = (
        "file holding aggregation.connect_robots, one entry per line"),
     _s("aggregation.connect_accept_shared", bool, True,
        "a primary also accepts robots presenting aggregation.connect_token itself (older "
-       "robots): such a connection proves no name, never replaces a connected robot, and a "
-       "warning is logged; false: each robot must present its own token"),
+       "robots): such a connection proves no name, takes only a free name (never one a "
+       "connected robot holds or one held offline after proving its name), and a warning is "
+       "logged; false: each robot must present its own token"),
     _s("aggregation.max_connected_robots", int, 1000,
        "robots connected out to this primary at once (more: 503)", minimum=1,
        maximum=100000),

@@ -1,5 +1,6 @@
 """mDNS without credentials: spoofed announcements and goodbyes cannot move or remove a peer
-that answers, and fake names are capped per announced address. Real zeroconf and gateways on
+that answers, and fake names are capped per announced address. With a fleet secret, a flood
+of names that never prove cannot keep a robot that proves out. Real zeroconf and gateways on
 127.0.0.1, no ROS nodes."""
 
 from __future__ import annotations
@@ -24,12 +25,15 @@ from tests.harness import Gateway
 pytestmark = pytest.mark.integration
 
 SERVICE = f"_ds{os.getpid() % 100000:05d}._tcp.local."
+PROVED_SERVICE = f"_dp{os.getpid() % 100000:05d}._tcp.local."  # the fleet-secret test's own
 PER_ADDRESS = 3
 FAKES = 5
+FLOOD = 12
+FLEET_SECRET = "mdns-spoof-fleet-secret-" + str(os.getpid())
 
 
-def mdns(name: str, **flags: bool) -> list[str]:
-    return [f"aggregation.mdns_service={SERVICE}", f"aggregation.mdns_name={name}",
+def mdns(name: str, service: str = SERVICE, **flags: bool) -> list[str]:
+    return [f"aggregation.mdns_service={service}", f"aggregation.mdns_name={name}",
             "aggregation.mdns_interfaces=[127.0.0.1]",
             *(f"aggregation.{k}={str(v).lower()}" for k, v in flags.items())]
 
@@ -53,8 +57,8 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Gateway, G
         yield primary, robot, logs / "primary.log"
 
 
-def info(name: str, port: int) -> AsyncServiceInfo:
-    return AsyncServiceInfo(SERVICE, f"{name}.{SERVICE}", port=port,
+def info(name: str, port: int, service: str = SERVICE) -> AsyncServiceInfo:
+    return AsyncServiceInfo(service, f"{name}.{service}", port=port,
                             addresses=[socket.inet_aton("127.0.0.1")],
                             properties={"name": name, "api": "/api/v1"},
                             server=f"spoofer-{name}.local.")
@@ -111,6 +115,49 @@ def test_fake_names_are_capped_per_address(fleet: tuple[Gateway, Gateway, Path])
                                     30, "the address's cap of peers")
             names = set(peers(primary))
             assert "robot-a" in names and len(names) == PER_ADDRESS, names
+        finally:
+            await azc.async_close()
+    asyncio.run(flood())
+
+
+@pytest.fixture(scope="module")
+def proving(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Gateway, Path]]:
+    logs = tmp_path_factory.mktemp("spoof-proved")
+    with Gateway(free_port(), next_domain(),
+                 ["aggregation.enabled=true", f"state_dir={logs / 'primary-state'}",
+                  f"aggregation.max_discovered_per_address={PER_ADDRESS}",
+                  f"aggregation.fleet_secret={FLEET_SECRET}",
+                  *mdns("proving", PROVED_SERVICE, discover=True)],
+                 logs / "proving.log") as primary:
+        yield primary, logs
+
+
+def test_a_flood_of_unproved_names_cannot_keep_a_proving_robot_out(
+        proving: tuple[Gateway, Path]) -> None:
+    primary, logs = proving
+    log = logs / "proving.log"
+
+    async def flood() -> None:
+        azc = AsyncZeroconf(interfaces=["127.0.0.1"], ip_version=IPVersion.V4Only)
+        try:  # every fake at 127.0.0.1, the real robot's address: its places are taken
+            await asyncio.gather(*[await azc.async_register_service(
+                info(f"flood-{i}", free_port(), PROVED_SERVICE)) for i in range(FLOOD)])
+            await asyncio.to_thread(wait_until, lambda: log.read_text().count(
+                "not added: no proof") >= PER_ADDRESS, 30, "the flood's names to be asked")
+            robot = Gateway(free_port(), next_domain(),
+                            [f"state_dir={logs / 'robot-state'}",
+                             f"aggregation.fleet_secret={FLEET_SECRET}",
+                             *mdns("robot-b", PROVED_SERVICE, announce=True)],
+                            logs / "robot-b.log")
+            await asyncio.to_thread(robot.start)  # zeroconf's loop keeps answering meanwhile
+            try:
+                await asyncio.to_thread(
+                    wait_until, lambda: peers(primary).get("robot-b", {}).get("status")
+                    == "online", 60, "robot-b to join during the flood")
+                assert set(peers(primary)) == {"robot-b"}, peers(primary)
+            finally:
+                await asyncio.to_thread(robot.stop)
+            assert "robot-b at http://127.0.0.1" in log.read_text()
         finally:
             await azc.async_close()
     asyncio.run(flood())

@@ -1,8 +1,9 @@
 """Robots connecting out prove their own names; a robot's tunnel port refuses other users.
 
 A primary (no nodes of its own) accepts robots by aggregation.connect_token; one robot
-gateway (the demo robot's node) connects out to it on loopback with its own token, derived
-from the primary's secret. Fake robots are WebSocket clients of this test.
+gateway (the demo robot's node) connects out to it on loopback with its own token, issued by
+`diag-gateway robot-token` from the key the primary made in its state directory. Fake robots
+are WebSocket clients of this test.
 """
 
 from __future__ import annotations
@@ -10,7 +11,11 @@ from __future__ import annotations
 import asyncio
 import http.client
 import os
+import stat
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -38,9 +43,13 @@ def next_domain(config: pytest.Config) -> int:
 
 
 @pytest.fixture(scope="module")
-def primary(tmp_path_factory: pytest.TempPathFactory,
-            request: pytest.FixtureRequest) -> Iterator[Gateway]:
-    d = tmp_path_factory.mktemp("primary")
+def primary_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("primary")
+
+
+@pytest.fixture(scope="module")
+def primary(primary_state: Path, request: pytest.FixtureRequest) -> Iterator[Gateway]:
+    d = primary_state
     settings = [f"state_dir={d / 'state'}", "aggregation.enabled=true",
                 f"aggregation.connect_token={SECRET}",
                 f"aggregation.max_connected_robots={CAP}",
@@ -49,13 +58,23 @@ def primary(tmp_path_factory: pytest.TempPathFactory,
         yield g
 
 
+def issued(primary_state: Path, name: str) -> str:
+    """Robot `name`'s own token as the operator prints it on the primary's host."""
+    out = subprocess.run([sys.executable, "-m", "gateway", "robot-token", "--set",
+                          f"state_dir={primary_state / 'state'}", name],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    printed, token = out.split()
+    assert printed == name
+    return token
+
+
 @pytest.fixture(scope="module")
-def robot1(primary: Gateway, robot: Any, domain: int,
+def robot1(primary: Gateway, primary_state: Path, robot: Any, domain: int,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     d = tmp_path_factory.mktemp("robot1")
     settings = [f"state_dir={d / 'state'}", "aggregation.mdns_name=robot1",
                 f"aggregation.connect_to=http://127.0.0.1:{primary.port}",
-                f"aggregation.connect_robot_token={robot_token(SECRET, 'robot1')}"]
+                f"aggregation.connect_robot_token={issued(primary_state, 'robot1')}"]
     with Gateway(free_port(), domain, settings, d / "robot1.log") as g:
         primary.wait_for("/apps", lambda b: any(i["id"] == "calibration" for i in b["items"]),
                          timeout=60)
@@ -111,31 +130,42 @@ def attempt(primary: Gateway, name: str, token: str) -> tuple[int, dict[str, Any
     return asyncio.run(run())
 
 
-def test_a_robot_joins_with_its_own_token(primary: Gateway, robot1: Gateway) -> None:
+def test_a_robot_joins_with_its_own_token(primary: Gateway, primary_state: Path,
+                                          robot1: Gateway) -> None:
     robot1_online(primary)
     assert primary.get("/apps/calibration/configurations").status == 200  # forwarded
+    key = primary_state / "state" / "federation" / "connect_robot_key"
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    assert SECRET not in key.read_text()
 
 
-def test_the_shared_token_cannot_take_a_connected_robots_name(primary: Gateway,
-                                                             robot1: Gateway) -> None:
+def test_the_shared_token_cannot_take_a_connected_robots_name(
+        primary: Gateway, primary_state: Path, robot1: Gateway) -> None:
     url = robot1_online(primary) and peers(primary)["robot1"]["url"]
     status, body = attempt(primary, "robot1", SECRET)
     assert status == 409, body
     assert body is not None and body["error_code"] == "invalid-request"
     assert "robot1" in body["message"]
+    # a token computed from the shared secret (as robot tokens once were) names no robot
+    status, body = attempt(primary, "robot1", robot_token(SECRET, "robot1"))
+    assert status == 409, body
+    assert body is not None and "robot1" in body["message"]
     # another robot's own token names only that robot
-    status, body = attempt(primary, "robot1", robot_token(SECRET, "robot2"))
+    status, body = attempt(primary, "robot1", issued(primary_state, "robot2"))
     assert status == 401 and body is not None and body["error_code"] == "unauthorized"
     assert peers(primary)["robot1"]["url"] == url  # the real robot kept its tunnel
     assert peers(primary)["robot1"]["status"] == "online"
+    log = (primary_state / "primary.log").read_text()
+    assert log.count("robot connection 'robot1' from 127.0.0.1 refused (409)") >= 2
 
 
-def test_the_robots_own_token_may_replace_its_tunnel(primary: Gateway, robot1: Gateway
-                                                     ) -> None:
+def test_the_robots_own_token_may_replace_its_tunnel(primary: Gateway, primary_state: Path,
+                                                     robot1: Gateway) -> None:
     robot1_online(primary)
+    token = issued(primary_state, "robot1")
 
     async def run() -> int:
-        fake = Fake(primary, "robot1", robot_token(SECRET, "robot1"))
+        fake = Fake(primary, "robot1", token)
         status, _ = await fake.open()
         await fake.close()
         return status

@@ -27,6 +27,7 @@ pytestmark = pytest.mark.integration
 
 ROBOT_NODES = ("temp_sensor",)
 SECRET = "fleet-partition-secret-" + str(os.getpid())
+ROBOT_KEY = "fleet-partition-robot-key-" + str(os.getpid())  # issues robots' own tokens
 APP = "temp_sensor"
 
 
@@ -42,11 +43,12 @@ def fleet(robot: Any, domain: int, tmp_path_factory: pytest.TempPathFactory
     logs: Path = tmp_path_factory.mktemp("partition")
     hub = Gateway(free_port(), next_domain(), [
         f"state_dir={logs / 'hub'}", "aggregation.enabled=true",
-        f"aggregation.connect_token={SECRET}"], logs / "hub.log")
+        f"aggregation.connect_token={SECRET}",
+        f"aggregation.connect_robot_secret={ROBOT_KEY}"], logs / "hub.log")
     robot_gw = Gateway(free_port(), domain, [
         f"state_dir={logs / 'robot'}", "aggregation.mdns_name=robot1",
         f"aggregation.connect_to=http://127.0.0.1:{hub.port}",
-        f"aggregation.connect_robot_token={robot_token(SECRET, 'robot1')}"],
+        f"aggregation.connect_robot_token={robot_token(ROBOT_KEY, 'robot1')}"],
         logs / "robot1.log")
     dialer = Gateway(free_port(), next_domain(), [
         f"state_dir={logs / 'dialer'}", "aggregation.enabled=true",

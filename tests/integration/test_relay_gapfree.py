@@ -31,6 +31,7 @@ from tests.integration.test_faults_support import RosSide, SseReader, faults_by_
 pytestmark = pytest.mark.integration
 
 SECRET = "relay-gapfree-secret-" + str(os.getpid())
+ROBOT_KEY = "relay-gapfree-robot-key-" + str(os.getpid())  # issues robots' own tokens
 NS = "/gapfree"
 XV = "x-vendor"
 
@@ -109,6 +110,7 @@ def primary(robot1: Restartable, link: tuple[int, Path, list[int]], logs: Path,
     p = Restartable(next_domain(request.config), [
         "aggregation.enabled=true", f"aggregation.peer_urls=[http://127.0.0.1:{robot1.port}]",
         "aggregation.peer_names=[robot1]", f"aggregation.connect_token={SECRET}",
+        f"aggregation.connect_robot_secret={ROBOT_KEY}",
         "sse.max_clients=4"], logs, "primary", port=link[2][0])
     p.start()
     yield p
@@ -128,7 +130,7 @@ def robot2(primary: Restartable, ros2: tuple[int, RosSide], link: tuple[int, Pat
            logs: Path) -> Iterator[Gateway]:
     r = Restartable(ros2[0], [
         "aggregation.mdns_name=robot2", f"aggregation.connect_to=http://127.0.0.1:{link[0]}",
-        f"aggregation.connect_robot_token={robot_token(SECRET, 'robot2')}"], logs, "robot2")
+        f"aggregation.connect_robot_token={robot_token(ROBOT_KEY, 'robot2')}"], logs, "robot2")
     yield r.start()
     r.gw.stop()
 

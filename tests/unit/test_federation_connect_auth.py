@@ -14,41 +14,59 @@ from federation.connect_auth import (
     RateLimiter,
     Refused,
     admit,
-    main,
     robot_entries,
     robot_token,
 )
 from gateway.settings.config import ConfigError
 
 SECRET = "fleet-shared-secret-0123456789"
+KEY = "the-primarys-robot-key-0123456789abcdef"
 
 
 def test_a_robot_token_is_an_hmac_of_its_name() -> None:
-    want = hmac.new(SECRET.encode(), b"diag-gateway connect v1\x00robot1",
+    want = hmac.new(KEY.encode(), b"diag-gateway connect v1\x00robot1",
                     hashlib.sha256).hexdigest()
-    assert robot_token(SECRET, "robot1") == want
-    assert robot_token(SECRET, "robot2") != want
-    assert robot_token("other-secret", "robot1") != want
+    assert robot_token(KEY, "robot1") == want
+    assert robot_token(KEY, "robot2") != want
+    assert robot_token("other-key", "robot1") != want
 
 
-def test_a_robots_own_token_proves_its_name_alone() -> None:
-    creds = Credentials(SECRET, {}, accept_shared=False)
-    own = robot_token(SECRET, "robot1")
+def test_a_robots_issued_token_proves_its_name_alone() -> None:
+    creds = Credentials(SECRET, {}, accept_shared=False, robot_key=KEY)
+    own = robot_token(KEY, "robot1")
     assert creds.proof("robot1", own) == ROBOT
     assert creds.proof("robot2", own) is None  # robot1's token names no other robot
     assert creds.proof("robot1", SECRET) is None  # the shared secret is refused when off
     assert creds.proof("robot1", "") is None
 
 
+def test_a_token_computed_from_the_shared_secret_names_no_robot() -> None:
+    computed = robot_token(SECRET, "robot1")  # what anyone holding the shared token computes
+    assert Credentials(SECRET, {}, accept_shared=False, robot_key=KEY).proof(
+        "robot1", computed) is None
+    # while the shared token is accepted, its older derivation proves as much as it: no name
+    assert Credentials(SECRET, {}, accept_shared=True, robot_key=KEY).proof(
+        "robot1", computed) == SHARED
+    assert Credentials(SECRET, {}, accept_shared=True).proof("robot1", computed) == SHARED
+
+
+def test_the_robot_key_is_never_the_shared_secret() -> None:
+    with pytest.raises(ConfigError, match="aggregation.connect_robot_secret"):
+        Credentials(SECRET, {}, robot_key=SECRET)
+
+
 def test_the_shared_token_is_accepted_only_as_a_nameless_proof() -> None:
-    creds = Credentials(SECRET, {"robot9": "r9-own-token-abcdefgh"}, accept_shared=True)
+    creds = Credentials(SECRET, {"robot9": "r9-own-token-abcdefgh"}, accept_shared=True,
+                        robot_key=KEY)
     assert creds.proof("robot1", SECRET) == SHARED
-    assert creds.proof("robot1", robot_token(SECRET, "robot1")) == ROBOT
+    assert creds.proof("robot1", robot_token(KEY, "robot1")) == ROBOT
     # a robot listed in connect_robots must present its listed token
     assert creds.proof("robot9", SECRET) is None
+    assert creds.proof("robot9", robot_token(KEY, "robot9")) is None
     assert creds.proof("robot9", robot_token(SECRET, "robot9")) is None
     assert creds.proof("robot9", "r9-own-token-abcdefgh") == ROBOT
-    assert creds.warnings() and "connect_accept_shared" in creds.warnings()[0]
+    warning = creds.warnings()
+    assert warning and "connect_accept_shared" in warning[0] and "free name" in warning[0]
     assert Credentials(SECRET, {}, accept_shared=False).warnings() == []
 
 
@@ -75,6 +93,21 @@ def test_a_live_robot_is_replaced_only_by_its_own_token() -> None:
     admit("robot1", ROBOT, live, other_peer=False, cap=10)  # the robot reconnecting
     admit("robot1", ROBOT, {"robot1": SHARED}, other_peer=False, cap=10)  # proven beats shared
     admit("robot2", SHARED, live, other_peer=False, cap=10)  # a free name
+
+
+def test_the_shared_token_cannot_take_a_live_or_held_robots_name() -> None:
+    creds = Credentials(SECRET, {}, accept_shared=True, robot_key=KEY)
+    for token in (SECRET, robot_token(SECRET, "robot1")):
+        proof = creds.proof("robot1", token)
+        assert proof == SHARED
+        with pytest.raises(Refused) as live:
+            admit("robot1", proof, {"robot1": ROBOT}, other_peer=False, cap=10)
+        assert live.value.status == 409 and "connected already" in live.value.message
+        with pytest.raises(Refused) as held:  # listed offline after proving its name
+            admit("robot1", proof, {}, other_peer=False, cap=10, held=ROBOT)
+        assert held.value.status == 409 and "listed offline" in held.value.message
+    admit("robot1", ROBOT, {}, other_peer=False, cap=10, held=ROBOT)  # the robot itself
+    admit("robot1", SHARED, {}, other_peer=False, cap=10, held=SHARED)  # never proved
 
 
 def test_a_configured_peer_is_never_replaced() -> None:
@@ -121,17 +154,6 @@ def test_the_gate_tracks_who_holds_a_name() -> None:
     assert gate.live == {} and gate.owner == {}
 
 
-def test_main_prints_each_robots_token(capsys: pytest.CaptureFixture[str],
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    import io
-
-    monkeypatch.setattr("sys.stdin", io.StringIO(SECRET + "\n"))
-    assert main(["robot1", "robot2"]) == 0
-    assert capsys.readouterr().out.split() == [
-        "robot1", robot_token(SECRET, "robot1"), "robot2", robot_token(SECRET, "robot2")]
-    assert main([]) == 2
-
-
 def test_robot_tokens_come_from_a_file(tmp_path: Path) -> None:
     from gateway.settings import config
 
@@ -139,6 +161,7 @@ def test_robot_tokens_come_from_a_file(tmp_path: Path) -> None:
     f.write_text("robot1:r1-own-token-abcdefgh\nrobot2:r2-own-token-abcdefgh\n")
     f.chmod(0o600)
     settings = config.load(None, [f"aggregation.connect_robots_file={f}",
+                                  f"state_dir={tmp_path / 'state'}",
                                   "aggregation.connect_accept_shared=false"])
     gate = ConnectGate.from_settings(settings)
     assert gate.credentials.proof("robot2", "r2-own-token-abcdefgh") == ROBOT

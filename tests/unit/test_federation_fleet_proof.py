@@ -22,7 +22,6 @@ from federation.mdns_trust import (
     PASS,
     PROOF_RETRY_MAX_S,
     PROOF_WARN_S,
-    REFUSE,
     ProofGate,
 )
 from federation.routes import fleet_proof, register
@@ -87,19 +86,23 @@ def test_the_secret_setting_is_off_by_default_and_read_from_its_file(tmp_path: P
 
 def test_an_announcement_is_used_only_once_proved_at_its_address() -> None:
     gate = ProofGate(50, 16)
-    assert gate.announced("r1", A) == CHECK  # asked
-    assert gate.announced("r1", A) == BUSY  # asked once, not per announcement
+    assert gate.announced("r1", A, 0.0) == CHECK  # asked
+    assert gate.announced("r1", A, 0.0) == BUSY  # asked once, not per announcement
     gate.passed("r1", A)
-    assert gate.announced("r1", A) == PASS
-    assert gate.announced("r1", B) == CHECK  # a new address proves there first
-    assert gate.failed("r1", B) > 0
-    assert gate.announced("r1", A) == PASS  # the proved address still passes
+    assert gate.announced("r1", A, 0.0) == PASS
+    assert gate.announced("r1", B, 0.0) == CHECK  # a new address proves there first
+    assert gate.failed("r1", B, 1.0) is not None
+    assert gate.announced("r1", A, 1.0) == PASS  # the proved address still passes
 
 
 def test_unproved_candidates_back_off_and_warn_rarely() -> None:
     gate = ProofGate(50, 16)
-    assert gate.announced("r1", A) == CHECK
-    delays = [gate.failed("r1", A) for _ in range(8)]
+    assert gate.announced("r1", A, 0.0) == CHECK
+    delays: list[float] = []
+    for _ in range(8):
+        delay = gate.failed("r1", A, 1.0)
+        assert delay is not None
+        delays.append(delay)
     assert delays == sorted(delays) and delays[0] < delays[-1] == PROOF_RETRY_MAX_S
     assert gate.warn("r1", now=0.0)
     assert not gate.warn("r1", now=PROOF_WARN_S - 1.0)
@@ -108,24 +111,26 @@ def test_unproved_candidates_back_off_and_warn_rarely() -> None:
 
 
 def test_unproved_names_from_one_address_are_capped() -> None:
-    gate = ProofGate(max_pending=10, max_pending_per_address=3)
+    gate = ProofGate(max_pending=10, max_per_address=3)
     fakes = [f"http://10.0.0.66:{9000 + i}" for i in range(5)]
-    assert [gate.announced(f"f{i}", u) for i, u in enumerate(fakes)] == [CHECK] * 3 + [REFUSE] * 2
-    assert gate.announced("r1", A) == CHECK  # another address is still asked
+    assert [gate.announced(f"f{i}", u, 0.0) for i, u in enumerate(fakes[:3])] == [CHECK] * 3
+    gate.failed("f1", fakes[1], 1.0)
+    assert gate.announced("f3", fakes[3], 2.0) == CHECK  # in the place of the failing f1
+    assert gate.take_dropped() == [("f1", fakes[1])]
+    assert gate.announced("r1", A, 2.0) == CHECK  # another address keeps its own places
+    assert gate.take_dropped() == []
     gate.passed("f0", fakes[0])  # a proved one no longer counts
-    assert gate.announced("f3", fakes[3]) == CHECK
-    full = ProofGate(max_pending=2, max_pending_per_address=16)
-    assert [full.announced(f"f{i}", u) for i, u in enumerate(fakes[:3])] == [CHECK, CHECK,
-                                                                             REFUSE]
+    assert gate.announced("f4", fakes[4], 3.0) == CHECK and gate.take_dropped() == []
+    assert sum(1 for _, u in gate.pending if u.startswith("http://10.0.0.66:")) == 3
 
 
 def test_a_goodbye_drops_the_proof_and_the_candidates() -> None:
     gate = ProofGate(50, 16)
-    gate.announced("r1", A)
+    gate.announced("r1", A, 0.0)
     gate.passed("r1", A)
-    gate.announced("r1", B)
+    gate.announced("r1", B, 0.0)
     assert gate.left("r1") == [B]
-    assert gate.announced("r1", A) == CHECK  # announced again: proves again
+    assert gate.announced("r1", A, 0.0) == CHECK  # announced again: proves again
 
 
 def answer_of(settings: dict[str, str], query: str) -> tuple[int, dict[str, object]]:
