@@ -3,9 +3,10 @@
 Spec "Aggregation behaviour" 4-5. The middleware calls `Forwarder.__call__` after the guard
 and before the handler; it returns None for requests this gateway answers itself. A peer's
 answer is streamed back (SSE, Range downloads) with its status and headers; `Location` and
-entity hrefs are rewritten to the fleet ids. Outcomes: 504 `not-responding` when a budget
-ran out (or the owning peer already fails its health check), 502 `x-vendor-peer-unavailable`
-when nothing answered.
+entity hrefs of a JSON document are rewritten to the fleet ids; any other body (a download)
+is relayed from its first byte as it comes, at the pace the client takes it. Outcomes: 504
+`not-responding` when a budget ran out (or the owning peer already fails its health check),
+502 `x-vendor-peer-unavailable` when nothing answered.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -246,8 +247,9 @@ class Forwarder:
             raise vendor_error(502, "x-vendor-peer-unavailable",
                                f"Peer gateway '{peer.name}' did not answer: "
                                f"{type(exc).__name__}", peer=peer.name) from None
-        # The whole answer (headers and body) fits in forward_timeout_ms after the request
-        # went out: a peer trickling its body cannot hold the forward open.
+        # A JSON answer (headers and body, read whole to be rewritten) fits in
+        # forward_timeout_ms after the request went out: a peer trickling it cannot hold the
+        # forward open. A download streams: each of its chunks comes within the budget.
         streamed_body = data is not None and not isinstance(data, bytes)
         deadline = started + budgets.forward_s + (budgets.write_s if streamed_body else 0.0)
         try:
@@ -267,48 +269,36 @@ class Forwarder:
         length = resp.content_length
         renamed = target.entity is not None and target.entity[1] != target.entity[2]
         head: list[bytes] = []
-        if not streaming:
-            # Up to SMALL_BODY is read before any header goes out, so a peer too slow to
-            # send it within the budget still gets the spec's 504.
+        if not streaming and rewrites_body(resp.status, resp.headers):
+            # A JSON document is read whole (up to SMALL_BODY) to name the fleet's ids, before
+            # any header goes out: a peer too slow to send it within the budget gets the
+            # spec's 504. Anything else (a download) streams from its first byte.
             done = await _read_head(resp, head, deadline, peer)
             if done:
                 body = b"".join(head)
-                if ctype.startswith("application/json"):
-                    if renamed:
-                        assert target.entity is not None
-                        body = _rename_body(body, *target.entity, error=resp.status >= 400)
-                    body = _rename_apps(body, [
-                        (remote, fleet) for (peer, remote), fleet in fed.view.app_ids.items()
-                        if peer == target.peer and remote != fleet])
+                if renamed:
+                    assert target.entity is not None
+                    body = _rename_body(body, *target.entity, error=resp.status >= 400)
+                body = _rename_apps(body, [
+                    (remote, fleet) for (peer_name, remote), fleet in fed.view.app_ids.items()
+                    if peer_name == target.peer and remote != fleet])
                 return web.Response(status=resp.status, body=body, headers=out_headers)
         out = web.StreamResponse(status=resp.status, headers=out_headers)
         if length is not None:
             out.content_length = length
-        await out.prepare(request)
+        await out.prepare(request)  # the status line and headers leave now
         if ctype.startswith("text/event-stream") and resp.status == 200:
             return await self._relay_events(request, target, resp, out)
-        try:
-            for chunk in head:
-                await out.write(chunk)
-            while True:
-                read_s = None if streaming else deadline - time.monotonic()
-                if read_s is not None and read_s <= 0:
-                    raise asyncio.TimeoutError
-                chunk = await asyncio.wait_for(resp.content.read(CHUNK), read_s)
-                if not chunk:
-                    break
-                peer.last_bytes = time.monotonic()  # the peer answers (peers.py _timed_out)
-                await out.write(chunk)
-        except (asyncio.TimeoutError, aiohttp.ClientError, OSError) as exc:
-            # Headers are out: the only honest signal left is a cut connection.
-            log.warning("forward from %s cut mid-body: %s", target.peer, type(exc).__name__)
+        idle_s = None if streaming else fed.settings.budgets.forward_s
+        if not await _pump(resp, out, head, idle_s, peer):
+            # Headers are out: the only honest signal left is a cut connection (short of its
+            # Content-Length, or chunked without its last chunk), never a complete-looking end.
             if request.transport is not None:
                 request.transport.close()
             return out
         with contextlib.suppress(ConnectionResetError):
             await out.write_eof()
         return out
-
 
     async def _relay_events(self, request: web.Request, target: Target,
                             resp: aiohttp.ClientResponse, out: web.StreamResponse
@@ -414,6 +404,39 @@ def _resolve_op(requested: str, paths: list[str], members: list[tuple[str, ...]]
                 ids: list[str]) -> int:
     items = [MemberItem(m[0] if m else "", p) for m, p in zip(members, paths, strict=True)]
     return resolve(requested, items, ids)
+
+
+def rewrites_body(status: int, headers: Mapping[str, str]) -> bool:
+    """True when a peer's answer is a JSON document whose body names the fleet's ids (read
+    whole, then rewritten); False for a download (a file, a range), which streams as is."""
+    if not headers.get("Content-Type", "").startswith("application/json"):
+        return False
+    return status != 206 and "Content-Disposition" not in headers \
+        and "Content-Range" not in headers
+
+
+async def _pump(resp: aiohttp.ClientResponse, out: web.StreamResponse, head: list[bytes],
+                idle_s: float | None, peer: Peer) -> bool:
+    """Relay the peer's body chunk by chunk as it comes; True when it ended complete.
+
+    At most a chunk is held here: the next read waits until the client took the last one
+    (`write` waits for the socket to drain), and aiohttp stops reading the peer's socket once
+    its own buffer is full, so the peer is read no faster than the client drains. idle_s
+    bounds the wait for each chunk (None: none, an event stream)."""
+    try:
+        for chunk in head:
+            await out.write(chunk)
+        while True:
+            chunk = await asyncio.wait_for(resp.content.read(CHUNK), idle_s)
+            if not chunk:
+                return True
+            peer.last_bytes = time.monotonic()  # the peer answers (peers.py _timed_out)
+            await out.write(chunk)
+    except (asyncio.TimeoutError, aiohttp.ClientError, OSError) as exc:
+        # ClientPayloadError: the peer's connection ended short of its Content-Length or
+        # last chunk; ConnectionResetError: the client went away.
+        log.warning("forward from %s cut mid-body: %s", peer.name, type(exc).__name__)
+        return False
 
 
 async def _read_head(resp: aiohttp.ClientResponse, head: list[bytes], deadline: float,

@@ -8,7 +8,8 @@ after its serialization time plus half the RTT (plus jitter, order kept). A part
 stall holds every byte (as a link that lost its packets, which TCP retransmits once it is
 back: held bytes leave half an RTT after the link is back) and leaves new connections
 unanswered. Control: one line per connection on a unix socket (`set rtt_ms=80 jitter_ms=5
-rate_bps=2000000`, `partition on|off`, `stall <s>`).
+rate_bps=2000000`, `partition on|off`, `stall <s>`; `stats` answers the bytes carried so far,
+`up=N down=M`, up being from the connecting side to `--target`).
 
 The relay is built on asyncio protocols and timers (no stream reader, queue or task per
 direction), on uvloop when it imports: a 100-robot lab runs 100 of these on two cores beside
@@ -50,6 +51,7 @@ class Link:
         self.netns = netns  # fd of the network namespace of the link's sockets (None: ours)
         self.is_up = True
         self.busy_until = {"up": 0.0, "down": 0.0}  # serialization, per direction
+        self.carried = {"up": 0, "down": 0}  # bytes delivered to the other side, per direction
         self.pipes: set[_Pipe] = set()
         self._when_up: list[Callable[[], None]] = []
 
@@ -150,6 +152,7 @@ class _Pipe:
             if data:
                 sink.write(data)
                 self.held -= len(data)
+                self.link.carried[self.direction] += len(data)
             elif sink.can_write_eof():
                 with contextlib.suppress(OSError, RuntimeError):
                     sink.write_eof()
@@ -342,6 +345,8 @@ async def _control(link: Link, reader: asyncio.StreamReader,
             link.up()
     elif line[:1] == ["stall"]:
         asyncio.get_running_loop().create_task(link.stall(float(line[1])))
+    elif line[:1] == ["stats"]:
+        answer = f"up={link.carried['up']} down={link.carried['down']}"
     else:
         answer = f"unknown command {line!r}"
     writer.write(answer.encode() + b"\n")

@@ -75,3 +75,34 @@ def test_no_byte_crosses_before_its_time_on_either_loop(tmp_path: Path, loop_nam
         took = runner.run(scenario())
     assert took[0] >= 0.06, took
     assert all(t >= 0.03 for t in took[1:]), took
+
+
+def test_stats_count_the_bytes_carried_each_way(tmp_path: Path) -> None:
+    async def scenario() -> str:
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readexactly(5)
+            writer.write(b"x" * 3000)
+            await writer.drain()
+            writer.close()
+        target = await asyncio.start_server(answer, "127.0.0.1", 0)
+        link = Link(0.0, 0.0, 0.0, ("127.0.0.1", target.sockets[0].getsockname()[1]))
+        control_path = str(tmp_path / "ctl.sock")
+        server, control = await open_link(link, ("127.0.0.1", 0), control_path)
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", server.sockets[0].getsockname()[1])
+        writer.write(b"hello")
+        assert len(await reader.read()) == 3000  # to the target's close
+        writer.close()
+        ctl_reader, ctl_writer = await asyncio.open_unix_connection(control_path)
+        ctl_writer.write(b"stats\n")
+        line = (await ctl_reader.readline()).decode().strip()
+        ctl_writer.close()
+        for pipe in list(link.pipes):
+            pipe.source.close()
+        for s in (server, control, target):
+            s.close()
+        for _ in range(20):
+            await asyncio.sleep(0)
+        return line
+
+    assert asyncio.run(scenario()) == "up=5 down=3000"
