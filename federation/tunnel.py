@@ -7,7 +7,15 @@ own gateway for it. So the primary's peer client, fan-out, forwarding, relays an
 reach the robot at `http://127.0.0.1:<port>` exactly as they reach any peer.
 
 A frame is one binary WebSocket message: stream id (4 bytes, big-endian), kind (1 byte:
-OPEN, DATA, CLOSE), payload. Streams are opened by the primary only.
+OPEN, DATA, CLOSE, CREDIT), payload. Streams are opened by the primary only.
+
+Flow control is per stream: each end may have WINDOW bytes of a stream's data unconfirmed;
+the receiving end confirms (CREDIT, a 4-byte count) what it has handed to the local
+connection, so a client reading one download slowly holds back only that stream, never the
+tunnel's other streams (health probes, reads, other downloads). An end announces that it
+counts credits with an empty CREDIT when a stream opens; an end that never announced it (an
+earlier version, which ignores CREDIT frames) is sent to, and read from, as before: one
+stream's slow reader then holds the whole tunnel.
 """
 
 from __future__ import annotations
@@ -25,9 +33,11 @@ from aiohttp import web
 
 log = logging.getLogger(__name__)
 
-OPEN, DATA, CLOSE = 0, 1, 2
+OPEN, DATA, CLOSE, CREDIT = 0, 1, 2, 3
 _HEAD = struct.Struct("!IB")
+_COUNT = struct.Struct("!I")
 CHUNK = 32 * 1024
+WINDOW = 256 * 1024  # a stream's data sent and not yet confirmed, at most
 MAX_STREAMS = 256
 HEAD_WAIT_S = 30.0  # a local connection's first request head must arrive within this
 MAX_HEAD_BYTES = 64 * 1024
@@ -85,6 +95,11 @@ class Mux:
         self.tasks: set[asyncio.Task[None]] = set()
         self.next_id = 1
         self.send_lock = asyncio.Lock()
+        self.peer_credits = False  # the other end confirms what it hands on (CREDIT frames)
+        self.window: dict[int, int] = {}  # stream -> bytes it may still send
+        self.credited: dict[int, asyncio.Event] = {}  # set when a stream's window grows
+        self.unconfirmed: dict[int, int] = {}  # stream -> bytes received, not yet confirmed
+        self.draining: set[int] = set()
 
     async def send(self, stream: int, kind: int, payload: bytes = b"") -> None:
         async with self.send_lock:
@@ -96,18 +111,67 @@ class Mux:
         task.add_done_callback(self.tasks.discard)
 
     async def _pump_out(self, stream: int, reader: asyncio.StreamReader) -> None:
-        """TCP -> WebSocket until the connection's end."""
+        """TCP -> WebSocket until the connection's end (within the stream's window when the
+        other end confirms)."""
+        self.window[stream] = WINDOW
+        credited = self.credited[stream] = asyncio.Event()
         try:
-            while data := await reader.read(CHUNK):
+            while True:
+                size = CHUNK
+                if self.peer_credits:
+                    while self.window.get(stream, 0) <= 0 and stream in self.writers:
+                        credited.clear()
+                        await credited.wait()
+                    if stream not in self.writers:  # closed by the other end meanwhile
+                        break
+                    size = min(CHUNK, self.window[stream])
+                data = await reader.read(size)
+                if not data:
+                    break
+                self.window[stream] = self.window.get(stream, 0) - len(data)
                 await self.send(stream, DATA, data)
         except (OSError, ConnectionError):
             pass
         finally:
+            self.window.pop(stream, None)
+            self.credited.pop(stream, None)
             writer = self.writers.pop(stream, None)
             if writer is not None:
                 writer.close()
             with contextlib.suppress(Exception):
                 await self.send(stream, CLOSE)
+
+    def _credit(self, stream: int, payload: bytes) -> None:
+        """A CREDIT frame: the other end counts credits; the stream may send more."""
+        self.peer_credits = True
+        if len(payload) == _COUNT.size and stream in self.window:
+            self.window[stream] += _COUNT.unpack(payload)[0]
+            event = self.credited.get(stream)
+            if event is not None:
+                event.set()
+
+    def _received(self, stream: int, writer: asyncio.StreamWriter, payload: bytes) -> None:
+        """DATA for a stream of an end that counts credits: handed on at once, confirmed
+        once the local connection took it (the other end sends no more than its window)."""
+        writer.write(payload)
+        self.unconfirmed[stream] = self.unconfirmed.get(stream, 0) + len(payload)
+        if stream not in self.draining:
+            self.draining.add(stream)
+            self._spawn(self._confirm(stream, writer))
+
+    async def _confirm(self, stream: int, writer: asyncio.StreamWriter) -> None:
+        try:
+            while self.unconfirmed.get(stream):
+                with contextlib.suppress(OSError, ConnectionError):
+                    await writer.drain()
+                count = self.unconfirmed.pop(stream, 0)
+                if count and self.writers.get(stream) is writer:
+                    await self.send(stream, CREDIT, _COUNT.pack(count))
+        except (OSError, ConnectionError, RuntimeError):
+            pass
+        finally:
+            self.draining.discard(stream)
+            self.unconfirmed.pop(stream, None)
 
     async def _first_head(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
                           ) -> bytes | None:
@@ -156,6 +220,7 @@ class Mux:
         self.writers[stream] = writer
         try:
             await self.send(stream, OPEN)
+            await self.send(stream, CREDIT)  # this end confirms what it hands on
             if head:
                 await self.send(stream, DATA, head)
         except (ConnectionError, RuntimeError):
@@ -173,6 +238,7 @@ class Mux:
             await self.send(stream, CLOSE)
             return
         self.writers[stream] = writer
+        await self.send(stream, CREDIT)  # this end confirms what it hands on
         self._spawn(self._pump_out(stream, reader))
 
     async def run(self) -> None:
@@ -192,12 +258,19 @@ class Mux:
                         await self.send(stream, CLOSE)
                 elif kind == DATA:
                     writer = self.writers.get(stream)
-                    if writer is not None:
+                    if writer is not None and self.peer_credits:
+                        self._received(stream, writer, payload)
+                    elif writer is not None:  # an end without credits: the tunnel waits
                         writer.write(payload)
                         with contextlib.suppress(OSError, ConnectionError):
                             await writer.drain()
+                elif kind == CREDIT:
+                    self._credit(stream, payload)
                 elif kind == CLOSE:
                     writer = self.writers.pop(stream, None)
+                    event = self.credited.get(stream)
+                    if event is not None:  # a pump waiting for credit ends
+                        event.set()
                     if writer is not None:
                         with contextlib.suppress(OSError):
                             writer.write_eof()
