@@ -40,10 +40,10 @@ PATHS = {
 }
 
 
-def _report_faults(gw: Gateway) -> None:
+def _report_faults(gw: Gateway, domain: int = DOMAIN) -> None:
     from tests.integration.test_faults_support import RosSide
 
-    ros = RosSide(DOMAIN)
+    ros = RosSide(domain)
     try:
         reporter = ros.reporter(ros.node("bench_reporter", "/bench"))
         for i in range(FAULTS):

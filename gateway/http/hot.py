@@ -71,8 +71,8 @@ class HotAnswers:
         # raw path -> (probe, None) or (None, probe of the request) for a merged read
         self._paths: dict[str, tuple[Probe | None, RequestProbe | None]] = {}
         self._calls: dict[str, Call] = {}  # raw path -> call of a POST
-        self.hits = 0
-        self.wire = 0  # of the hits, answered on the wire (hotwire.py)
+        self._hits = 0  # answered by __call__
+        self.wire = 0  # answered on the wire (hotwire.py)
 
     def store(self, raw_path: str, probe: Probe | None, merged: RequestProbe | None = None
               ) -> None:
@@ -93,6 +93,11 @@ class HotAnswers:
         return {"paths": len(self._paths) + len(self._calls), "hits": self.hits,
                 "on_wire": self.wire}
 
+    @property
+    def hits(self) -> int:
+        """Answers served by the fast path, on the wire or not."""
+        return self._hits + self.wire
+
     def _settings_clear(self, merged: bool) -> bool:
         """Whether no setting or stop adds per-request work the fast path would skip."""
         forwarder = self._state.forwarder
@@ -109,11 +114,17 @@ class HotAnswers:
         if hot is None:
             return None
         probe, merged = hot
-        if not self._settings_clear(probe is None):
+        # _settings_clear inline: this runs once per answer on the wire
+        if self._guard.all_checks or self._state.drain.stopping:
             return None
-        body = probe() if probe is not None else merged(WireRequest(data))  # type: ignore[misc]
+        if probe is not None:
+            forwarder = self._state.forwarder
+            if forwarder is not None and not forwarder.forwards_nothing():
+                return None
+            body = probe()
+        else:
+            body = merged(WireRequest(data))  # type: ignore[misc]
         if body is not None:
-            self.hits += 1
             self.wire += 1
         return body
 
@@ -133,7 +144,7 @@ class HotAnswers:
                 probe, merged = hot
                 body = probe() if probe is not None else merged(request)  # type: ignore[misc]
                 if body is not None:
-                    self.hits += 1
+                    self._hits += 1
                     return web.Response(body=body, content_type=JSON_TYPE)
         elif request.method == "POST":
             call = self._calls.get(request.raw_path)
@@ -141,7 +152,7 @@ class HotAnswers:
                     and self._clear(request, False):
                 answer = call(request)
                 if answer is not None:
-                    self.hits += 1
+                    self._hits += 1
                     run = self._state.hot_run
                     assert run is not None  # offer_call stores calls only with a runner
                     return await run(request, answer)

@@ -18,22 +18,9 @@ from .jsonutil import JSON_TYPE, dumps
 MAX_LINE = 65536
 
 
-class _Handler(web_protocol.RequestHandler):
-    __slots__ = ("_hot", "_wire_clean")
+class _Handler(hotwire.WireHandler):
+    __slots__ = ()
     vendor = "vendor"
-
-    def __init__(self, *args: Any, hot_answers: hot.HotAnswers | None = None,
-                 **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._hot = hot_answers  # hot GETs answered on the wire (hotwire.py)
-        self._wire_clean = True  # every chunk so far was whole bodiless requests
-
-    def data_received(self, data: bytes) -> None:
-        if self._hot is not None and self._wire_clean:
-            if hotwire.answer(self, self._hot, data):
-                return
-            self._wire_clean = hotwire.whole_bodiless(data)
-        super().data_received(data)
 
     def handle_error(
         self, request: BaseRequest, status: int = 500, exc: BaseException | None = None,

@@ -256,3 +256,60 @@ def test_verdicts_and_headers_of_repeated_chunks_are_remembered_and_bounded() ->
     ranged = b"GET /x HTTP/1.1\r\nHost: h\r\nRange: bytes=0-1\r\n\r\n"
     assert hotwire.simple_get(ranged) is None
     assert hotwire.simple_get(ranged) is None  # kept
+
+
+@pytest.mark.parametrize("second", [0, 951782400, 1709164800, 1767225599, 4102444800])
+def test_the_date_is_written_as_aiohttp_writes_it(second: int,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from aiohttp import helpers
+
+    monkeypatch.setattr(helpers.time, "time", lambda: second + 0.5)
+    assert hotwire.http_date(second) == helpers.rfc822_formatted_time()
+
+
+def test_the_date_holds_within_its_second_and_changes_with_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    wall = [1000.25]
+    monkeypatch.setattr(hotwire.time, "time", lambda: wall[0])
+    clock = hotwire._Clock()
+    tail = clock.tick(50.0)  # loop time 50.0 is wall time 1000.25
+    assert tail == (b"\r\nDate: " + hotwire.http_date(1000).encode() + b"\r\nServer: "
+                    + hotwire.SERVER_SOFTWARE.encode() + b"\r\n\r\n")
+    wall[0] = 1000.99
+    assert clock.tick(50.74) is tail  # still second 1000: made once
+    wall[0] = 1000.9985  # within 2 ms of the next second: made again, still second 1000
+    assert clock.tick(50.7485) == tail
+    wall[0] = 1001.0005
+    assert b"Date: " + hotwire.http_date(1001).encode() in clock.tick(50.7505)
+
+
+def test_a_kept_connection_writes_a_new_body_and_long_ones_alike() -> None:
+    served = Served()
+    other = GET.replace(b"Accept: */*", b"X-Client-Id: c1")  # another chunk, same path
+
+    async def scenario() -> None:
+        async with hot_connection(served) as conn:
+            for body in (BODY, b'{"items":[4]}', b'{"long":"' + b"x" * 70000 + b'"}', BODY):
+                served.current = body
+                for chunk in (GET, GET, other, GET):
+                    head, got = await ask(conn, chunk)
+                    assert got == body and b"Content-Length: %d\r\n" % len(body) in head
+            assert wire(served) == 16 and served.calls == 1
+
+    asyncio.run(scenario())
+
+
+def test_after_a_generic_answer_the_wire_path_answers_again() -> None:
+    served = Served()
+    ranged = GET.replace(b"\r\n\r\n", b"\r\nRange: bytes=x\r\n\r\n")
+
+    async def scenario() -> None:
+        async with hot_connection(served) as conn:
+            assert (await ask(conn, GET))[1] == BODY and wire(served) == 1
+            assert status((await ask(conn, ranged))[0]) == 416  # aiohttp and the middleware
+            for _ in range(3):
+                await asyncio.sleep(0.02)  # aiohttp's handler waits for the next request
+                assert (await ask(conn, GET))[1] == BODY
+            assert wire(served) == 4
+
+    asyncio.run(scenario())

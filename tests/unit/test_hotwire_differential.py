@@ -195,3 +195,37 @@ def test_every_request_of_the_corpus_is_answered_alike_with_and_without_the_wire
                                   "200 headers", "utf-8 target", "ctl in target"])
 def test_what_aiohttp_refuses_or_judges_is_left_to_it(name: str) -> None:
     assert hotwire.simple_get(CORPUS[name]) is None
+
+
+async def sequence(port: int, chunks: list[bytes]) -> list[tuple[int, bytes, bytes]]:
+    """The answers (status, head without Date, body) to chunks sent one by one on one
+    connection, each after the last answer."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    out = []
+    try:
+        for chunk in chunks:
+            writer.write(chunk)
+            head, body = await _answer(reader)
+            lines = [line for line in head.split(b"\r\n") if not line.startswith(b"Date:")]
+            out.append((int(head.split(b" ")[1]), b"\r\n".join(lines), body))
+            await asyncio.sleep(0.005)  # aiohttp's handler waits again
+    finally:
+        writer.close()
+    return out
+
+
+def test_one_kept_connection_gets_the_same_answers_with_and_without_the_wire_path() -> None:
+    """Each connection remembers its last chunk and answer: a sequence of well formed and
+    stepped-aside requests on one connection is answered alike either way."""
+    names = ["plain", "host-only", "keep-alive", "client-id", "obs-text value", "empty value",
+             "tab in value", "60 headers", "range", "if-none-match", "query", "127 headers"]
+    chunks = [CORPUS[n] for n in names] * 2 + [GET] * 3 + [CORPUS["client-id"]] * 3
+    on, off = Served(), Served()
+
+    async def scenario() -> tuple[list[tuple[int, bytes, bytes]], ...]:
+        async with server(on, True) as port_on, server(off, False) as port_off:
+            return await sequence(port_on, chunks), await sequence(port_off, chunks)
+
+    got_on, got_off = asyncio.run(scenario())
+    assert got_on == got_off
+    assert on.state.health["x-vendor-hot-answers"]()["on_wire"] >= 20
