@@ -20,9 +20,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import os
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,7 +35,8 @@ os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"  # network rule
 from federation.connect_auth import robot_token  # noqa: E402
 from gateway.demo.robot import Robot  # noqa: E402
 from tests.conftest import free_port  # noqa: E402
-from tests.harness import Gateway, wait_until  # noqa: E402
+from tests.fleet.linkemu import running  # noqa: E402
+from tests.harness import Gateway  # noqa: E402
 from tests.integration.test_bulk_data import multipart  # noqa: E402
 
 DOMAIN = int(os.environ.get("BENCH_DOMAIN", "87"))
@@ -49,23 +48,10 @@ SECRET = "download-bench-" + str(os.getpid())
 def link(logs: Path, name: str, target: int, rtt_ms: float, rate_bps: float
          ) -> Iterator[int]:
     """An emulated link to 127.0.0.1:target; its listening port."""
-    port, control = free_port(), logs / f"{name}.sock"
-    with open(logs / f"{name}.log", "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.fleet.linkemu", "--listen", f"127.0.0.1:{port}",
-             "--target", f"127.0.0.1:{target}", "--control", str(control),
-             "--rtt-ms", str(rtt_ms), "--rate-bps", str(rate_bps)],
-            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        wait_until(control.exists, 30, f"the {name} link")
+    port = free_port()
+    with running(logs, name, port, target, "--rtt-ms", str(rtt_ms), "--rate-bps",
+                 str(rate_bps)):
         yield port
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 class Figures:

@@ -409,6 +409,38 @@ async def hub(path: str) -> None:
         await control.serve_forever()
 
 
+@contextlib.contextmanager
+def running(logs: Path, name: str, port: int, target: int, *args: str) -> Iterator[Path]:
+    """An emulator process listening on 127.0.0.1:port for 127.0.0.1:target (extra options in
+    `args`, e.g. "--rtt-ms", "20"), its log in logs/<name>.log; yields its control socket
+    once it is up, and stops it (SIGINT, then SIGKILL) after."""
+    import signal
+    import subprocess
+    import sys
+
+    control = logs / f"{name}.sock"
+    with open(logs / f"{name}.log", "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.fleet.linkemu", "--listen", f"127.0.0.1:{port}",
+             "--target", f"127.0.0.1:{target}", "--control", str(control), *args],
+            cwd=Path(__file__).resolve().parents[2], stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not control.exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the {name} link did not start; see {logs / name}.log")
+            time.sleep(0.05)
+        yield control
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
 def command(control: str | Path, line: str, timeout: float = 5.0) -> str:
     """Send one control line to a running emulator; its answer."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:

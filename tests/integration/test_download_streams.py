@@ -13,10 +13,9 @@ from __future__ import annotations
 import http.client
 import os
 import signal
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import NamedTuple
 
@@ -25,8 +24,8 @@ import pytest
 from federation.connect_auth import robot_token
 from tests.conftest import free_port
 from tests.domains import next_domain
-from tests.fleet.linkemu import command
-from tests.harness import ROOT, Gateway, wait_until
+from tests.fleet.linkemu import command, running
+from tests.harness import Gateway
 from tests.integration.test_bulk_data import multipart
 
 pytestmark = pytest.mark.integration
@@ -59,23 +58,18 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("download")
 
 
-def start_link(logs: Path, name: str, target: int, direction: str
-               ) -> tuple[Link, subprocess.Popen[bytes]]:
-    port, control = free_port(), logs / f"{name}.sock"
-    with open(logs / f"{name}.log", "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.fleet.linkemu", "--listen", f"127.0.0.1:{port}",
-             "--target", f"127.0.0.1:{target}", "--control", str(control), "--rtt-ms", "20"],
-            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    wait_until(control.exists, 30, f"the {name} link's control socket")
-    return Link(port, control, direction), proc
+def start_link(stack: ExitStack, logs: Path, name: str, target: int, direction: str) -> Link:
+    port = free_port()
+    control = stack.enter_context(running(logs, name, port, target, "--rtt-ms", "20"))
+    return Link(port, control, direction)
 
 
 @pytest.fixture(scope="module")
 def fleet(robot: object, domain: int, logs: Path) -> Iterator[Fleet]:
     robot_port, hub_port = free_port(), free_port()
-    to_primary, link1 = start_link(logs, "to-primary", robot_port, "down")  # primary dials
-    to_hub, link2 = start_link(logs, "to-hub", hub_port, "up")  # the robot dials the hub
+    links = ExitStack()
+    to_primary = start_link(links, logs, "to-primary", robot_port, "down")  # primary dials
+    to_hub = start_link(links, logs, "to-hub", hub_port, "up")  # the robot dials the hub
     robot_gw = Gateway(robot_port, domain, [
         f"state_dir={logs / 'robot'}", "bulk_data.categories=[files]",
         "aggregation.mdns_name=robot1",
@@ -95,13 +89,7 @@ def fleet(robot: object, domain: int, logs: Path) -> Iterator[Fleet]:
                             timeout=90)
             yield Fleet(robot_gw, primary, hub, to_primary, to_hub)
     finally:
-        for proc in (link1, link2):
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        links.close()
 
 
 def put_file(robot: Gateway, size: int) -> tuple[str, bytes]:

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,8 +22,8 @@ import pytest
 
 from federation.connect_auth import robot_token
 from tests.conftest import free_port
-from tests.fleet.linkemu import command
-from tests.harness import ROOT, Gateway
+from tests.fleet.linkemu import command, running
+from tests.harness import Gateway
 from tests.integration.test_faults_support import RosSide, SseReader, faults_by_code, wait_until
 
 pytestmark = pytest.mark.integration
@@ -79,21 +77,10 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def link(logs: Path) -> Iterator[tuple[int, Path, list[int]]]:
     """The link robot2 dials the primary through: (listen port, control socket, [target])."""
-    port, control = free_port(), logs / "link.sock"
+    port = free_port()
     target = [free_port()]  # the primary's port, chosen here so the link can name it
-    with open(logs / "link.log", "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.fleet.linkemu", "--listen", f"127.0.0.1:{port}",
-             "--target", f"127.0.0.1:{target[0]}", "--control", str(control)],
-            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    wait_until(control.exists, 30, "the link's control socket")
-    yield port, control, target
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(5)
+    with running(logs, "link", port, target[0]) as control:
+        yield port, control, target
 
 
 @pytest.fixture(scope="module")
