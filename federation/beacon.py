@@ -122,6 +122,14 @@ class BeaconReader:
             return False
         return True
 
+    def quiet_s(self, now: float) -> float:
+        """Seconds the probe loop may sleep now: until the next full probe while the beacon is
+        fresh (the reader wakes the loop itself on a new ETag, a closed stream or a line
+        missed past its budget: on_change, on_stale), else 0."""
+        if not self.fresh(now):
+            return 0.0
+        return max(0.0, self.last_full + FULL_PROBE_S - now)
+
     def start(self) -> None:
         """Open the stream (again) unless it is open or the peer serves no beacon."""
         if self.unsupported or (self.task is not None and not self.task.done()) \

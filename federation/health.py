@@ -118,3 +118,14 @@ class PeerHealth:
         if self.last_ok is None:  # never reached: its link is unknown
             need *= 2 ** min(self.timeouts, 8)
         return max(floor_s, min(PROBE_BUDGET_MAX_S, need))
+
+
+# Share of the event loop the fleet merges of a burst of peer changes may take: the next merge
+# waits (1 / MERGE_DUTY - 1) times the last one's cost (bench/fleet_sim.py: at 1000 peers a
+# merge took ~20 ms, and every peer's first refresh started one).
+MERGE_DUTY = 0.2
+
+
+def merge_delay(now: float, last_end: float, last_cost: float) -> float:
+    """Seconds to wait before the next merge of the peer table's changes (0: merge now)."""
+    return max(0.0, last_end + last_cost * (1 / MERGE_DUTY - 1) - now)

@@ -95,7 +95,8 @@ def tag(data: Any, peer: str, xv: str, rename: Callable[[str, str], str]) -> dic
     out = dict(data) if isinstance(data, dict) else {"data": data}
     vx = dict(out.get(xv) or {})
     mark_peer(vx, peer)
-    if vx.get("entity_type") == "apps" and isinstance(vx.get("entity_id"), str):
+    # the spec profile names the type as resolved ("app"), the medkit profile its collection
+    if vx.get("entity_type") in ("app", "apps") and isinstance(vx.get("entity_id"), str):
         vx["entity_id"] = rename(peer, vx["entity_id"])
     out[xv] = vx
     return out

@@ -3,6 +3,8 @@
 import asyncio
 from typing import Any
 
+import pytest
+
 from federation.beacon import FULL_PROBE_S, BeaconReader
 from federation.health import PROBE_BUDGET_S
 
@@ -47,3 +49,18 @@ def test_no_stream_no_stand_in_and_a_silent_stream_is_one_timeout() -> None:
     assert not reader.fresh(100.1)  # no stream open
     reader.timed_out = True
     assert reader.verdict() and not reader.verdict()
+
+
+def test_the_probe_loop_sleeps_until_the_next_full_probe_while_the_beacon_is_fresh() -> None:
+    def check(reader: BeaconReader) -> None:
+        reader.last_line = 100.0
+        assert not reader.stands_in(100.1)  # the full probe goes; the next in FULL_PROBE_S
+        assert reader.quiet_s(100.2) == pytest.approx(FULL_PROBE_S - 0.1)
+        assert reader.quiet_s(100.0 + 0.5 + PROBE_BUDGET_S + 0.01) == 0.0  # no longer fresh
+    _with_open_stream(check)
+
+
+def test_no_stream_no_sleep() -> None:
+    reader = _reader()
+    reader.last_line = 100.0
+    assert reader.quiet_s(100.1) == 0.0

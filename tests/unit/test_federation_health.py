@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from federation.health import (
     BACKOFF_S,
     PROBE_BUDGET_MAX_S,
@@ -122,3 +124,14 @@ def test_a_slow_link_raises_the_budget_to_what_it_needs() -> None:
     for _ in range(20):  # the link got fast again: back to the floor
         h.measure(0.01)
     assert h.budget(PROBE_BUDGET_S) == PROBE_BUDGET_S
+
+
+def test_a_burst_of_peer_changes_merges_at_most_a_share_of_the_time() -> None:
+    from federation.health import MERGE_DUTY, merge_delay
+
+    assert merge_delay(now=10.0, last_end=float("-inf"), last_cost=0.0) == 0.0
+    # a merge of 20 ms ended at 10.0: the next waits until merges took MERGE_DUTY of the time
+    wait = merge_delay(now=10.0, last_end=10.0, last_cost=0.02)
+    assert wait == pytest.approx(0.02 / MERGE_DUTY - 0.02)
+    assert merge_delay(now=10.0 + wait, last_end=10.0, last_cost=0.02) == 0.0
+    assert merge_delay(now=10.001, last_end=10.0, last_cost=0.0001) == 0.0  # small fleets: now

@@ -31,6 +31,11 @@ def test_events_are_tagged_with_the_peer_and_fleet_ids() -> None:
                                "peer": "robot1"}
     assert data["x-vendor"]["entity_id"] == "temp_sensor"  # the input is not changed
     assert tag({"fault": {}}, "r", "x-vendor", rename)["x-vendor"] == {"peer": "r"}
+    spec = {"x-vendor": {"entity_type": "app", "entity_id": "temp_sensor"}}  # the spec's word
+    assert tag(spec, "robot1", "x-vendor", rename)["x-vendor"]["entity_id"] == \
+        "robot1__temp_sensor"
+    other = {"x-vendor": {"entity_type": "component", "entity_id": "temp_sensor"}}
+    assert tag(other, "robot1", "x-vendor", rename)["x-vendor"]["entity_id"] == "temp_sensor"
 
 
 def test_an_event_through_a_site_keeps_the_robot_that_raised_it() -> None:
