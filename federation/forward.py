@@ -432,9 +432,11 @@ async def _pump(resp: aiohttp.ClientResponse, out: web.StreamResponse, head: lis
                 return True
             peer.last_bytes = time.monotonic()  # the peer answers (peers.py _timed_out)
             await out.write(chunk)
-    except (asyncio.TimeoutError, aiohttp.ClientError, OSError) as exc:
+    except (asyncio.TimeoutError, aiohttp.ClientError, OSError, RuntimeError) as exc:
         # ClientPayloadError: the peer's connection ended short of its Content-Length or
-        # last chunk; ConnectionResetError: the client went away.
+        # last chunk; RuntimeError("Connection closed."): aiohttp's, when the connection went
+        # while a read waited (a robot's tunnel closing); ConnectionResetError: the client
+        # went away.
         log.warning("forward from %s cut mid-body: %s", peer.name, type(exc).__name__)
         return False
 
@@ -455,7 +457,7 @@ async def _read_head(resp: aiohttp.ClientResponse, head: list[bytes], deadline: 
                 f"Peer gateway '{name}' did not send its whole answer within "
                 "aggregation.forward_timeout_ms; the request may still run there",
                 peer=name, budget="aggregation.forward_timeout_ms") from None
-        except (aiohttp.ClientError, OSError) as exc:
+        except (aiohttp.ClientError, OSError, RuntimeError) as exc:
             raise vendor_error(502, "x-vendor-peer-unavailable",
                                f"Peer gateway '{name}' broke off its answer: "
                                f"{type(exc).__name__}", peer=name) from None

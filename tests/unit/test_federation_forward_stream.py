@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 from multidict import CIMultiDict
 
-from federation.forward import Forwarder, Target, rewrites_body
+from federation.forward import Forwarder, Target, _pump, rewrites_body
 from gateway.auth.roles import Role
 from gateway.http.routes import Route
 
@@ -157,3 +157,24 @@ def test_a_peer_dying_mid_body_breaks_the_answer(length: bool) -> None:
         return "complete"
 
     assert asyncio.run(_through_relay(_peer(length=length, die=True), check)) == "broken"
+
+
+def test_a_connection_closed_under_a_read_counts_as_a_broken_answer() -> None:
+    """aiohttp raises RuntimeError("Connection closed.") when the peer's connection goes while
+    a read waits (a robot's tunnel closing): the answer is cut, not left hanging."""
+    class _Content:
+        async def read(self, n: int) -> bytes:
+            raise RuntimeError("Connection closed.")
+
+    class _Out:
+        def __init__(self) -> None:
+            self.written: list[bytes] = []
+
+        async def write(self, chunk: bytes) -> None:
+            self.written.append(chunk)
+
+    out = _Out()
+    resp: Any = SimpleNamespace(content=_Content())
+    peer: Any = SimpleNamespace(name="robot1", last_bytes=0.0)
+    assert asyncio.run(_pump(resp, out, [b"first"], 5.0, peer)) is False  # type: ignore[arg-type]
+    assert out.written == [b"first"]
