@@ -34,7 +34,7 @@ import aiohttp  # noqa: E402
 from bench._sim_robot import RobotHttp, SimRobot, Templates  # noqa: E402
 from federation.connect_auth import robot_token  # noqa: E402
 from federation.tunnel import Mux  # noqa: E402
-from tests.fleet.linkemu import Link, _Client, _End, _loop_factory  # noqa: E402
+from tests.fleet.linkemu import Link, _Client, _loop_factory  # noqa: E402
 
 PORT, INNER_PORT, OUT_PORT = 8080, 8081, 8082
 RTO_MIN_S = 0.2  # Linux's minimum retransmission timeout
@@ -59,37 +59,6 @@ class LossyLink(Link):
         if self.loss and random.random() < self.loss:
             at += max(RTO_MIN_S, 2 * self.rtt_s)
         return at
-
-
-class _BoundClient(_Client):
-    """linkemu's client end whose inner connection leaves from the link's source address."""
-
-    async def _open(self) -> None:
-        link = self.link
-        source = getattr(link, "source", None)
-        if source is None:
-            await super()._open()
-            return
-        assert self.transport is not None and self.out is not None
-        if self.transport.is_closing():
-            return
-        loop = asyncio.get_running_loop()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            sock.bind((source, 0))
-            sock.setblocking(False)
-            await loop.sock_connect(sock, link.target)
-            _, inner = await loop.create_connection(lambda: _End(link, "down"), sock=sock)
-        except OSError:
-            sock.close()
-            self.transport.close()
-            return
-        assert inner.out is not None and inner.transport is not None
-        self.into, inner.into = inner.out, self.out
-        self.out.connect(inner.transport)
-        inner.out.connect(self.transport)
-        self.out.paused = True
-        self.out._flow()
 
 
 class BeaconHttp(RobotHttp):
@@ -151,7 +120,7 @@ class Worker:
                 listen = PORT
             self.links[robot.name] = link
             self.servers.append(await loop.create_server(
-                lambda k=link: _BoundClient(k, "up"), addr, listen, reuse_address=True))
+                lambda k=link: _Client(k, "up"), addr, listen, reuse_address=True))
         if join == "mdns":
             await self._announce()
         elif join == "connect":

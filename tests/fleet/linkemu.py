@@ -49,6 +49,7 @@ class Link:
         self.rtt_s, self.jitter_s, self.rate_bps = rtt_s, jitter_s, rate_bps
         self.target = target  # the gateway's own address, where the link's inner side goes
         self.netns = netns  # fd of the network namespace of the link's sockets (None: ours)
+        self.source: str | None = None  # the address the inner connection leaves from
         self.is_up = True
         self.busy_until = {"up": 0.0, "down": 0.0}  # serialization, per direction
         self.carried = {"up": 0, "down": 0}  # bytes delivered to the other side, per direction
@@ -260,6 +261,8 @@ class _Client(_End):
         try:
             with in_netns(self.link.netns):
                 sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            if self.link.source is not None:
+                sock.bind((self.link.source, 0))
             sock.setblocking(False)
             await loop.sock_connect(sock, self.link.target)
             _, inner = await loop.create_connection(lambda: _End(self.link, "down"), sock=sock)
