@@ -25,8 +25,7 @@ from collections.abc import Callable
 import aiohttp
 from aiohttp import web
 
-from gateway.http.errors import invalid_parameter, vendor_error
-from gateway.process.waits import within
+from gateway.errors import invalid_parameter, vendor_error
 from gateway.state import state_of
 
 from .health import PROBE_BUDGET_S
@@ -102,6 +101,8 @@ class BeaconReader:
         self.unsupported = False  # the peer has no beacon route (an older gateway)
         self.retry_at = float("-inf")  # a stream that never gave a line is retried after this
         self.task: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None  # the stream's watchdog (_watch)
+        self._silent = False  # the watchdog ended the read
 
     def fresh(self, now: float) -> bool:
         """True while the last line is within interval + slack (the peer's probe budget)."""
@@ -145,9 +146,29 @@ class BeaconReader:
                 await self.task
             self.task = None
 
+    def _watch(self, opened: float) -> None:
+        """The stream's watchdog (one timer per budget, not one per line): cancels the read
+        once no line came within interval + slack of the last one (or of the opening)."""
+        task, loop = self.task, asyncio.get_running_loop()
+
+        def check() -> None:
+            if task is None or task.done() or self.task is not task:
+                return
+            due = max(self.last_line, opened) + self.interval_s + self.slack_s()
+            left = due - time.monotonic()
+            if left > 0:
+                self._timer = loop.call_later(left, check)
+                return
+            self._silent = True
+            task.cancel()
+
+        self._timer = loop.call_later(self.interval_s + self.slack_s(), check)
+
     async def _read(self) -> None:
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.connect_s,
                                         sock_read=None)
+        self._silent = False
+        self._watch(time.monotonic())
         try:
             async with self.session.get(self.url, headers=self.headers,
                                         timeout=timeout) as resp:
@@ -156,26 +177,44 @@ class BeaconReader:
                     return
                 if resp.status != 200:
                     return
+                # Whole chunks, split here: a line per readline() with a timeout around it
+                # cost two tasks and two timers per event, twice a second on every idle peer.
+                rest = b""
                 while True:
-                    budget = self.interval_s + self.slack_s()
-                    line = await within(resp.content.readline(), budget)
-                    if not line.endswith(b"\n"):
+                    chunk = await resp.content.readany()
+                    if not chunk:
                         return  # closed
-                    if not line.startswith(b"data: "):
-                        continue
-                    tag = line[6:].strip().decode()
-                    self.last_line = time.monotonic()
-                    if tag != self.etag:
-                        self.etag = tag
-                        self.on_change()
-        except asyncio.TimeoutError:
-            self.timed_out = self.last_line > float("-inf")
-            if not self.timed_out:  # never a line (a buffering proxy?): the probes carry on
-                self.retry_at = time.monotonic() + RETRY_SILENT_S
-                log.info("beacon %s gave no line within %.1f s; probing /health instead",
-                         self.url, self.interval_s + self.slack_s())
+                    *lines, rest = (rest + chunk).split(b"\n")
+                    if len(rest) > MAX_UNREAD_BYTES:
+                        return  # not a beacon
+                    for line in lines:
+                        if line.startswith(b"data: "):
+                            self._line(line[6:].strip().decode())
+        except asyncio.CancelledError:
+            if not self._silent:
+                raise
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()  # the watchdog's own cancel: the stream went silent
+            self._went_silent()
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             log.debug("beacon %s: %r", self.url, exc)
         finally:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
             self.last_line = float("-inf")
             self.on_stale()
+
+    def _line(self, tag: str) -> None:
+        self.last_line = time.monotonic()
+        if tag != self.etag:
+            self.etag = tag
+            self.on_change()
+
+    def _went_silent(self) -> None:
+        self.timed_out = self.last_line > float("-inf")
+        if not self.timed_out:  # never a line (a buffering proxy?): the probes carry on
+            self.retry_at = time.monotonic() + RETRY_SILENT_S
+            log.info("beacon %s gave no line within %.1f s; probing /health instead",
+                     self.url, self.interval_s + self.slack_s())

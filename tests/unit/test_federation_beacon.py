@@ -64,3 +64,54 @@ def test_no_stream_no_sleep() -> None:
     reader = _reader()
     reader.last_line = 100.0
     assert reader.quiet_s(100.1) == 0.0
+
+
+def _serve_and_read(lines: list[bytes], hold_s: float, interval_s: float = 0.1) -> dict[str, Any]:
+    """A stream that writes `lines` (split anywhere) then stays open, silent, for hold_s; a
+    reader on it: what it saw."""
+    from aiohttp import ClientSession, web
+    from aiohttp.test_utils import TestServer
+
+    async def stream(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        for piece in lines:
+            await resp.write(piece)
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(hold_s)
+        return resp
+
+    async def run() -> dict[str, Any]:
+        app = web.Application()
+        app.router.add_get("/beacon", stream)
+        seen: dict[str, Any] = {"changes": 0, "stale": asyncio.Event()}
+        async with TestServer(app) as server, ClientSession() as session:
+            def changed() -> None:
+                seen["changes"] += 1
+            reader = BeaconReader(session, str(server.make_url("/beacon")), {}, interval_s,
+                                  1.0, seen["stale"].set, changed, slack_s=lambda: 0.3)
+            reader.start()
+            await asyncio.wait_for(seen["stale"].wait(), 30)
+            seen.update(etag=reader.etag, timed_out=reader.verdict(),
+                        retry=reader.retry_at > float("-inf"))
+            await reader.stop()
+        return seen
+
+    return asyncio.run(run())
+
+
+def test_lines_split_across_chunks_are_read_and_a_silent_stream_times_out() -> None:
+    seen = _serve_and_read([b": beacon\n\n", b"data: a", b"b\n\ndata: ab\n", b"\ndata: cd\n\n"],
+                           hold_s=5.0)
+    assert seen["etag"] == "cd" and seen["changes"] == 2  # "ab" once, then "cd"
+    assert seen["timed_out"] and not seen["retry"]  # lines came, then silence: one timeout
+
+
+def test_a_stream_that_never_gives_a_line_is_retried_later_not_a_timeout() -> None:
+    seen = _serve_and_read([b": beacon\n\n"], hold_s=5.0)
+    assert seen["etag"] is None and not seen["timed_out"] and seen["retry"]
+
+
+def test_a_closed_stream_is_stale_at_once_without_a_timeout() -> None:
+    seen = _serve_and_read([b"data: x\n\n"], hold_s=0.0, interval_s=5.0)
+    assert seen["etag"] == "x" and not seen["timed_out"] and not seen["retry"]
