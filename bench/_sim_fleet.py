@@ -7,8 +7,13 @@ Robot k listens at 127.77.x.y:8080 (its link; the address peers reach) and serve
 the WebSocket crosses the emulated link; the link's connection to the primary leaves from the
 robot's address (the primary counts connect attempts per source address).
 
+With --sites, the first process also carries the link in front of each site primary (spec
+`sites`: name, address index, the site's own address; --site-rtt-ms, --site-rate-bps): the
+fleet primary reaches site s at its own loopback address :8080, so a site can be partitioned
+from the fleet primary as a robot from its primary.
+
 Control (one line per connection on the unix socket): `raise NAME CODE`, `clear NAME CODE`
-(answer `ok <event wall time>`), `partition on|off NAME...`, `stats`.
+(answer `ok <event wall time>`), `partition on|off NAME...` (robots or sites), `stats`.
 
 Usage (by fleet_sim.py): python bench/_sim_fleet.py SPEC.json
 """
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import random
 import socket
@@ -31,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 import aiohttp  # noqa: E402
 
-from bench._sim_robot import RobotHttp, SimRobot, Templates  # noqa: E402
+from bench._sim_robot import RobotHttp, SimRobot, Templates, robot_address  # noqa: E402
 from federation.connect_auth import robot_token  # noqa: E402
 from federation.tunnel import Mux  # noqa: E402
 from tests.fleet.linkemu import Link, _Client, _loop_factory  # noqa: E402
@@ -110,7 +116,7 @@ class Worker:
         for robot in self.robots.values():
             addr = robot.address
             self.servers.append(await loop.create_server(
-                lambda r=robot: BeaconHttp(r), addr, INNER_PORT, reuse_address=True))
+                functools.partial(BeaconHttp, robot), addr, INNER_PORT, reuse_address=True))
             if join == "connect":
                 host, port = self.spec_of[robot.name]["primary"]
                 link = self._link(robot, (host, port), source=addr)
@@ -120,7 +126,16 @@ class Worker:
                 listen = PORT
             self.links[robot.name] = link
             self.servers.append(await loop.create_server(
-                lambda k=link: _Client(k, "up"), addr, listen, reuse_address=True))
+                functools.partial(_Client, link, "up"), addr, listen, reuse_address=True))
+        for site in self.spec.get("sites", []):
+            # the WAN link between the fleet primary and a site primary
+            host, port = site["target"]
+            link = LossyLink(self.spec["site_rtt_ms"] / 1000, self.spec["site_rate_bps"], 0.0,
+                             (str(host), int(port)))
+            self.links[site["name"]] = link
+            self.servers.append(await loop.create_server(
+                functools.partial(_Client, link, "up"), robot_address(site["index"]), PORT,
+                reuse_address=True))
         if join == "mdns":
             await self._announce()
         elif join == "connect":

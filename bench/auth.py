@@ -53,8 +53,8 @@ def check_cost_us(algorithm: str, d: Path, miss: bool, n: int) -> float:
     from aiohttp.test_utils import make_mocked_request
 
     from gateway.auth import enforce
-    from gateway.auth.roles import Role
     from gateway.http.routes import Route
+    from gateway.model.roles import Role
     from gateway.settings import config
 
     if algorithm == "RS256":

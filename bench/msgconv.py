@@ -31,8 +31,8 @@ from rclpy.serialization import deserialize_message, serialize_message  # noqa: 
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    import gateway._fast as fast  # noqa: E402
-    from gateway._fast import msgconv_py  # noqa: E402
+    import gateway._fast as fast
+    from gateway._fast import msgconv_py
 
 ROUNDS = 15
 ROUND_S = 0.04

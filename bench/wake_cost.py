@@ -148,7 +148,7 @@ def main() -> None:
                  f"aggregation.mdns_name=wake-cost-{k}", "--set", "snapshots.enabled=false",
                  "--set", "faults.rosout_bridge.enabled=false",
                  "--set", f"server.event_loop={loop}"],
-                env=env, stdout=open(state / f"gateway-{loop}.log", "wb"),
+                env=env, stdout=open(state / f"gateway-{loop}.log", "wb"),  # noqa: SIM115 - for the run
                 stderr=subprocess.STDOUT))
         procs.append(subprocess.Popen([sys.executable, "-c", "import sys; sys.path.insert(0, "
                                        f"{str(ROOT)!r}); from bench.wake_cost import "

@@ -25,7 +25,7 @@ from collections.abc import Callable
 import aiohttp
 from aiohttp import web
 
-from gateway.http.errors import invalid_parameter, vendor_error
+from gateway.errors import invalid_parameter, vendor_error
 from gateway.state import state_of
 
 from .health import PROBE_BUDGET_S

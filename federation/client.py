@@ -222,4 +222,4 @@ def list_envelope(status: int, raw: bytes) -> dict[str, Any] | None:
         raise PeerError(INVALID_RESPONSE, f"not JSON: {exc}") from None
     if not isinstance(body, dict) or not isinstance(body.get("items"), list):
         raise PeerError(INVALID_RESPONSE, "not a list envelope")
-    return body  # type: ignore[no-any-return]
+    return body

@@ -23,7 +23,7 @@ from typing import Any
 from aiohttp import web
 
 from gateway.auth.enforce import unauthorized
-from gateway.http.errors import ApiError, invalid_parameter, not_implemented
+from gateway.errors import ApiError, invalid_parameter, not_implemented
 from gateway.state import state_of
 
 from .connect_auth import SHARED, ConnectGate, Refused, admit, retry_after

@@ -29,7 +29,7 @@ MAX_KEY_FILE_BYTES = 4096
 
 def key_path(state_dir: str) -> Path:
     """Where the made robot key lives below the state directory."""
-    from gateway.faults.store import default_state_dir
+    from gateway.process.statefiles import default_state_dir
 
     base = Path(state_dir).expanduser() if state_dir else default_state_dir()
     return base / KEY_DIR / KEY_FILE

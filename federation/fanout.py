@@ -141,20 +141,25 @@ async def gather(table: PeerTable, calls: Sequence[_Call], budget_s: float
     pending = [t for t in tasks.values() if not t.done()]
     if pending:
         await asyncio.wait(pending)
+    answers: list[PeerAnswer] = []
     for i, (name, _, _) in enumerate(calls):
-        if out[i] is not None:
-            continue
-        maybe = tasks.get(i)
-        if maybe is None or maybe.cancelled():
-            # sent on a pooled connection and unanswered at the deadline, or cut off by it
-            table.suspect(name)
-            out[i] = PeerAnswer(name, reason=TIMEOUT)
-            continue
-        exc = maybe.exception()
-        if isinstance(exc, asyncio.CancelledError):
-            out[i] = PeerAnswer(name, reason=CANCELED)
-        elif exc is not None:
-            out[i] = PeerAnswer(name, reason=UNREACHABLE)
-        else:
-            out[i] = maybe.result()
-    return out  # type: ignore[return-value]
+        answer = out[i]
+        if answer is None:
+            answer = _unanswered(table, name, tasks.get(i))
+        answers.append(answer)
+    return answers
+
+
+def _unanswered(table: PeerTable, name: str, task: asyncio.Future[PeerAnswer] | None
+                ) -> PeerAnswer:
+    """The answer of a call still without one once the wait is over."""
+    if task is None or task.cancelled():
+        # sent on a pooled connection and unanswered at the deadline, or cut off by it
+        table.suspect(name)
+        return PeerAnswer(name, reason=TIMEOUT)
+    exc = task.exception()
+    if isinstance(exc, asyncio.CancelledError):
+        return PeerAnswer(name, reason=CANCELED)
+    if exc is not None:
+        return PeerAnswer(name, reason=UNREACHABLE)
+    return task.result()

@@ -13,6 +13,7 @@ import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from gateway.model.entities import KINDS, Entity, EntitySet
 from gateway.model.identity import merge_identity
@@ -89,8 +90,8 @@ class FleetView:
         return self.app_ids.get((gateway, remote_id), remote_id)
 
 
-def _copy(entity: Entity, **changes: object) -> Entity:
-    out = dataclasses.replace(entity, **changes)  # type: ignore[arg-type]
+def _copy(entity: Entity, **changes: Any) -> Entity:
+    out = dataclasses.replace(entity, **changes)
     out.hosts = list(out.hosts)
     out.depends_on = list(out.depends_on)
     out.identity = dict(out.identity)

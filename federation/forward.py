@@ -24,7 +24,7 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from gateway.http.errors import not_found, not_responding, vendor_error
+from gateway.errors import not_found, not_responding, vendor_error
 from gateway.http.routes import API_PREFIX, ENTITY_PARAM, Route
 from gateway.model.entities import Entity
 from gateway.model.items import ItemLookupError, MemberItem, resolve, resolve_topic

@@ -165,14 +165,14 @@ _FAULT_XV_STR = ("status", "first_occurrence", "last_occurrence", "cleared_at", 
 
 
 def _severity(raw: dict[str, Any]) -> str | int:
-    # A label (spec profile) or the integer 0-3 (medkit profile: gateway/wire/faults.py).
+    # A label (spec profile) or the integer 0-3 (medkit profile: gateway/faults/wire.py).
     value = raw.get("severity")
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 3:
         return value
     return _str(raw, "severity") or ""
 
 
-# Top-level fields every profile adds beside the spec's (gateway/wire/faults.py).
+# Top-level fields every profile adds beside the spec's (gateway/faults/wire.py).
 _FAULT_REF_FIELDS: dict[str, type | tuple[type, ...]] = {"severity_label": str, "description": str, "first_occurred": (int, float),
                      "last_occurred": (int, float), "last_passed": (int, float), "status": str,
                      "occurrence_count": int}

@@ -21,7 +21,7 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from gateway.http.errors import ApiError
+from gateway.errors import ApiError
 from gateway.model.entities import Entity
 
 from .service import FederationService

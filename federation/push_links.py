@@ -24,7 +24,7 @@ import aiohttp
 import orjson
 
 from gateway.http import client_tls
-from gateway.push.uris import ResourceRef
+from gateway.model.resource_uris import ResourceRef
 
 from .fleet import FleetView, Origin
 from .link import Link, next_chunk

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 # Idle connections kept per peer (fan-out reads in flight at once rarely exceed this).
 MAX_IDLE = 32
@@ -52,7 +52,7 @@ class _Conn(asyncio.BufferedProtocol):
         self.closed = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = cast(asyncio.Transport, transport)  # a stream connection's
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -78,7 +78,8 @@ class _Conn(asyncio.BufferedProtocol):
             if exc is not None:
                 waiter.set_exception(exc)
             else:
-                waiter.set_result(result)  # type: ignore[arg-type]
+                assert result is not None  # an answer or an error, never neither
+                waiter.set_result(result)
 
     def data_received(self, data: bytes) -> None:
         if not self.pending:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from gateway.http.errors import invalid_parameter, not_found
+from gateway.errors import invalid_parameter, not_found
 from gateway.http.jsonutil import dumps
 from gateway.http.routes import Registry
 from gateway.state import state_of

@@ -445,7 +445,7 @@ class FederationService:
         out["items"] = merged.items
         xv = dict(body.get(self.xv) or {})
         xv["total_count"] = len(merged.items)
-        if "count" in xv:  # the reference's name for total_count (gateway/wire/faults.py)
+        if "count" in xv:  # the reference's name for total_count (gateway/faults/wire.py)
             xv["count"] = len(merged.items)
         for key, value in merged.extra.items():
             xv[key] = value

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from aiohttp import web
@@ -24,6 +24,9 @@ from .state import STATE, GatewayState
 
 log = logging.getLogger(__name__)
 
+# An aiohttp cleanup context that starts the ROS side of the gateway (make_app's `ros`).
+RosLifecycle = Callable[[web.Application], AsyncIterator[None]]
+
 
 def build_registry(vendor: str, built: set[str], plugins: Any = None) -> Registry:
     """Every route of this build, in matching order; `built` receives the served features.
@@ -32,27 +35,27 @@ def build_registry(vendor: str, built: set[str], plugins: Any = None) -> Registr
     """
     from federation import routes as federation_routes  # the peer entity declaration
 
+    from .bulk_data import handlers as bulk_data
+    from .configurations import handlers as configurations
+    from .dashboard import page_stream
+    from .faults import handlers as faults
+    from .lifecycle import handlers as lifecycle
+    from .locks import handlers as locks
+    from .logs import handlers as logs
+    from .operations import handlers as operations
+    from .push import fault_trigger_handlers as fault_triggers
+    from .push import subscription_handlers as subscriptions
+    from .push import trigger_handlers as triggers
     from .resources import (
-        bulk_data,
-        configurations,
         data,
         entities,
-        fault_triggers,
-        faults,
-        lifecycle,
-        locks,
-        logs,
         manifest,
-        operations,
-        page_stream,
-        scripts,
         server,
         status,
-        subscriptions,
-        triggers,
         unbuilt,
-        updates,
     )
+    from .scripts import handlers as scripts
+    from .updates import handlers as updates
 
     reg = Registry(vendor)
     server.register(reg)
@@ -66,9 +69,12 @@ def build_registry(vendor: str, built: set[str], plugins: Any = None) -> Registr
         module.register(reg)
     built.update({"operations", "configurations", "logs", "status", "faults", "bulk-data",
                   "manifest"})
-    from .control.schemas import SCHEMAS as control_schemas  # locks, scripts, lifecycle
     from .http.openapi import add_schemas
-    add_schemas(control_schemas)
+    from .lifecycle.schemas import SCHEMAS as lifecycle_schemas
+    from .locks.schemas import SCHEMAS as lock_schemas
+    from .scripts.schemas import SCHEMAS as script_schemas
+    for schemas in (lock_schemas, script_schemas, lifecycle_schemas):
+        add_schemas(schemas)
     for module in (locks, scripts, lifecycle):
         module.register(reg)
     built.update({"locks", "scripts", "lifecycle"})
@@ -87,8 +93,12 @@ def build_registry(vendor: str, built: set[str], plugins: Any = None) -> Registr
     return reg
 
 
-def make_app(settings: Settings) -> web.Application:
-    """The gateway application; ROS starts with the app and stops with it."""
+def make_app(settings: Settings, ros: RosLifecycle | None = None) -> web.Application:
+    """The gateway application; ROS starts with the app and stops with it.
+
+    `ros`: the cleanup context that attaches the ROS side (bridge, pool, cache, poller and the
+    services over them); the real one by default, a fake robot's in the in-process tests.
+    """
     from .plugins.manager import PluginManager
 
     built: set[str] = set()
@@ -124,8 +134,10 @@ def make_app(settings: Settings) -> web.Application:
         from .discovery.pipeline import ManifestDiscovery
         state.discovery = ManifestDiscovery(settings)  # ManifestError: not served
     app.cleanup_ctx.append(_storage_probe)  # a failing store recovers by itself
-    app.cleanup_ctx.append(_ros_lifecycle)
-    from .resources import lifecycle, locks, scripts  # after ROS: they stop before it
+    app.cleanup_ctx.append(ros or _ros_lifecycle)
+    from .lifecycle import handlers as lifecycle  # after ROS: they stop before it
+    from .locks import handlers as locks
+    from .scripts import handlers as scripts
     for module in (locks, scripts, lifecycle):
         module.install(app, state)
     if plugins.provider("scripts") is not None:  # a plugin backend serves its entities' scripts
@@ -168,17 +180,17 @@ async def _stop_plugins(state: GatewayState) -> None:
 
 
 async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
+    from .bulk_data import handlers as bulk_data
     from .discovery.cache import EntityCache
     from .discovery.empty_domain import EmptyDomain, domain_source
     from .discovery.poller import GraphPoller
     from .discovery.runtime import HostInfo
     from .faults.service import FaultService
+    from .operations.handlers import state_directory
     from .process import loopslice
     from .process.gcpolicy import GcPolicy
     from .process.looplag import LoopLag
     from .push import service as push
-    from .resources import bulk_data
-    from .resources.operations import state_directory
     from .ros import typesources
     from .ros.actions import ActionManager
     from .ros.bridge import start_ros

@@ -122,8 +122,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         overrides.append(f"ros.domain_id={args.domain}")
     settings = load(args.config, overrides)
     # Secrets given by --set no longer show in /proc/<pid>/cmdline (nor environ) once read.
-    from .auth.secretfiles import scrub_process
-    from .control.childenv import registered_secrets
+    from .settings.secret_values import registered_secrets
+    from .settings.secretfiles import scrub_process
 
     scrub_process(registered_secrets())
     return settings

@@ -23,19 +23,18 @@ if TYPE_CHECKING:  # the services' types; their modules import this one
     from recorder.uploads import UploadStore
 
     from .auth.enforce import AuthRuntime
-    from .control.lifecycle_provider import LifecycleProvider
-    from .control.lockguard import LockService
     from .discovery.cache import EntityCache
     from .discovery.pipeline import ManifestDiscovery
     from .discovery.poller import GraphPoller
     from .faults.service import FaultService
     from .faults.stream import SseSlots
     from .http.hot import HotAnswers, Run
+    from .lifecycle.provider import LifecycleProvider
+    from .locks.guard import LockService
     from .model.entities import Entity
     from .plugins.manager import PluginManager
     from .push.engine import PushEngine
     from .push.fault_engine import FaultTriggerEngine
-    from .resources.scripts import ScriptService
     from .ros.actions import ActionManager
     from .ros.bridge import RosBridge
     from .ros.callbuild import ServiceTypeBuilds
@@ -45,8 +44,9 @@ if TYPE_CHECKING:  # the services' types; their modules import this one
     from .ros.rosout import RosoutLog
     from .ros.services import ServiceCaller
     from .ros.topics import SamplePool
+    from .scripts.service import ScriptService
     from .updates.manager import UpdateManager
-    from .wire import Wire
+    from .wire_bundle import Wire
 
 # A fault-clear hook: (request, fault_code, sources) -> True when the clear may proceed.
 ClearFilter = Callable[[web.Request, str, list[str]], bool]
@@ -124,7 +124,7 @@ class GatewayState:
         """The serializers of the configured wire profile (gateway/wire)."""
         wire = self.wire_cache
         if wire is None:
-            from .wire import make_wire
+            from .wire_bundle import make_wire
 
             wire = self.wire_cache = make_wire(self.settings["api.profile"], self.vendor)
         return wire

@@ -19,7 +19,7 @@ RINGBUF_IMPL = "pure"
 
 if os.environ.get("DIAG_GATEWAY_PURE", "").strip().lower() not in ("1", "true", "yes"):
     try:
-        from . import ringbuf_c  # type: ignore[attr-defined]
+        from . import ringbuf_c
     except ImportError as exc:
         # logged, not warned: the recorder works (slower) without the compiled twin
         log.info("recorder: compiled ringbuf_c not available (%s); using the pure twin", exc)

@@ -36,6 +36,9 @@ class WriteJob:
     custom_data: Mapping[str, str] = field(default_factory=dict)
 
 
+# What an op carries: "write" a WriteJob, "delete" the recording ids, "index" the index bytes.
+_Payload = WriteJob | list[str] | bytes
+
 # on_written(recording or None, error text or None, job)
 Done = Callable[[Recording | None, str | None, WriteJob], None]
 
@@ -50,7 +53,7 @@ class BagWriterThread:
         self.root = root
         self.max_jobs = max(1, max_jobs)
         self.on_written = on_written
-        self._ops: deque[tuple[str, object]] = deque()
+        self._ops: deque[tuple[str, _Payload]] = deque()
         self._cond = threading.Condition()
         self._pending_writes = 0
         self._stopping = False
@@ -91,7 +94,7 @@ class BagWriterThread:
         """Queue an index.json replacement (only the newest queued one is written)."""
         self._put("index", data)
 
-    def _put(self, kind: str, payload: object) -> None:
+    def _put(self, kind: str, payload: _Payload) -> None:
         with self._cond:
             self._ops.append((kind, payload))
             self._cond.notify()
@@ -123,16 +126,16 @@ class BagWriterThread:
                     continue  # a newer index is queued
             self._do(kind, payload)
 
-    def _do(self, kind: str, payload: object) -> None:
+    def _do(self, kind: str, payload: _Payload) -> None:
         try:
-            if kind == "write":
-                self._write(payload)  # type: ignore[arg-type]
-            elif kind == "delete":
-                for rec_id in payload:  # type: ignore[attr-defined]
+            if isinstance(payload, WriteJob):  # "write"
+                self._write(payload)
+            elif isinstance(payload, list):  # "delete"
+                for rec_id in payload:
                     shutil.rmtree(self.root / rec_id, ignore_errors=True)
-            elif kind == "index":
+            else:  # "index"
                 with self.storage.writing(STORE, self.root):
-                    write_atomic(self.root / INDEX_NAME, payload)  # type: ignore[arg-type]
+                    write_atomic(self.root / INDEX_NAME, payload)
         except Exception as exc:
             log_write_failure(log, "recorder: %s failed", kind, exc)
 

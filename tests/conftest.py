@@ -10,7 +10,7 @@ import pytest
 # Network rule: every ROS process started by the tests stays on loopback.
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 
-from tests.domains import _domains  # noqa: E402  (one counter however a module imports it)
+from tests.domains import _domains  # one counter however a module imports it
 
 # `DIAG_TEST_HOT_WIRE=off` (make test's second run of the hot-answer tests): gateways of
 # those tests run with the wire path off (setting server.hot_wire).

@@ -250,13 +250,13 @@ class Converter:
         cur.data = None  # no reference to the input or output kept between calls
         cur.p = b""
         if not cython.compiled:
-            cur.out = None
+            cur.out = None  # type: ignore[assignment]  # the pure twin's parts list, dropped
         if cur.cap <= _SPARE_MAX:
             _SPARE_CURSOR = cur  # reused by the next call, its output buffer with it
         return result
 
 
-_SPARE_CURSOR = None
+_SPARE_CURSOR = None  # type: _Cursor | None
 
 
 # ---------------------------------------------------------------------------------------
@@ -307,7 +307,7 @@ def _message_class(name):
 
 def _make_plan(name, specs):
     """Plan from (field name, kind, shape, count, sub-plan) tuples."""
-    fields = []
+    fields = []  # type: list[_Field]
     for field_name, kind, shape, count, sub in specs:
         key = orjson.dumps(field_name) + b":"
         fields.append(_Field((b"," if fields else b"{") + key, kind, shape, count, sub))

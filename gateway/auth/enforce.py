@@ -20,12 +20,12 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 from aiohttp.web_urldispatcher import MatchInfoError
 
-from ..http.errors import ApiError
+from ..errors import ApiError
 from ..http.middleware import error_response
 from ..http.routes import Route
+from ..model.roles import Role
 from ..settings.config import ConfigError, Settings
 from ..state import GatewayState
-from .roles import Role
 from .store import RefreshStore, store_path
 from .tokens import AccessTokens, Claims, ClientList, Grants, TokenError, load_keys, parse_clients
 

@@ -1,19 +1,5 @@
-"""Cumulative roles of the spec's Authentication part."""
+"""The roles' old address, kept for the data-read handler until it imports gateway.model.roles."""
 
-from __future__ import annotations
+from ..model.roles import Role
 
-import enum
-
-
-class Role(enum.IntEnum):
-    """A role; each one includes every lower role's rights."""
-
-    VIEWER = 1
-    OPERATOR = 2
-    CONFIGURATOR = 3
-    ADMIN = 4
-
-    @property
-    def label(self) -> str:
-        """The role name as tokens and the OpenAPI document carry it."""
-        return self.name.lower()
+__all__ = ["Role"]

@@ -19,9 +19,9 @@ from aiohttp import web
 
 from ..http.jsonutil import JSON_TYPE, dumps
 from ..http.routes import Registry
+from ..model.roles import Role
 from ..state import state_of
 from .enforce import REALM, runtime_of
-from .roles import Role
 from .tokens import Grants, OAuthError
 
 MAX_BODY_BYTES = 16 * 1024
@@ -100,7 +100,7 @@ def _endpoint(action: Action) -> Callable[[web.Request], Awaitable[web.Response]
         if not state.settings["auth.enabled"]:  # the wire profile may refuse (gateway/wire)
             refused = state.wire.auth.disabled()
             if refused is not None:
-                return refused  # type: ignore[no-any-return]
+                return refused
         try:
             if (request.content_length or 0) > MAX_BODY_BYTES:
                 raise _invalid(f"The request body is larger than {MAX_BODY_BYTES} bytes")

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric import rsa
 
+from ..model.roles import Role
 from ..settings.config import ConfigError
-from .roles import Role
 from .store import RefreshRefused, RefreshStore, token_hash
 
 ALGORITHMS = ("HS256", "RS256")

@@ -1,1 +1,1 @@
-"""Acting on the robot: lock rules, script catalog and runner, lifecycle transition plans."""
+"""Old addresses of the lock guard, kept until the data-read handler imports gateway.locks."""

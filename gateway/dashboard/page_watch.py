@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..http.errors import ApiError, invalid_parameter
+from ..errors import ApiError, invalid_parameter
 from ..http.jsonutil import dumps
 from ..http.routes import API_PREFIX, ENTITY_TYPES
 

@@ -179,7 +179,7 @@ class Robot:
                     raise ValueError(problem)
                 out: int | IO[bytes] = subprocess.DEVNULL
                 if log_dir is not None:
-                    out = open(Path(log_dir) / f"{name}.log", "wb")
+                    out = open(Path(log_dir) / f"{name}.log", "wb")  # noqa: SIM115 - stop() closes it
                     logs.append(out)
                 procs[name] = _spawn([python, "-m", "gateway.demo.nodes", name], env, out)
         except BaseException:

@@ -26,10 +26,11 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+from ..ros.discovery_layout import prefix_pid_key
+
 GRACE_S = 1.0  # running again and still undiscovered this long: DDS will not bring it back
 INCOMPLETE_GRACE_S = 2.0  # a returned participant's endpoints normally all come within 0.3 s
 FAST_CHECK_S = 0.5  # check cadence while an undiscovered participant may need a rejoin
-EPROSIMA = b"\x01\x0f"
 STOPPED = ("T", "t")  # /proc/<pid>/stat: stopped by a signal, stopped by a tracer
 GONE = ("Z", "X")
 MAX_KNOWN = 4096
@@ -38,13 +39,6 @@ MAX_KNOWN = 4096
 def pid_key(pid: int) -> int:
     """The part of a process id a Fast DDS GUID prefix holds."""
     return pid & 0xFFFF
-
-
-def prefix_pid_key(prefix: bytes) -> int | None:
-    """The process id bits of a Fast DDS participant's GUID prefix; None for other vendors."""
-    if len(prefix) < 6 or prefix[:2] != EPROSIMA:
-        return None
-    return int.from_bytes(prefix[4:6], "little")
 
 
 class FrozenWatch:

@@ -17,11 +17,11 @@ from typing import Any
 
 import yaml
 
-from ..http import safeschema
 from ..model.entities import Entity
+from ..schemacheck import safeschema
 from ..settings.config import ConfigError
+from ..settings.safeyaml import BoundedSafeLoader, YamlLimitError
 from . import inventory, manifest_keys
-from .safeyaml import BoundedSafeLoader, YamlLimitError
 from .validate import Issue, validate
 
 log = logging.getLogger(__name__)
@@ -135,7 +135,7 @@ class _Parser:
             return None
         rule = "FRAGMENT_PARSE" if self.fragment else "LOAD"
         try:
-            return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
+            return yaml.load(text, Loader=_Loader)  # a SafeLoader subclass
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = mark.line + 1 if mark is not None else 0

@@ -101,7 +101,7 @@ def _cycle(rule_word: str, entities: Iterable[Entity], edges: str) -> Issue | No
     return _at(first, "R011", f"{rule_word} cycle: " + " -> ".join(f"'{c}'" for c in cycle))
 
 
-def validate(m: Manifest) -> list[Issue]:
+def validate(m: Manifest) -> list[Issue]:  # noqa: C901 - the rules in order, one block each
     """Every rule finding of a parsed manifest (errors and warnings)."""
     out: list[Issue] = []
     if m.version != "1.0":

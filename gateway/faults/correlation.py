@@ -26,13 +26,14 @@ class CodeSet:
     """Fault codes with `*` wildcards."""
 
     codes: tuple[str, ...]
+    _res: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_res", tuple(_wildcard(c) for c in self.codes))
 
     def matches(self, code: str) -> bool:
         """True when code matches one of the entries."""
-        return any(r.match(code) for r in self._res)  # type: ignore[attr-defined]
+        return any(r.match(code) for r in self._res)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -60,12 +59,6 @@ def parse_status_filter(value: str | None) -> frozenset[str] | None:
             return None
         out |= selected
     return frozenset(out)
-
-
-def iso(ns: int) -> str:
-    """ISO 8601 UTC with millisecond precision from epoch nanoseconds."""
-    t = _dt.datetime.fromtimestamp(ns / 1e9, tz=_dt.timezone.utc)
-    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
 
 
 @dataclass(frozen=True)

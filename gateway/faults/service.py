@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..events import FAULTS
-from ..push.payloads import fault_event
 from . import manager, views
 from .batch import FaultBatch
 from .bodies import BodyCache
 from .bridges import RosBridges
+from .bus_events import fault_event
 from .capture import FrameCapture
 from .correlation import CorrelationConfig, CorrelationConfigError, CorrelationEngine, load_config
 from .manager import Change, DebounceConfig

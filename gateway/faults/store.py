@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
@@ -21,6 +20,7 @@ from typing import Any
 import orjson
 
 from ..process.dirlock import DirLock
+from ..process.statefiles import default_state_dir
 from ..process.storage import StorageHealth, StorageWriteError
 from .dbfile import MEMORY, DiskWait, connect, merge, seed
 from .model import FaultRecord
@@ -31,12 +31,6 @@ DB_NAME = "faults.db"
 LOCK_NAME = "faults.lock"
 STORE = "faults"  # the store's name in storage health
 CHECKPOINT_INTERVAL_S = 10.0
-
-
-def default_state_dir() -> Path:
-    """~/.local/state/diag-gateway (XDG_STATE_HOME honoured)."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "diag-gateway"
 
 
 class FaultStore:

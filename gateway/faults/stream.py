@@ -10,11 +10,11 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import hdrs, web
 
-from ..http.errors import SERVICE_UNAVAILABLE, ApiError
+from ..errors import SERVICE_UNAVAILABLE, ApiError
 from ..http.jsonutil import dumps
 from ..state import STATE
 
@@ -103,6 +103,28 @@ def chunk(raw: bytes) -> bytes:
     return b"%x\r\n%b\r\n" % (len(raw), raw)
 
 
+class ClientQueue(Protocol):
+    """What the fan-out does with a client's queue (asyncio.Queue, or a tap's forwarder)."""
+
+    def put_nowait(self, item: bytes, /) -> None: ...
+    def get_nowait(self) -> bytes: ...
+    def empty(self) -> bool: ...
+    def qsize(self) -> int: ...
+
+
+class StreamClient(Protocol):
+    """A fault stream client: an SSE stream of its own (_Client) or a tap feeding another
+    stream (dashboard/page_stream.py)."""
+
+    overflowed: bool
+
+    @property
+    def queue(self) -> ClientQueue: ...
+    @property
+    def local_only(self) -> bool: ...
+    def write_now(self, framed: bytes) -> bool: ...
+
+
 @dataclass(eq=False)
 class _Client:
     queue: asyncio.Queue[bytes] = field(default_factory=lambda: asyncio.Queue(CLIENT_QUEUE))
@@ -130,7 +152,7 @@ class _Pending:
 
     __slots__ = ("frames", "events", "targets", "done", "raw", "framed")
 
-    def __init__(self, raw: bytes, events: int, targets: list[_Client]) -> None:
+    def __init__(self, raw: bytes, events: int, targets: list[StreamClient]) -> None:
         self.frames = [raw]
         self.events = events  # events in frames (backlog counts each client each one owes)
         self.targets = targets
@@ -165,7 +187,7 @@ class FaultStream:
         if persist is not None:  # a block stored at once: a relayed event need not wait
             persist(self.reserve(ID_BLOCK))
         self.ring: deque[tuple[int, bytes, bool]] = deque(maxlen=REPLAY_EVENTS)
-        self.clients: set[_Client] = set()
+        self.clients: set[StreamClient] = set()
         self.published = 0
         self.dropped_clients = 0
         self._keepalive: asyncio.Task[None] | None = None
@@ -252,7 +274,7 @@ class FaultStream:
         else:
             self._pumping = False
 
-    def _deliver(self, raw: bytes, framed: bytes, targets: list[_Client], start: int,
+    def _deliver(self, raw: bytes, framed: bytes, targets: list[StreamClient], start: int,
                  until: float = math.inf) -> int:
         """Hand raw (framed: as a chunk) to up to FANOUT_SLICE targets from `start`, fewer
         once past `until`; returns the index reached.

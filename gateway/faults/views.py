@@ -1,17 +1,17 @@
-"""JSON shapes of faults: delegates to the configured wire profile (gateway/wire/faults.py)."""
+"""JSON shapes of faults: delegates to the configured wire profile (gateway/faults/wire.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..wire.faults import SpecFaults
 from .model import FaultRecord
+from .wire import SpecFaults
 
 
 def _faults(wire: Any) -> SpecFaults:
     # A bare vendor key (e.g. "x-vendor") renders the spec profile.
-    return SpecFaults(wire) if isinstance(wire, str) else wire.faults  # type: ignore[no-any-return]
+    return SpecFaults(wire) if isinstance(wire, str) else wire.faults
 
 
 def list_item(wire: Any, f: FaultRecord) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..faults.model import iso
+from ..model.timestamps import iso
 
 SCHEMA_VERSION = "2.0.0"
 EXCLUDED_TOPICS = frozenset({"/parameter_events", "/rosout", "/diagnostics"})

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from ..http.errors import not_found
+from ..errors import not_found
 from ..plugins.api import NotFound, Plugin, PluginRoute
 from ..plugins.context import PluginContext
 from . import fleet, model
@@ -199,7 +199,7 @@ class GraphPlugin(Plugin):
                     try:
                         await self.ctx.watch_topic(topic, info.type)
                         self.watched.add(topic)
-                    except Exception as exc:  # noqa: BLE001 - the edge stays pending
+                    except Exception as exc:  # the edge stays pending
                         log.debug("cannot watch %s: %s", topic, exc)
             publishers = [a.node_fqn for a in apps if topic in a.publishes]
             source = publishers[0] if len(publishers) == 1 else None

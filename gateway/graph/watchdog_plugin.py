@@ -6,8 +6,8 @@ import logging
 import time
 from typing import Any
 
+from ..errors import ApiError
 from ..faults.model import Report
-from ..http.errors import ApiError
 from ..plugins.api import INTROSPECTION, Plugin, PluginRoute
 from ..plugins.context import PluginContext
 from . import watchdog as wd
@@ -39,7 +39,7 @@ def _event_node(sample: Any) -> str | None:
 
     try:
         return str(orjson.loads(sample_to_json(PARAMETER_EVENT_TYPE, sample.data))["node"])
-    except Exception:  # noqa: BLE001 - unknown: the caller reads every node
+    except Exception:  # unknown: the caller reads every node
         return None
 
 
@@ -252,7 +252,7 @@ class WatchdogPlugin(Plugin):
             self._dirty.discard(fqn)
             try:
                 values = await self.ctx.node_parameters(fqn)
-            except Exception:  # noqa: BLE001 - a silent node is not a drift
+            except Exception:  # a silent node is not a drift
                 continue
             values.pop("use_sim_time", None)
             base = self.baselines.setdefault(fqn, dict(values))
@@ -289,7 +289,7 @@ class WatchdogPlugin(Plugin):
         try:
             resp = await self.ctx.call_service(f"{fqn}/get_state", "lifecycle_msgs/srv/GetState",
                                                GetState.Request(), 2.0)
-        except Exception:  # noqa: BLE001 - counted as unmeasured
+        except Exception:  # counted as unmeasured
             return None
         return str(resp.current_state.label) or None
 

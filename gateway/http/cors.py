@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+from ..errors import ApiError
 from ..settings.config import ConfigError, Settings
 from ..state import GatewayState
-from .errors import ApiError
 from .middleware import error_response
 
 # Response headers a browser script may read: downloads, 201/202 locations, rate limits.

@@ -7,7 +7,7 @@ import time
 from collections.abc import Awaitable
 from typing import Any
 
-from .errors import SERVICE_UNAVAILABLE, ApiError
+from ..errors import SERVICE_UNAVAILABLE, ApiError
 
 
 def stopping_error(grace_s: float) -> ApiError:

@@ -207,7 +207,9 @@ class WireHandler(web_protocol.RequestHandler):
     def __init__(self, *args: Any, hot_answers: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._hot = hot_answers  # hot.HotAnswers: wire_body(raw_path, data)
-        self._wire_clean = True  # every chunk so far was whole bodiless requests
+        # every chunk so far was whole bodiless requests (and there are hot answers: without
+        # them every chunk goes to aiohttp, and this stays False)
+        self._wire_clean = hot_answers is not None
         # the last chunk was answered on the wire: aiohttp has seen nothing since it was
         # found waiting between requests, so it still is unless closing
         self._wire_idle = False
@@ -219,7 +221,7 @@ class WireHandler(web_protocol.RequestHandler):
 
     def data_received(self, data: bytes) -> None:
         # The whole wire answer in one function: it runs once per hot read.
-        if not self._wire_clean or self._hot is None:
+        if not self._wire_clean:
             super().data_received(data)
             return
         if self._force_close or self._close:

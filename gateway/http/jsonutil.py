@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from aiohttp import web
@@ -27,7 +27,7 @@ async def read_limited(request: web.BaseRequest, limit: int | None = None) -> by
     """The raw body of a JSON route, any content type; 413 past server.max_json_body_bytes
     (or `limit`, given for a request that was not routed)."""
     if limit is None:
-        limit = max_json_body(request)  # type: ignore[arg-type]
+        limit = max_json_body(cast(web.Request, request))  # no limit given: a routed request
     length = request.content_length
     if length is not None and length > limit:
         raise body_too_large(length, limit)
@@ -39,7 +39,7 @@ async def read_limited(request: web.BaseRequest, limit: int | None = None) -> by
 
 async def read_json_body(request: web.Request) -> Any:
     """The request body parsed as JSON; ApiError 400 naming the problem otherwise."""
-    from .errors import bad_request
+    from ..errors import bad_request
 
     raw = await read_limited(request)
     if not raw:
@@ -67,7 +67,7 @@ def json_body_limit(settings: Any) -> int:
 
 def body_too_large(size: int, limit: int) -> Exception:
     """413 for a body over the JSON limit, whatever its content type."""
-    from .errors import INVALID_REQUEST, ApiError
+    from ..errors import INVALID_REQUEST, ApiError
 
     return ApiError(413, INVALID_REQUEST,
                     f"Request body is {size} bytes; bodies of this route are limited to {limit} "

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import BodyPartReader, web
 
-from .errors import bad_request
+from ..errors import bad_request
 
 
 async def body_parts(request: web.Request) -> AsyncIterator[BodyPartReader]:

@@ -7,8 +7,8 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from ..auth.roles import Role
 from ..model.ids import MAX_ID_LENGTH
+from ..model.roles import Role
 from .routes import API_PREFIX, ENTITY_PARAM, Registry, Route
 
 if TYPE_CHECKING:

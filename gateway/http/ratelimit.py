@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+from ..errors import ApiError
 from ..settings.config import ConfigError
 from ..state import GatewayState
-from .errors import ApiError
 from .middleware import error_response
 from .routes import API_PREFIX
 

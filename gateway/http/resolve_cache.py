@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from aiohttp import web
 from aiohttp.web_urldispatcher import UrlDispatcher, UrlMappingMatchInfo
 
@@ -31,4 +33,4 @@ def install(app: web.Application) -> None:
     """Make the app's router a CachingDispatcher (same object, same routes)."""
     router = app.router
     router.__class__ = CachingDispatcher
-    router._matches = {}  # type: ignore[attr-defined]
+    cast(CachingDispatcher, router)._matches = {}  # its class set above

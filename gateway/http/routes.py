@@ -9,19 +9,12 @@ from typing import Any
 
 from aiohttp import web
 
-from ..auth.roles import Role
+from ..model.entities import ENTITY_PARAM, ENTITY_TYPES
+from ..model.roles import Role
 
 API_PREFIX = "/api/v1"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-ENTITY_TYPES = ("areas", "components", "apps", "functions")
-ENTITY_PARAM = {
-    "areas": "area_id",
-    "components": "component_id",
-    "apps": "app_id",
-    "functions": "function_id",
-}
-SINGULAR = {"areas": "area", "components": "component", "apps": "app", "functions": "function"}
 
 _PARAM = re.compile(r"\{([a-z_]+)\}")
 

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import http_exceptions, web, web_protocol, web_server
 from aiohttp.web_request import BaseRequest
 
+from ..errors import http_layer_error
 from ..state import STATE
 from . import hot, hotwire
 from .clientlog import LIMITER, client_warning
-from .errors import http_layer_error
 from .jsonutil import JSON_TYPE, dumps
 
 # Large enough that the gateway's own URI limit (setting server.max_uri_length) answers 414.
@@ -74,5 +74,5 @@ class GatewayRunner(web.AppRunner):
         server.request_handler = handler
         if isinstance(handler, hot.HotAnswers) and state.settings["server.hot_wire"] \
                 and hotwire.available():
-            server.hot_answers = handler  # type: ignore[attr-defined]
+            cast(_Server, server).hot_answers = handler  # its class set above
         return server

@@ -28,7 +28,7 @@ class ToolEnv:
             pass
         scope = getattr(request, "scope", None)
         if isinstance(scope, dict) and isinstance(scope.get(SCOPE_KEY), Rest):
-            return scope[SCOPE_KEY]  # type: ignore[no-any-return]
+            return scope[SCOPE_KEY]
         current = CURRENT.get()
         if current is not None:
             return current

@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import ClientSession, web
 
-from ..http.errors import ApiError
+from ..errors import ApiError
 from ..http.middleware import error_response
 from ..state import GatewayState
 from .asgi import serve as serve_asgi

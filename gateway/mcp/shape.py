@@ -137,7 +137,7 @@ def snapshot_summary(snap: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in snap.items() if k != "data" and not k.startswith("x-")}
     if "data" in snap:
         out["data"] = clip(snap["data"])
-    return clip(out)  # type: ignore[no-any-return]
+    return clip(out)
 
 
 def fault_detail(body: dict[str, Any]) -> dict[str, Any]:

@@ -40,7 +40,7 @@ def register(add: Callable[..., Any], env: ToolEnv) -> None:
         answer = await call(env, ctx, "call_operation", "POST",
                             f"{epath(entity)}/operations/{segment(operation)}/executions",
                             body=body)
-        return clip(answer or {})  # type: ignore[no-any-return]
+        return clip(answer or {})
 
     async def set_configuration(ctx: Context, entity: Entity, config_id: str,
                                 value: Any) -> dict[str, Any]:
@@ -55,7 +55,7 @@ def register(add: Callable[..., Any], env: ToolEnv) -> None:
         """Lock an entity for this client (others' writes are refused until unlock or expiry)."""
         body = await call(env, ctx, "lock", "POST", f"{epath(entity)}/locks",
                           body={"lock_expiration": expiration_sec, "break_lock": break_lock})
-        return clip(body)  # type: ignore[no-any-return]
+        return clip(body)
 
     async def unlock(ctx: Context, entity: Entity, lock_id: str) -> dict[str, Any]:
         """Release a lock this client holds on an entity."""
@@ -68,7 +68,7 @@ def register(add: Callable[..., Any], env: ToolEnv) -> None:
         body = await call(env, ctx, "run_script", "POST",
                           f"{epath(entity)}/scripts/{segment(script_id)}/executions",
                           body={"execution_type": "now", "parameters": parameters or {}})
-        return clip(body)  # type: ignore[no-any-return]
+        return clip(body)
 
     for fn in (clear_fault, write_data, call_operation, set_configuration, lock, unlock,
                run_script):

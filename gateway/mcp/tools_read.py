@@ -42,7 +42,7 @@ KINDS = ("areas", "components", "apps", "functions")
 MAX_FAULTS_SEARCHED = 10  # fault details read to find a recording a primary does not list
 
 
-def register(add: Callable[..., Any], env: ToolEnv) -> None:
+def register(add: Callable[..., Any], env: ToolEnv) -> None:  # noqa: C901 - counts its tools
     """Add the read tools through `add(fn, name, read_only)`."""
 
     async def list_entities(ctx: Context, kind: str | None = None, robot: str | None = None,
@@ -109,7 +109,7 @@ def register(add: Callable[..., Any], env: ToolEnv) -> None:
         body = await call(env, ctx, "get_execution", "GET",
                           f"{epath(entity)}/operations/{segment(operation)}/executions/"
                           f"{segment(execution_id)}")
-        return clip(body)  # type: ignore[no-any-return]
+        return clip(body)
 
     async def list_configurations(ctx: Context, entity: Entity, offset: Offset = 0,
                                   limit: Limit = None) -> dict[str, Any]:

@@ -5,9 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..http.routes import SINGULAR
-
 KINDS = ("areas", "components", "apps", "functions")
+ENTITY_TYPES = KINDS  # the collection words of the URL
+ENTITY_PARAM = {
+    "areas": "area_id",
+    "components": "component_id",
+    "apps": "app_id",
+    "functions": "function_id",
+}
+SINGULAR = {"areas": "area", "components": "component", "apps": "app", "functions": "function"}
 
 
 @dataclass
@@ -62,7 +68,7 @@ class EntitySet:
 
     def of(self, kind: str) -> dict[str, Entity]:
         """The entities of one kind."""
-        return getattr(self, kind)  # type: ignore[no-any-return]
+        return getattr(self, kind)
 
     def get(self, kind: str, entity_id: str) -> Entity | None:
         """One entity or None."""

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..http.errors import (
+from ..errors import (
     NOT_IMPLEMENTED,
     ApiError,
     not_implemented,
@@ -101,7 +101,7 @@ class Caller:
         def run() -> None:
             try:
                 outcome: tuple[Any, BaseException | None] = (fn(*args), None)
-            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting caller
+            except BaseException as exc:  # handed to the awaiting caller
                 outcome = (None, exc)
             try:
                 loop.call_soon_threadsafe(settle, *outcome)

@@ -51,7 +51,7 @@ class PluginContext:
     # entities -------------------------------------------------------------------------------
     def entities(self) -> EntitySet:
         """The current entity set (do not modify)."""
-        return self._state.cache.entities  # type: ignore[no-any-return]
+        return self._state.cache.entities
 
     def entity(self, kind: str, entity_id: str) -> Entity | None:
         """One entity or None."""

@@ -8,11 +8,11 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from ..http.errors import bad_request, not_found
+from ..errors import bad_request, not_found
 from ..http.jsonutil import json_response, read_json_body
+from ..http.resource_helpers import envelope, resolve_entity
 from ..http.routes import Handler, Registry, entity_type_of
 from ..model.entities import KINDS
-from ..resources.common import envelope, resolve_entity
 from ..state import state_of
 from . import entity_faults, entity_lifecycle, entity_logs, entity_scripts
 from .api import DATA, FAULTS, INTROSPECTION, LIFECYCLE, LOGS, OPERATIONS, SCRIPTS

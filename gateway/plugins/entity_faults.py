@@ -6,12 +6,12 @@ from typing import Any
 
 from aiohttp import web
 
+from ..errors import not_found
 from ..faults import views
 from ..faults.model import CLEARED, parse_status_filter
 from ..faults.scope import in_scope
-from ..http.errors import not_found
 from ..http.jsonutil import json_response
-from ..resources.common import envelope
+from ..http.resource_helpers import envelope
 from .api import FAULTS
 from .served import Served, items_of
 
@@ -51,7 +51,7 @@ async def _from_provider(s: Served, provider: Any) -> web.StreamResponse:
 
 
 async def _from_manager(s: Served) -> web.StreamResponse:
-    from ..resources.faults import service
+    from ..faults.handlers import service
 
     svc = service(s.state)
     own = sources(s)

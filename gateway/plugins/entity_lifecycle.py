@@ -6,9 +6,9 @@ from typing import Any
 
 from aiohttp import web
 
-from ..http.errors import ApiError
+from ..errors import ApiError
 from ..http.jsonutil import json_response
-from ..resources.common import href
+from ..http.resource_helpers import href
 from .api import LIFECYCLE
 from .served import Served
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from aiohttp import web
 
 from ..http.jsonutil import json_response
-from ..resources.common import envelope
-from ..resources.logs import config_of
+from ..http.resource_helpers import envelope
+from ..logs.handlers import config_of
 from ..ros.rosout import SEVERITIES
 from .api import LOGS
 from .served import Served

@@ -11,10 +11,10 @@ from typing import Any
 
 from aiohttp import web
 
-from ..http.errors import ApiError, bad_request, invalid_parameter, not_found
+from ..errors import ApiError, bad_request, invalid_parameter, not_found
 from ..http.jsonutil import json_response
-from ..resources.common import envelope, href
-from ..resources.scripts import refuse_anonymous
+from ..http.resource_helpers import envelope, href
+from ..scripts.handlers import refuse_anonymous
 from .api import SCRIPTS
 from .served import Served, compact, items_of
 
@@ -79,7 +79,7 @@ async def serve(s: Served) -> web.StreamResponse | None:
         if not hasattr(provider, "upload_script"):
             raise bad_request(f"Plugin '{s.owner.name}' does not accept script uploads for "
                               f"{s.entity.type} '{eid}'", entity_id=eid)
-        from ..resources.scripts import _read_upload
+        from ..scripts.handlers import _read_upload
 
         if not s.state.settings["scripts.allow_uploads"]:
             raise bad_request("Script uploads are disabled on this gateway (setting "

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from ..auth.roles import Role
+from ..errors import ApiError
 from ..http import client_tls
-from ..http.errors import ApiError
 from ..http.jsonutil import json_response
 from ..http.openapi import add_schemas
 from ..http.routes import Registry
 from ..model.entities import KINDS, Entity, EntitySet
+from ..model.roles import Role
 from .api import INTROSPECTION, UPDATES, PluginRoute
 from .calls import Caller
 from .context import PluginContext
@@ -85,7 +85,7 @@ class PluginManager:
                 routes = list(p.plugin.routes() or [])
                 for r in routes:
                     _check_route(r)
-            except Exception as exc:  # noqa: BLE001 - the plugin is dropped, the gateway runs on
+            except Exception as exc:  # the plugin is dropped, the gateway runs on
                 self._fail(p, f"routes: {type(exc).__name__}: {exc}")
                 continue
             for r in routes:

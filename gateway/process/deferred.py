@@ -29,7 +29,7 @@ class Deferred(types.ModuleType):
         """The real module (imported now if it is not yet)."""
         real = self.__dict__.get("_deferred_real")
         if real is not None:
-            return real  # type: ignore[no-any-return]
+            return real
         with _lock:
             real = self.__dict__.get("_deferred_real")
             if real is None:
@@ -43,7 +43,7 @@ class Deferred(types.ModuleType):
                     raise
                 self.__dict__.update(real.__dict__)
                 self.__dict__["_deferred_real"] = real
-        return real  # type: ignore[no-any-return]
+        return real
 
 
 def defer(name: str) -> None:

@@ -23,6 +23,12 @@ INSTALLED = ("updates", "installed")  # installed software keeps its package's m
 _started_umask: int | None = None
 
 
+def default_state_dir() -> Path:
+    """~/.local/state/diag-gateway (XDG_STATE_HOME honoured)."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "diag-gateway"
+
+
 def child_umask() -> int:
     """The umask the gateway was started with (for the processes it runs)."""
     return _started_umask if _started_umask is not None else 0o022
@@ -35,8 +41,6 @@ def private_by_default(state_dir: str) -> Path:
     previous = os.umask(PRIVATE_UMASK)
     if _started_umask is None:
         _started_umask = previous
-    from ..faults.store import default_state_dir
-
     directory = Path(state_dir).expanduser() if state_dir else default_state_dir()
     try:
         directory.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)

@@ -259,7 +259,7 @@ class StorageHealth:
             else:
                 try:
                     retry()
-                except Exception:  # noqa: BLE001 - booked by retry; the next probe tries again
+                except Exception:  # booked by retry; the next probe tries again
                     log.debug("%s: retry after a probe write", f.store, exc_info=True)
                 if f.store in self._failing:
                     continue
@@ -320,5 +320,5 @@ async def probe_loop(health: StorageHealth, interval_s: float = PROBE_INTERVAL_S
         if health.failing():
             try:
                 await asyncio.to_thread(health.probe)
-            except Exception:  # noqa: BLE001 - the loop outlives one bad probe
+            except Exception:  # the loop outlives one bad probe
                 log.debug("storage probe", exc_info=True)

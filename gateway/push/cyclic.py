@@ -10,11 +10,11 @@ from typing import Any
 import orjson
 
 from ..events import CONFIGURATIONS, Event
-from ..wire.push import payload_items
 from .cadence import DeliveryCount, next_due
 from .model import Subscription, iso_ms
 from .rules import INTERVALS
 from .sse import data_frame, error_frame
+from .wire import payload_items
 
 log = logging.getLogger(__name__)
 
@@ -132,14 +132,15 @@ class CyclicSampler:
         entry = self.state.pool.peek(topic, type_name)
         if entry is None:
             return None
-        sample = entry.sample
-        if entry.json_seq != sample.seq:  # the same cache data reads use
-            from ..ros.samples import sample_to_json
+        from ..resources.data_reads import reads_of  # the JSON cache data reads use
+        from ..ros.samples import sample_to_json
 
-            entry.json_seq, entry.json = sample.seq, sample_to_json(type_name, sample.data)
-            entry.bodies.clear()
+        sample = entry.sample
+        if sample is None:  # peek returns only entries holding a sample
+            return None
+        js = reads_of(self.state).sample_json(entry, sample, sample_to_json)
         return data_frame({"timestamp": stamp,
-                           "payload": {"id": topic, "data": orjson.Fragment(entry.json)}})
+                           "payload": {"id": topic, "data": orjson.Fragment(js)}})
 
     def _items(self, sub: Subscription) -> list[Any] | None:
         state = self.state
@@ -149,8 +150,8 @@ class CyclicSampler:
         col = sub.ref.collection
         if col == "faults":
             from ..faults import views
+            from ..faults.handlers import owners
             from ..faults.model import DEFAULT_FILTER
-            from ..resources.faults import owners
 
             svc = state.faults
             if svc is None:
@@ -158,7 +159,7 @@ class CyclicSampler:
             return [views.list_item(state.wire, f)
                     for f in svc.select(DEFAULT_FILTER, owners(state, entity))]
         if col == "logs":
-            from ..resources.logs import config_of, members_of
+            from ..logs.handlers import config_of, members_of
             from ..ros.rosout import entry, logger_to_node, select
 
             rosout = state.rosout
@@ -187,7 +188,7 @@ class CyclicSampler:
     async def _refresh(self, key: tuple[str, str, str], col: str, entity: Any) -> None:
         try:
             if col == "configurations":
-                from ..resources.configurations import local_items
+                from ..configurations.handlers import local_items
 
                 items = (await local_items(self.state, entity))[0]
             else:

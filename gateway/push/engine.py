@@ -9,13 +9,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import SERVICE_UNAVAILABLE, ApiError
 from ..events import DATA, FAULTS, LOCKS, LOGS, OPERATIONS, UPDATES, Event
-from ..http.errors import SERVICE_UNAVAILABLE, ApiError
 from ..http.jsonutil import dumps
+from ..model.resource_uris import topic_matches
 from ..model.runids import new_id
 from ..process.storage import StorageWriteError, log_write_failure
 from ..process.waits import wait_event
-from ..wire.push import payload_items
 from .cadence import DeliveryCount
 from .model import ACTIVE, TERMINATED, Subscription, Trigger, envelope
 from .orphans import OrphanClock
@@ -23,7 +23,7 @@ from .rules import SubscriptionSpec, TriggerSpec, trigger_create
 from .sse import Channel, SseHub, data_frame, error_frame
 from .store import TriggerStore
 from .topics import TopicWatch
-from .uris import topic_matches
+from .wire import payload_items
 
 if TYPE_CHECKING:
     from ..state import GatewayState
@@ -354,7 +354,7 @@ class PushEngine:
         return True
 
     def _log_passes(self, trig: Trigger, event: Event) -> bool:
-        from ..resources.logs import config_of
+        from ..logs.handlers import config_of
         from ..ros.rosout import severity_rank
 
         entity = self.state.cache.entities.get(trig.entity_type, trig.entity_id)
@@ -384,7 +384,7 @@ class PushEngine:
         entity = self.state.cache.entities.get(trig.entity_type, trig.entity_id)
         if rosout is None or entity is None:
             return
-        from ..resources.common import local_member_apps
+        from ..http.resource_helpers import local_member_apps
 
         apps = local_member_apps(self.state, entity)
         node = next((a.node_fqn for a in apps if a.node_fqn), None)

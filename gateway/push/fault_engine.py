@@ -10,9 +10,9 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ApiError, invalid_parameter
 from ..events import DATA, Event
 from ..faults.model import FAILED, Report
-from ..http.errors import ApiError, invalid_parameter
 from ..model.runids import new_id
 from ..process.storage import StorageWriteError, log_write_failure
 from .fault_rules import SEVERITIES, Rule, crossed, extract, from_record, parse_rule
@@ -92,8 +92,8 @@ class FaultTriggerEngine:
         return rule
 
     def _check_topic(self, app: Any, rule: Rule) -> None:
+        from ..model.resource_uris import topic_matches
         from ..resources.data import entity_topics
-        from .uris import topic_matches
 
         topics = list(entity_topics(self.state, app))
         if not topics or any(topic_matches(t, rule.topic_path) for t in topics):

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..http.errors import SERVICE_UNAVAILABLE, ApiError, invalid_parameter
+from ..errors import SERVICE_UNAVAILABLE, ApiError, invalid_parameter
 from .conditions import ConditionError, missing, parse_pointer, resolve_pointer
 
 OPERATORS = (">", "<", ">=", "<=", "==")

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from ..model.resource_uris import API_PREFIX, ResourceRef
 from .conditions import missing, resolve_pointer
 from .rules import TriggerSpec
-from .uris import API_PREFIX, ResourceRef
 
 PENDING_EVENTS = 100  # queued per trigger while no client is attached (oldest dropped)
 ACTIVE, TERMINATED = "active", "terminated"

@@ -8,12 +8,18 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from ..events import CONFIGURATIONS, LOGS, OPERATIONS, Event
-from .payloads import operation_event
 
 if TYPE_CHECKING:
     from ..state import GatewayState
 
 log = logging.getLogger(__name__)
+
+
+def operation_event(app_id: str | None, goal_id: str, action: str, status: str,
+                    change: str) -> Event:
+    """The bus event of an action goal's status change."""
+    return Event(OPERATIONS, app_id, action, change,
+                 {"goal_id": goal_id, "action_path": action, "status": status})
 
 
 class LogTap:

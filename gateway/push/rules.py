@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..http.errors import ApiError, invalid_parameter
+from ..errors import ApiError, invalid_parameter
+from ..model.resource_uris import API_PREFIX, ResourceRef, UriError, parse_resource
 from .conditions import Condition, ConditionError, parse_condition, parse_pointer
-from .uris import API_PREFIX, ResourceRef, UriError, parse_resource
 
 INTERVALS = {"fast": 0.05, "normal": 0.2, "slow": 0.5}
 DEFAULT_DURATION_S = 3600

@@ -31,7 +31,7 @@ async def start(state: GatewayState) -> None:
     engine = PushEngine(state, hub, topics)
     engine.store.storage = state.storage  # a trigger that cannot be stored: 507, /health
     await engine.start()
-    from ..resources.common import federation
+    from ..http.resource_helpers import federation
 
     fed = federation(state)  # not federation.service_of: that imports the whole package
     if fed is not None:  # a primary: mixed entities also cover their members on peers

@@ -12,8 +12,8 @@ from typing import Any
 
 from aiohttp import web
 
+from ..errors import SERVICE_UNAVAILABLE, ApiError
 from ..faults.stream import SSE_HEADERS, SseSlots, keepalive_ticks
-from ..http.errors import SERVICE_UNAVAILABLE, ApiError
 from ..http.jsonutil import dumps
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..events import DATA, Event
-from .uris import topic_matches
+from ..model.resource_uris import topic_matches
 
 if TYPE_CHECKING:
     from ..state import GatewayState

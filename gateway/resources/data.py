@@ -15,7 +15,6 @@ from federation.local import provide
 
 from ..auth.roles import Role
 from ..control.lockguard import guard_members
-from ..http import hot
 from ..http.errors import ApiError, invalid_parameter, not_found, vendor_error
 from ..http.jsonutil import dumps, json_response
 from ..http.routes import Registry
@@ -41,6 +40,7 @@ from ..wire.bodies import (
     validation_error,
 )
 from .common import list_collection, resolve_entity
+from .data_reads import reads_of
 
 # Samples above this size are converted off the event loop.
 OFFLOOP_BYTES = 64 * 1024
@@ -89,7 +89,7 @@ def entity_topics(state: GatewayState, entity: Entity) -> dict[str, TopicRef]:
                         ref.subscribe = True
         return dict(sorted(out.items()))
 
-    return state.cache.body(("topics", entity.kind, entity.id), build)  # type: ignore[no-any-return]
+    return state.cache.body(("topics", entity.kind, entity.id), build)
 
 
 @functools.lru_cache(maxsize=512)
@@ -208,14 +208,15 @@ async def read_data(request: web.Request) -> web.Response:
             xv["status"] = "metadata_only"
             return json_response({"id": topic, "data": {}, state.xv: xv})
         ref = found
+    reads = reads_of(state)  # the body cache, its policy and its replay: data_reads.py
+    view = (entity.kind, entity.id, ref.topic)
     entry = state.pool.peek(ref.topic, ref.type)
     if entry is not None:
         sample = entry.sample
-        view = (entity.kind, entity.id, state.cache.generation)
-        cached = entry.bodies.get(view)
-        if cached is not None and sample is not None and cached[0] == sample.seq:
-            hot.offer(state, request, _hot_read(state, entity, ref.topic, ref.type, view))
-            return web.Response(body=cached[1], content_type="application/json")
+        cached = reads.body(view, entry, state.cache.generation)
+        if cached is not None:
+            reads.offer(state, request, view)
+            return web.Response(body=cached, content_type="application/json")
     else:
         try:
             sample, entry = await state.pool.latest(
@@ -228,20 +229,21 @@ async def read_data(request: web.Request) -> web.Response:
     if sample is None:
         xv["status"] = "metadata_only"
         return json_response({"id": ref.topic, "data": {}, state.xv: xv})
-    if entry.json_seq != sample.seq:
+    generation = state.cache.generation
+    js = reads.json(entry, sample)
+    if js is None:
         if len(sample.data) > OFFLOOP_BYTES:
             js = await asyncio.get_running_loop().run_in_executor(
                 None, sample_to_json, ref.type, sample.data)
         else:
             js = sample_to_json(ref.type, sample.data)
-        entry.json_seq, entry.json = sample.seq, js
-        entry.bodies.clear()
+        reads.put_json(entry, sample, js)
     xv["timestamp"] = sample.source_ns or sample.received_ns
     xv["status"] = "data"
-    body = dumps({"id": ref.topic, "data": orjson.Fragment(entry.json), state.xv: xv})
-    view = (entity.kind, entity.id, state.cache.generation)
-    entry.bodies[view] = (sample.seq, body)
-    hot.offer(state, request, _hot_read(state, entity, ref.topic, ref.type, view))
+    body = dumps({"id": ref.topic, "data": orjson.Fragment(js), state.xv: xv})
+    if generation == state.cache.generation:  # no graph change while converting off-loop
+        reads.put(view, entry, sample, generation, body)
+        reads.offer(state, request, view)
     return web.Response(body=body, content_type="application/json")
 
 
@@ -315,32 +317,6 @@ def described_types(state: GatewayState) -> DescribedTypes:
         if hasattr(state.bridge, "on_rejoin"):  # its raw readers and writers: the old node's
             state.bridge.on_rejoin(described.close)
     return described
-
-
-def _hot_read(state: GatewayState, entity: Entity, topic: str, type_name: str,
-              view: tuple[str, str, int]) -> hot.Probe:
-    """read_data's cached answer for one view, repeated by the fast path (gateway/http/hot.py).
-
-    Same checks and counters as the generic read: the entity set is unchanged (so the entity
-    and its topic resolve alike), the pool holds the topic and the body is of its newest sample.
-    """
-    cache, pool = state.cache, state.pool
-    topics_key = ("topics", entity.kind, entity.id)  # entity_topics' lookup (a cache hit)
-
-    def probe() -> bytes | None:
-        if cache.generation != view[2]:
-            return None
-        entry = pool.find(topic, type_name)
-        if entry is None:
-            return None
-        cached = entry.bodies.get(view)
-        if cached is None or entry.sample is None or cached[0] != entry.sample.seq \
-                or cache.cached(topics_key) is None:
-            return None
-        pool.touch(entry)
-        return cached[1]
-
-    return probe
 
 
 async def write_data(request: web.Request) -> web.Response:

@@ -8,11 +8,7 @@ from aiohttp import web
 
 from ..http import hot
 from ..http.jsonutil import dumps, json_response
-from ..http.routes import ENTITY_PARAM, ENTITY_TYPES, Registry
-from ..model import relations
-from ..model.entities import Entity
-from ..state import GatewayState, state_of
-from .common import (
+from ..http.resource_helpers import (
     entities,
     entity_not_found,
     entity_ref,
@@ -21,6 +17,10 @@ from .common import (
     href,
     resolve_entity,
 )
+from ..http.routes import ENTITY_PARAM, ENTITY_TYPES, Registry
+from ..model import relations
+from ..model.entities import Entity
+from ..state import GatewayState, state_of
 
 NESTED = {"nested_discovery": True}  # invalid and unknown ids worded per type (medkit)
 
@@ -115,7 +115,7 @@ def _hot_body(state: GatewayState, key: tuple[str, ...]) -> hot.Probe:
     handler would build (a detail also implies its entity still resolves).
     """
     cache = state.cache
-    return lambda: cache.cached(key)  # type: ignore[no-any-return]
+    return lambda: cache.cached(key)
 
 
 def _refs(request: web.Request, items: list[Entity], entity: Entity, **links: str) -> web.Response:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ..auth.roles import Role
 from ..http.jsonutil import json_response
 from ..http.routes import Registry
+from ..model.roles import Role
 from ..state import state_of
 
 

@@ -9,17 +9,17 @@ from aiohttp import web
 
 from .. import __version__
 from .._fast import MSGCONV_IMPL
+from ..errors import not_found
 from ..http import hot
-from ..http.errors import not_found
 from ..http.jsonutil import JSON_TYPE, dumps, json_response
 from ..http.openapi import build, project
+from ..http.resource_helpers import entities, federation
 from ..http.routes import API_PREFIX, ENTITY_TYPES, Registry
+from ..operations.handlers import entity_operations
 from ..ros.embedded import ros_versions
 from ..ros.samples import implementation as sample_implementation
 from ..state import GatewayState, state_of
-from .common import entities, federation
 from .data import entity_topics
-from .operations import entity_operations
 
 API_VERSION = "1.0.0"
 # Collections a scoped /docs prefix may end in; these others answer 404 there.
@@ -85,7 +85,7 @@ async def version_info(request: web.Request) -> web.Response:
         else:
             hot.offer_merged(state, request, lambda r: body if fed.no_fan_out(r) else None)
         return web.Response(body=body, content_type=JSON_TYPE)
-    return await fed.merged_response(  # type: ignore[no-any-return]
+    return await fed.merged_response(
         request, "version-info", lambda: None, "version-info",
         lambda: fed.merge_server_list(request, "version-info", "/version-info", items))
 

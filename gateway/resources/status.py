@@ -6,13 +6,13 @@ from typing import Any
 
 from aiohttp import web
 
-from ..control.lifecycle import TRANSITIONS
 from ..http.jsonutil import json_response
+from ..http.resource_helpers import resolve_entity
 from ..http.routes import Registry
+from ..lifecycle.plans import TRANSITIONS
 from ..model.entities import Entity
 from ..ros.services import CallError
 from ..state import GatewayState, state_of
-from .common import resolve_entity
 
 GET_STATE_TYPE = "lifecycle_msgs/srv/GetState"
 ACTIVE = 3  # lifecycle_msgs/msg/State PRIMARY_STATE_ACTIVE
@@ -69,7 +69,7 @@ async def app_status(request: web.Request) -> web.Response:
     if lifecycle is not None:
         xv["lifecycle"] = lifecycle
         state_id = lifecycle.get("state_id", -1)
-    from .lifecycle import latest  # the last lifecycle control request, while polling it
+    from ..lifecycle.handlers import latest  # the last lifecycle control request, while polling it
     transition = latest(state, entity.id)
     if transition is not None:
         xv.setdefault("lifecycle", {})["transition"] = transition

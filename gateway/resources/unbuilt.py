@@ -10,9 +10,9 @@ from typing import Any
 
 from aiohttp import web
 
-from ..auth.roles import Role
-from ..http.errors import not_implemented
+from ..errors import not_implemented
 from ..http.routes import Registry
+from ..model.roles import Role
 from ..state import state_of
 from ..wire.errors import FEATURE_ABSENT
 
@@ -101,7 +101,7 @@ def _stub(feature: str) -> Any:
     async def unbuilt(request: web.Request) -> web.StreamResponse:
         if request.method in ("GET", "HEAD") and request.path.endswith("/docs"):
             # `<collection>/docs` on an item route is the scoped document, not an item id
-            return await state_of(request).docs_route.handler(request)  # type: ignore[no-any-return]
+            return await state_of(request).docs_route.handler(request)
         if feature in MESSAGES:
             raise not_implemented(feature, MESSAGES[feature])
         if feature in ALWAYS_501:

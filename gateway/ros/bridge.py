@@ -17,7 +17,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 
-from ..http.errors import not_responding
+from ..errors import not_responding
 from ..process.waits import within
 from .discovery_info import DiscoveryInfo
 from .discovery_info import attach as attach_discovery_info

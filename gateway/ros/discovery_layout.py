@@ -17,7 +17,15 @@ from dataclasses import dataclass
 GUID_BYTES = 16
 LAYOUTS = (16, 24)  # gid sizes: Iron and later, then Humble (and older)
 _MAX_NAME = 256
+EPROSIMA = b"\x01\x0f"  # Fast DDS vendor id, the first two bytes of its GUID prefixes
 _CDR_BE, _CDR_LE = b"\x00\x00", b"\x00\x01"
+
+
+def prefix_pid_key(prefix: bytes) -> int | None:
+    """The process id bits of a Fast DDS participant's GUID prefix; None for other vendors."""
+    if len(prefix) < 6 or prefix[:2] != EPROSIMA:
+        return None
+    return int.from_bytes(prefix[4:6], "little")
 
 
 @dataclass(frozen=True)

@@ -40,8 +40,8 @@ def probe(domain_id: int, want_keys: Iterable[int] = (),
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from rclpy.signals import SignalHandlerOptions
 
-    from ..discovery.frozen import prefix_pid_key
     from .census import take_census
+    from .discovery_layout import prefix_pid_key
     from .message import import_type
 
     wanted = set(want_keys)

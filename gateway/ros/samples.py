@@ -33,7 +33,7 @@ def _fast(type_name: str) -> Converter | None:
     if fast.MSGCONV_IMPL != "compiled":
         return None
     try:
-        return fast.converter_for(type_name).to_json  # type: ignore[no-any-return]
+        return fast.converter_for(type_name).to_json
     except Exception:
         log.warning("no fast converter for %s; using the stock path", type_name, exc_info=True)
         return None

@@ -88,8 +88,8 @@ def _stamp_ns(data: bytes) -> int:
 
 
 class _Entry:
-    __slots__ = ("topic", "type_name", "sub", "sample", "seq", "waiters", "json_seq", "json",
-                 "bodies", "recent", "lost", "stamped", "latency_ns", "watchers")
+    __slots__ = ("topic", "type_name", "sub", "sample", "seq", "waiters", "held", "recent",
+                 "lost", "stamped", "latency_ns", "watchers")
 
     def __init__(self, topic: str, type_name: str) -> None:
         self.topic = topic
@@ -98,10 +98,9 @@ class _Entry:
         self.sample: Sample | None = None
         self.seq = 0
         self.waiters: list[asyncio.Future[None]] = []
-        self.json_seq = -1
-        self.json: bytes = b""
-        # Whole response bodies built from the current sample, keyed by the reader's view.
-        self.bodies: dict[object, tuple[int, bytes]] = {}
+        # In the pool: False once evicted or replaced (a new type), so what was built from
+        # its samples (resources/data_reads.py) no longer holds.
+        self.held = True
         self.recent: deque[int] = deque(maxlen=RECENT_SAMPLES)  # receive times (ns)
         self.lost = 0
         self.stamped = False  # the type starts with a std_msgs/Header
@@ -131,6 +130,8 @@ class SamplePool:
         self.bridge = bridge
         self.cap = cap
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        # refresh(topic): a pooled topic becomes the most recently used (see touch)
+        self.refresh = self._entries.move_to_end
         self._lock = threading.Lock()  # sample fields are written by the executor thread
         self.hits = 0
         self.misses = 0
@@ -222,6 +223,7 @@ class SamplePool:
         if entry is not None and entry.type_name != type_name:
             self.type_changes += 1
             self._entries.pop(topic)
+            entry.held = False
             await self.bridge.run(self._drop, entry)
             entry = None
         if entry is not None:
@@ -235,12 +237,14 @@ class SamplePool:
             await self.bridge.run(self._subscribe, entry, what=f"subscribing to {topic}")
         except BaseException:
             self._entries.pop(topic, None)
+            entry.held = False
             raise
         while len(self._entries) > self.cap:
             old_topic = next((t for t, e in self._entries.items() if not e.watchers), None)
             if old_topic is None:
                 break  # every entry is watched: the pool grows past its cap
             old = self._entries.pop(old_topic)
+            old.held = False
             self.evictions += 1
             await self.bridge.run(self._drop, old)
         return entry
@@ -273,7 +277,7 @@ class SamplePool:
     def touch(self, entry: _Entry) -> None:
         """Count a read of a found entry as a hit; it becomes the most recently used."""
         self.hits += 1
-        self._entries.move_to_end(entry.topic)
+        self.refresh(entry.topic)
 
     async def latest(self, topic: str, type_name: str, timeout: float) -> tuple[Sample | None,
                                                                                   _Entry]:

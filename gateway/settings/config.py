@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from ..discovery.safeyaml import BoundedSafeLoader
+from .safeyaml import BoundedSafeLoader
 from .settings_table import OPEN_KEYS, REMOVED, SETTINGS, Setting
 from .settings_unbuilt import built_features, unbuilt_feature, unbuilt_keys
 from .settings_unbuilt import pattern as unbuilt_pattern
@@ -183,7 +183,7 @@ def load(path: str | Path | None = None, overrides: Iterable[str] = ()) -> Setti
         except OSError as exc:
             raise ConfigError(f"--config {path}: cannot read: {exc.strerror}") from None
         try:  # nesting and alias expansion capped, as for manifests (a YAML bomb refused)
-            tree = yaml.load(text, Loader=BoundedSafeLoader) or {}  # noqa: S506
+            tree = yaml.load(text, Loader=BoundedSafeLoader) or {}
         except yaml.YAMLError as exc:
             raise ConfigError(f"--config {path}: not valid YAML: {exc}") from None
         if not isinstance(tree, Mapping):
@@ -196,8 +196,8 @@ def load(path: str | Path | None = None, overrides: Iterable[str] = ()) -> Setti
 
 
 def _read_secret_files(values: dict[str, Any], warnings: list[str]) -> None:
-    """Secret settings given by their `<key>_file` twins (gateway/auth/secretfiles.py)."""
-    from ..auth.secretfiles import SecretFileError, read_secret_files
+    """Secret settings given by their `<key>_file` twins (gateway/settings/secretfiles.py)."""
+    from .secretfiles import SecretFileError, read_secret_files
 
     try:
         read = read_secret_files(values, [s.key for s in SETTINGS if s.secret])
@@ -241,8 +241,8 @@ def resolve(raw: Mapping[str, Any]) -> Settings:
     for message in warnings:
         log.warning("%s", message)
     settings = Settings(values, warnings)
-    # Children (scripts, update hooks) never see a secret (gateway/control/childenv.py).
-    from ..control.childenv import register_secrets, secret_values
+    # Children (scripts, update hooks) never see a secret (gateway/settings/secret_values.py).
+    from .secret_values import register_secrets, secret_values
 
     register_secrets(secret_values(settings))
     return settings

@@ -1,1 +1,1 @@
-"""Software updates: the status and phase machine and the manager driving the provider."""
+"""Software updates: the status and phase machine, the manager driving the provider, the handlers."""

@@ -7,8 +7,8 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ApiError, bad_request, vendor_error
 from ..events import UPDATES, Event
-from ..http.errors import ApiError, bad_request, vendor_error
 from ..plugins.api import AlreadyExists, InvalidInput, NotFound, PluginError
 from ..plugins.calls import Caller, map_error
 from . import machine
@@ -147,7 +147,7 @@ class UpdateManager:
             except ApiError as exc:
                 self._set(update_id, machine.failed(self.statuses[update_id], exc.message))
                 return
-            except Exception as exc:  # noqa: BLE001 - reported in the status
+            except Exception as exc:  # reported in the status
                 err = map_error(exc, self.call.plugin, None)
                 self._set(update_id, machine.failed(self.statuses[update_id], err.message))
                 return

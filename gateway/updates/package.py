@@ -154,8 +154,9 @@ def swap_link(link: Path, target: Path) -> Path | None:
 def run_script(release: Path, rel: PurePosixPath, env: dict[str, str], timeout_s: float) -> str:
     """Run the post-install script rel of release, inside it, with the scrubbed environment;
     PackageError (its output redacted of secrets) on a non-zero exit or timeout."""
-    from ..control.childenv import child_environment, registered_secrets
     from ..process.statefiles import child_umask
+    from ..scripts.childenv import child_environment
+    from ..settings.secret_values import registered_secrets
 
     try:
         script = rules.hook_inside(release, rel)

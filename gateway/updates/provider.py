@@ -27,7 +27,7 @@ METADATA_ONLY = "metadata only"  # sub-progress step of a registration without `
 
 
 def _state_dir(ctx: PluginContext | None) -> Path:
-    from ..faults.store import default_state_dir
+    from ..process.statefiles import default_state_dir
 
     configured = ctx.settings["state_dir"] if ctx is not None else ""
     return Path(configured).expanduser() if configured else default_state_dir()

@@ -1,10 +1,8 @@
 """Wire profiles: one internal model, rendered at the edge in the spec's or the reference's shapes.
 
-Each module holds the serializers of one resource: a `Spec...` class with the spec's shapes and
-every coexisting field, and a `Medkit...` subclass overriding only the CONFLICT rows of
-medkit-wire.md. `Wire` bundles one instance per resource for the configured profile.
+Each serializer module holds the shapes of one resource: a `Spec...` class with the spec's shapes
+and every coexisting field, and a `Medkit...` subclass overriding only the CONFLICT rows of
+medkit-wire.md. The core shapes live here (`_base.py`, errors, entities, docs, auth, bodies);
+a feature keeps its own in its package (`gateway/<feature>/wire.py`). `gateway/wire_bundle.py`
+bundles one instance per resource for the configured profile (`Wire`, `make_wire`).
 """
-
-from .profile import PROFILES, Wire, make_wire
-
-__all__ = ["PROFILES", "Wire", "make_wire"]

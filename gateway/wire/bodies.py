@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from ..http.errors import INVALID_REQUEST, ApiError, invalid_parameter
+from ..errors import INVALID_REQUEST, ApiError, invalid_parameter
 from ..http.jsonutil import read_limited
 from ..ros.message import MessageFieldError, dict_to_message
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..http.errors import ApiError
+from ..errors import ApiError
 from ._base import WireBase
 from .bodies import untyped_topic
 

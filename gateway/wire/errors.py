@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..http.errors import (
+from ..errors import (
     NOT_IMPLEMENTED,
     ApiError,
     http_layer_error,
     invalid_parameter,
     not_found,
 )
-from ..http.routes import ENTITY_PARAM, SINGULAR
+from ..model.entities import ENTITY_PARAM, SINGULAR
 from ._base import WireBase
 
 ENTITY_NOT_FOUND = "entity-not-found"

@@ -194,7 +194,7 @@ def test_a_robot_dying_mid_body_breaks_both_downloads(fleet: Fleet, capped: None
                 outcomes[name] = f"complete, {got} bytes"
             except http.client.IncompleteRead as exc:
                 outcomes[name] = f"broken after {got + len(exc.partial)} bytes"
-        except BaseException as exc:  # noqa: BLE001 (reported by the assertion below)
+        except BaseException as exc:  # reported by the assertion below
             outcomes[name] = f"failed: {exc!r}"
             started.abort()
         finally:

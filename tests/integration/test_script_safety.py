@@ -60,7 +60,7 @@ class Recorder(BaseHTTPRequestHandler):
 
     hits: list[str] = []
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:  # http.server's name
         Recorder.hits.append(self.path)
         time.sleep(3)
         body = json.dumps({"type": "object"}).encode()

@@ -95,7 +95,7 @@ def test_refresh_tokens_read_revocations_read_only(fs: Path) -> None:
 
 
 def test_uploads_script_runs_and_updates_start_on_a_read_only_disk(fs: Path) -> None:
-    from gateway.control.containment import Containment
+    from gateway.scripts.containment import Containment
     from gateway.updates.provider import UpdateProviderPlugin
     from recorder.uploads import UploadStore
 

@@ -118,7 +118,7 @@ def test_bulk_data_upload_leaves_nothing(fs: Path) -> None:
 
 
 def test_script_upload_leaves_nothing(fs: Path) -> None:
-    from gateway.control.scripts import UploadStore
+    from gateway.scripts.catalog import UploadStore
 
     health = StorageHealth()
     store = UploadStore(fs / "scripts", None, health)
@@ -133,8 +133,8 @@ def test_script_upload_leaves_nothing(fs: Path) -> None:
 
 
 def test_a_read_only_file_system_is_insufficient_storage_too(fs: Path) -> None:
-    from gateway.control.scripts import UploadStore
-    from gateway.http.errors import storage_error
+    from gateway.errors import storage_error
+    from gateway.scripts.catalog import UploadStore
 
     health = StorageHealth()
     store = UploadStore(fs / "scripts", None, health)
@@ -230,7 +230,7 @@ def app_scenario(fs: Path, managed: Path) -> dict[str, Any]:
     from aiohttp import FormData
     from aiohttp.test_utils import TestClient, TestServer
 
-    from gateway.resources import bulk_data
+    from gateway.bulk_data import handlers as bulk_data
     from gateway.state import STATE
     from tests.unit.test_schema_patterns import _app
 

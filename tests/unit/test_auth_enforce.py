@@ -15,11 +15,11 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from gateway.auth import enforce
 from gateway.auth import routes as auth_routes
-from gateway.auth.roles import Role
 from gateway.auth.tokens import OAuthError
 from gateway.http.jsonutil import json_response
 from gateway.http.middleware import make_middleware
 from gateway.http.routes import Registry, Route
+from gateway.model.roles import Role
 from gateway.settings import config
 from gateway.state import STATE, GatewayState
 

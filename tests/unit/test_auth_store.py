@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from gateway.auth.roles import Role
 from gateway.auth.store import RefreshRefused, RefreshStore, store_path, token_hash
 from gateway.auth.tokens import (
     AccessTokens,
@@ -17,6 +16,7 @@ from gateway.auth.tokens import (
     load_keys,
     parse_clients,
 )
+from gateway.model.roles import Role
 
 NOW = 1_800_000_000.0
 CLIENTS = ["ops:ops-secret:operator", "boss:boss-secret:admin"]

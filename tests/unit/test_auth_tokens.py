@@ -9,7 +9,6 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from gateway.auth.roles import Role
 from gateway.auth.tokens import (
     AccessTokens,
     ClientList,
@@ -17,6 +16,7 @@ from gateway.auth.tokens import (
     load_keys,
     parse_clients,
 )
+from gateway.model.roles import Role
 from gateway.settings.config import ConfigError
 
 SECRET = "k" * 32

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.control import lifecycle as lc
-from gateway.control.scripts import (
+from gateway.lifecycle import plans as lc
+from gateway.scripts.catalog import (
     Script,
     ScriptError,
     UploadStore,

@@ -11,13 +11,13 @@ from aiohttp.test_utils import TestServer
 
 from gateway.discovery.cache import EntityCache
 from gateway.discovery.runtime import HostInfo
+from gateway.faults import handlers as resource
 from gateway.faults.correlation import CorrelationEngine, parse_config
 from gateway.faults.model import CLEARED, CONFIRMED, FaultRecord
 from gateway.faults.service import FaultService
 from gateway.faults.store import FaultStore
 from gateway.faults.stream import FaultStream, SseSlots
 from gateway.http.routes import Registry
-from gateway.resources import faults as resource
 from gateway.settings.config import load
 from gateway.state import STATE, GatewayState
 

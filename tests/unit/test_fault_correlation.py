@@ -9,7 +9,7 @@ from gateway.faults.correlation import (
     CorrelationEngine,
     parse_config,
 )
-from gateway.faults.model import iso
+from gateway.model.timestamps import iso
 
 MS = 1_000_000
 RULES = {

@@ -21,11 +21,11 @@ from gateway.faults.model import (
     WARN,
     FaultRecord,
     Report,
-    iso,
     parse_status_filter,
     severity_label,
     status_flags,
 )
+from gateway.model.timestamps import iso
 
 S = 1_000_000_000
 DEFAULT = DebounceConfig()

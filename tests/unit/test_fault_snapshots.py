@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gateway.faults import views
-from gateway.faults.model import CONFIRMED, ERROR, FaultRecord, iso
+from gateway.faults.model import CONFIRMED, ERROR, FaultRecord
 from gateway.faults.scope import in_scope, owns
 from gateway.faults.snapshots import (
     SnapshotConfigError,
@@ -19,6 +19,7 @@ from gateway.faults.snapshots import (
     select_topics,
     stored_frame,
 )
+from gateway.model.timestamps import iso
 
 CONFIG = {
     "fault_specific": {"LIDAR_RANGE_INVALID": ["/perception/lidar/scan"]},

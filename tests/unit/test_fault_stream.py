@@ -9,8 +9,8 @@ import aiohttp
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from gateway.errors import ApiError
 from gateway.faults.stream import FaultStream, SseSlots, frame
-from gateway.http.errors import ApiError
 from gateway.http.middleware import error_response
 
 

@@ -26,9 +26,9 @@ from federation.mdns_trust import (
 )
 from federation.routes import fleet_proof, register
 from federation.settings import FederationSettings
-from gateway.auth.roles import Role
-from gateway.http.errors import ApiError
+from gateway.errors import ApiError
 from gateway.http.routes import Registry
+from gateway.model.roles import Role
 from gateway.settings import config
 from gateway.state import STATE, GatewayState
 

@@ -31,7 +31,7 @@ async def _nothing(_: Any) -> Any:
 
 
 def route(path: str, method: str = "GET") -> Route:
-    from gateway.auth.roles import Role
+    from gateway.model.roles import Role
 
     return Route(method, path, _nothing, Role.VIEWER, "")
 

@@ -15,8 +15,8 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from federation.forward import Forwarder, Target, _pump, rewrites_body
-from gateway.auth.roles import Role
 from gateway.http.routes import Route
+from gateway.model.roles import Role
 
 BODY = bytes(range(256)) * 1200  # 300 kB, more than one chunk
 FIRST = 5000

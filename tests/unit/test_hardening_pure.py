@@ -10,10 +10,10 @@ import pytest
 
 from federation.health import INVALID_RESPONSE, PeerHealth, is_health_document
 from gateway.discovery.readiness import Readiness
+from gateway.errors import ApiError
 from gateway.http import ranges
 from gateway.http.clientlog import ClientLogLimiter
 from gateway.http.drain import Drain
-from gateway.http.errors import ApiError
 
 MIB = 1 << 20
 
@@ -203,7 +203,7 @@ def test_head_is_routed_wherever_get_is() -> None:
 
 
 def test_upload_metadata_that_cannot_be_served_is_refused() -> None:
-    from gateway.resources.bulk_data import _metadata
+    from gateway.bulk_data.handlers import _metadata
 
     assert _metadata('{"a": 1, "b": [true]}') == {"a": 1, "b": [True]}
     with pytest.raises(ApiError) as err:

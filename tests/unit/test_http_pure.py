@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.http import errors, openapi, ranges
+from gateway import errors
+from gateway.http import openapi, ranges
 from gateway.http.middleware import check_uri
 from gateway.http.routes import Registry
 

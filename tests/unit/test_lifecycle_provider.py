@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from gateway.control.lifecycle import ACTIVE, FINALIZED, UNCONFIGURED
-from gateway.control.lifecycle_provider import (
+from gateway.lifecycle.plans import ACTIVE, FINALIZED, UNCONFIGURED
+from gateway.lifecycle.provider import (
     COMPLETED,
     FAILED,
     IN_PROGRESS,

@@ -13,10 +13,10 @@ import pytest
 from aiohttp.test_utils import make_mocked_request
 
 from gateway.app import make_app
-from gateway.control.lockguard import LockService, write_target
+from gateway.errors import ApiError
 from gateway.events import LOCKS, Event
-from gateway.http.errors import ApiError
 from gateway.http.routes import API_PREFIX, Route
+from gateway.locks.guard import LockService, write_target
 from gateway.model.entities import Entity, EntitySet
 from gateway.settings.config import load
 from gateway.state import STATE, GatewayState
@@ -168,7 +168,7 @@ def test_locking_disabled_installs_no_guard(tmp_path: Path) -> None:
 
 
 def test_lock_routes_answer_501_when_locking_is_disabled(tmp_path: Path) -> None:
-    from gateway.resources import locks
+    from gateway.locks import handlers as locks
 
     app = make_app(load(None, [f"state_dir={tmp_path}", "locking.enabled=false"]))
     request = make_mocked_request("GET", "/api/v1/apps/a1/locks", app=app,

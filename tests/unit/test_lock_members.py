@@ -11,9 +11,9 @@ import pytest
 from aiohttp.test_utils import make_mocked_request
 
 from gateway.app import make_app
-from gateway.control.lockguard import LockService, between
+from gateway.errors import ApiError
 from gateway.events import LOCKS, Event
-from gateway.http.errors import ApiError
+from gateway.locks.guard import LockService, between
 from gateway.model.entities import Entity, EntitySet
 from gateway.settings.config import load
 from gateway.state import STATE, GatewayState

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.control.locking import (
+from gateway.locks.rules import (
     CONFLICT,
     EXISTS,
     INVALID,

@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from gateway.http.errors import ApiError
-from gateway.resources.logs import DEFAULT_CONFIG, validate_config
-from gateway.resources.operations import request_timeout
+from gateway.errors import ApiError
+from gateway.logs.handlers import DEFAULT_CONFIG, validate_config
+from gateway.operations.handlers import request_timeout
 from gateway.resources.status import readiness
 from gateway.ros.actions import execution_status, ros_status_name
 from gateway.ros.parameters import (

@@ -13,7 +13,7 @@ from gateway.dashboard.page_watch import (
     tag_frame,
     watching_frame,
 )
-from gateway.http.errors import ApiError, not_found
+from gateway.errors import ApiError, not_found
 
 TOPIC = "/api/v1/apps/temp_sensor/data/powertrain/engine/temperature"
 

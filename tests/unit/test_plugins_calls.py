@@ -11,8 +11,8 @@ import pytest
 
 from gateway.app import build_registry
 from gateway.auth.enforce import required_role
-from gateway.auth.roles import Role
-from gateway.http.errors import ApiError
+from gateway.errors import ApiError
+from gateway.model.roles import Role
 from gateway.plugins.api import NotFound, PluginError
 from gateway.plugins.calls import Caller, plugin_error
 from gateway.plugins.manager import PluginManager

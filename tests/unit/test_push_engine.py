@@ -16,7 +16,7 @@ from gateway.push.engine import PushEngine
 from gateway.push.rules import subscription_create, trigger_create
 from gateway.push.sse import Channel, Client, SseHub
 from gateway.push.topics import TopicWatch
-from gateway.wire import make_wire
+from gateway.wire_bundle import make_wire
 
 
 class _Settings(dict):  # type: ignore[type-arg]

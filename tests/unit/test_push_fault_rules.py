@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.http.errors import ApiError
+from gateway.errors import ApiError
 from gateway.push.fault_rules import crossed, extract, from_record, numeric, parse_rule
 
 BODY = {"data_name": "/powertrain/engine/temperature", "operator": ">", "threshold": 92,

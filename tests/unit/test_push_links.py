@@ -17,8 +17,8 @@ from federation.push_links import (
     relink_delay,
 )
 from gateway.model.entities import Entity, EntitySet
+from gateway.model.resource_uris import parse_resource
 from gateway.push.rules import subscription_create, trigger_create
-from gateway.push.uris import parse_resource
 from tests.unit.test_push_engine import engine
 
 

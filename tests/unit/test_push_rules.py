@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from gateway.http.errors import ApiError
+from gateway.errors import ApiError
+from gateway.model.resource_uris import UriError, parse_resource, topic_matches
 from gateway.push.model import Trigger
 from gateway.push.rules import (
     subscription_create,
@@ -15,7 +16,6 @@ from gateway.push.rules import (
     trigger_update,
 )
 from gateway.push.store import TriggerStore
-from gateway.push.uris import UriError, parse_resource, topic_matches
 
 TOPIC = "/api/v1/apps/temp_sensor/data/powertrain/engine/temperature"
 

@@ -29,7 +29,7 @@ class Server:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 outer.requests.append(dict(self.headers))
                 rng = self.headers.get("Range")
                 start = 0

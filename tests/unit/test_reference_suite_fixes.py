@@ -21,16 +21,16 @@ from gateway.demo.nodes import FACTORIES
 from gateway.demo.robot import NAMESPACES, NODES, demo_nodes, full_name
 from gateway.faults.stream import SseSlots
 from gateway.model.entities import Entity, EntitySet
+from gateway.model.resource_uris import UriError, parse_resource
 from gateway.push.engine import PushEngine
 from gateway.push.rules import subscription_create, trigger_create
 from gateway.push.sse import SseHub
 from gateway.push.topics import TopicWatch
-from gateway.push.uris import UriError, parse_resource
+from gateway.push.wire import payload_items
 from gateway.settings.config import load
 from gateway.state import STATE
-from gateway.wire import make_wire
 from gateway.wire.docs import camel_case
-from gateway.wire.push import payload_items
+from gateway.wire_bundle import make_wire
 
 PROFILES = ("spec", "medkit")
 XV = {"spec": "x-vendor", "medkit": "x-medkit"}

@@ -195,7 +195,7 @@ def test_wait_http_takes_a_503_as_an_answer_and_stops_when_the_process_died() ->
         def log_message(self, *args: object) -> None:
             pass
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             body = b'{"status":"degraded","name":"robot1"}'
             self.send_response(503)
             self.send_header("Content-Length", str(len(body)))

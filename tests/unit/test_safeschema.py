@@ -12,17 +12,17 @@ from typing import Any
 
 import pytest
 
-from gateway.control.scripts import ScriptError, managed_from, scan_managed
 from gateway.discovery.manifest import ManifestError, load
-from gateway.http import safeschema
-from gateway.http.safeschema import SchemaRefused, check, problems, problems_off_loop
+from gateway.schemacheck import safeschema
+from gateway.schemacheck.safeschema import SchemaRefused, check, problems, problems_off_loop
+from gateway.scripts.catalog import ScriptError, managed_from, scan_managed
 from tests.unit.test_manifest_load import BASE, write
 
 
 class _Counting(BaseHTTPRequestHandler):
     hits = 0
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:  # http.server's name
         type(self).hits += 1
         self.send_response(200)
         self.send_header("Content-Length", "2")
@@ -97,7 +97,7 @@ def test_bounds() -> None:
 
 
 def test_validation_runs_off_the_loop_with_a_budget() -> None:
-    from gateway.http import schema_worker
+    from gateway.schemacheck import schema_worker
     from tests.unit.test_schema_worker import doubling
 
     async def scenario() -> tuple[list[str], list[str], int]:

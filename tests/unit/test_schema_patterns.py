@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from gateway.http.safeschema import SchemaRefused, check, problems
+from gateway.schemacheck.safeschema import SchemaRefused, check, problems
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD_BUDGET_S = 120.0
@@ -187,8 +187,8 @@ def upload_scenario(tmp: str) -> dict[str, Any]:
 
 
 def test_sidecars_and_manifest_entries_refuse_patterns_re2_cannot_run(tmp_path: Path) -> None:
-    from gateway.control.scripts import scan_managed
     from gateway.discovery.manifest import ManifestError, load
+    from gateway.scripts.catalog import scan_managed
     from tests.unit.test_manifest_load import BASE, write
 
     (tmp_path / "a.sh").write_text("true\n")

@@ -14,9 +14,9 @@ from typing import Any, TypeVar
 
 import pytest
 
-from gateway.control.scripts import ScriptError, managed_from
-from gateway.http import safeschema, schema_worker
-from gateway.http.safeschema import SchemaRefused, check, problems_off_loop
+from gateway.schemacheck import safeschema, schema_worker
+from gateway.schemacheck.safeschema import SchemaRefused, check, problems_off_loop
+from gateway.scripts.catalog import ScriptError, managed_from
 from tests.harness import ROOT, wait_until
 
 T = TypeVar("T")
@@ -177,8 +177,8 @@ def test_close_kills_the_workers() -> None:
 
 _ORPHAN = """
 import asyncio, sys
-from gateway.http import schema_worker
-from gateway.http.safeschema import problems_off_loop
+from gateway.schemacheck import schema_worker
+from gateway.schemacheck.safeschema import problems_off_loop
 from tests.unit.test_schema_worker import doubling
 
 async def main():

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from gateway.control.scripts import (
+from gateway.scripts.catalog import (
     ROOT_WARNING,
     Script,
     ScriptError,

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from gateway.control.containment import Containment, cgroup2_root, marked
-from gateway.control.runner import (
+from gateway.scripts.containment import Containment, cgroup2_root, marked
+from gateway.scripts.runner import (
     COMPLETED,
     FORCED,
     STOP,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gateway.control.runner import (
+from gateway.scripts.runner import (
     COMPLETED,
     FAILED,
     FORCED,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.control import childenv
+from gateway.scripts import childenv
 from gateway.settings.config import ConfigError, load
 
 SECRET = "file-held-jwt-secret-0123456789abcdef"
@@ -52,7 +52,7 @@ def test_children_never_get_a_registered_secret(monkeypatch: pytest.MonkeyPatch)
 
 CHILD = """
 import sys, time
-from gateway.auth.secretfiles import scrub_process
+from gateway.settings.secretfiles import scrub_process
 n = scrub_process([sys.argv[1]])
 print(n, flush=True)
 sys.stdin.readline()
@@ -77,7 +77,7 @@ def test_a_secret_on_the_command_line_leaves_proc(tmp_path: Path) -> None:
 
 INSPECTED = """
 import sys
-from gateway.auth.secretfiles import forbid_inspection
+from gateway.settings.secretfiles import forbid_inspection
 print(forbid_inspection() if sys.argv[1] == "on" else "off", flush=True)
 sys.stdin.readline()
 """
@@ -97,7 +97,7 @@ def test_the_same_user_cannot_read_a_protected_process(mode: str) -> None:
     user = pwd.getpwnam("diagscript")
     as_user = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups"]
     root = Path(__file__).resolve().parents[2]
-    probe = subprocess.run([*as_user, sys.executable, "-c", "import gateway.auth.secretfiles"],
+    probe = subprocess.run([*as_user, sys.executable, "-c", "import gateway.settings.secretfiles"],
                            cwd=root, capture_output=True)
     if probe.returncode != 0:
         pytest.skip("the checkout or its venv is not readable by another user here")

@@ -12,7 +12,7 @@ import orjson
 import pytest
 from aiohttp.test_utils import make_mocked_request
 
-from gateway.http.errors import INSUFFICIENT_STORAGE, os_error, storage_error
+from gateway.errors import INSUFFICIENT_STORAGE, os_error, storage_error
 from gateway.http.middleware import error_answer
 from gateway.plugins.calls import map_error
 from gateway.process.storage import (

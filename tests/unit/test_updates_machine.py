@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from gateway.errors import ApiError
 from gateway.events import UPDATES, Event, EventBus
-from gateway.http.errors import ApiError
 from gateway.plugins.api import NotFound, PluginError
 from gateway.plugins.calls import Caller
 from gateway.updates import machine

@@ -6,12 +6,11 @@ from typing import Any
 
 import pytest
 
+from gateway.errors import ApiError
 from gateway.faults.model import CONFIRMED, ERROR, FaultRecord
-from gateway.http.errors import ApiError
 from gateway.model.entities import Entity, EntitySet
 from gateway.model.ids import invalid_id_reason
 from gateway.settings import config
-from gateway.wire import make_wire
 from gateway.wire.bodies import (
     build_message,
     check_type_override,
@@ -20,6 +19,7 @@ from gateway.wire.bodies import (
     execution_request,
     parse_object,
 )
+from gateway.wire_bundle import make_wire
 
 NS = 1_700_000_000_000_000_000
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.control.locking import CONFLICT, REQUIRED, Lock, LockError
+from gateway.locks.rules import CONFLICT, REQUIRED, Lock, LockError
 from gateway.model.entities import Entity
-from gateway.wire import make_wire
+from gateway.wire_bundle import make_wire
 
 LOCK = Lock("lock_1", "apps", "a1", "client-a", ("faults",), 1_700_000_060.0)
 

@@ -1,0 +1,1 @@
+"""Bulk data: recordings and uploads of an entity over the black-box recorder (recorder/), the handlers."""

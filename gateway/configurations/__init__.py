@@ -1,0 +1,1 @@
+"""Configurations: parameters of an entity (gateway/ros/parameters.py), the handlers and wire shapes."""

@@ -1,0 +1,1 @@
+"""Lifecycle: transition plans (pure), the built-in provider over lifecycle_msgs, the handlers."""

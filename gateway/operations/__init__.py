@@ -1,0 +1,1 @@
+"""Operations: services and actions of an entity (calls in gateway/ros/), the handlers and wire shapes."""

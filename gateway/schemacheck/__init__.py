@@ -1,0 +1,1 @@
+"""JSON Schema checks that cannot hang: bounded schemas, RE2 patterns, validation in worker processes."""

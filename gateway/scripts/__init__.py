@@ -1,0 +1,1 @@
+"""Scripts: the catalog (managed and uploaded), contained runs, the handlers and wire shapes."""

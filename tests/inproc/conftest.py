@@ -1,0 +1,30 @@
+"""Fixtures of the in-process gateway tests (the harness: inproc_gateway.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.inproc.inproc_gateway import PROFILES, Runner, Scenario, run_gateway
+from tests.inproc.inproc_robot import FakeNode
+
+
+@pytest.fixture(params=PROFILES)
+def profile(request: pytest.FixtureRequest) -> str:
+    """The wire profile of the gateway under test."""
+    return str(request.param)
+
+
+@pytest.fixture
+def gateway(tmp_path: Path, profile: str) -> Runner:
+    """run(scenario, settings=(), nodes=None): one in-process gateway per call."""
+    count = 0
+
+    def run(scenario: Scenario, settings: tuple[str, ...] = (),
+            nodes: list[FakeNode] | None = None) -> None:
+        nonlocal count
+        count += 1
+        run_gateway(tmp_path / f"gw{count}", profile, scenario, settings, nodes)
+
+    return run

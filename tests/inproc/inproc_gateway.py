@@ -1,0 +1,157 @@
+"""The in-process gateway: `gateway.app.make_app` served by aiohttp's test client, its ROS
+side a fake robot (inproc_robot.py) attached through make_app's `ros` lifecycle.
+
+A test takes the `gateway` fixture (conftest.py, parametrized over both wire profiles,
+`spec` and `medkit`) and runs one scenario against it:
+
+    def test_x(gateway: Runner) -> None:
+        async def scenario(gw: Gw) -> None:
+            status, body = await gw.json("GET", "/api/v1/apps")
+        gateway(scenario)
+
+Real: the registry and middleware, the entity cache over a graph snapshot (runtime
+discovery), the parameter store, /rosout buffer, fault manager and its SQLite store, the
+lock, script, push, upload and plugin services. Fake (inproc_robot.py): the ROS bridge and its
+nodes, the sample pool, the graph poller, the service caller (the nodes' parameter services
+and two user services) and the action manager (goals accepted or rejected by `order`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from gateway.app import _start_plugins as start_plugins
+from gateway.app import _stop_plugins as stop_plugins
+from gateway.app import make_app
+from gateway.discovery.cache import EntityCache
+from gateway.discovery.runtime import HostInfo
+from gateway.settings.config import load
+from gateway.state import STATE, GatewayState
+from tests.inproc.inproc_robot import (
+    HOST,
+    FakeActions,
+    FakeBridge,
+    FakeCaller,
+    FakeNode,
+    FakePoller,
+    FakePool,
+    default_nodes,
+    snapshot,
+)
+
+PROFILES = ("spec", "medkit")
+# The fault bridges subscribe to rclpy message types; reports come through submit() here.
+BASE_SETTINGS = ("faults.rosout_bridge.enabled=false", "faults.action_bridge.enabled=false",
+                 "faults.diagnostics_bridge.enabled=false", "discovery.mode=runtime_only")
+
+
+@dataclass
+class Gw:
+    """One running in-process gateway."""
+
+    client: TestClient
+    state: GatewayState
+    profile: str
+    bridge: FakeBridge
+    pool: FakePool
+    caller: FakeCaller
+    actions: FakeActions
+    nodes: list[FakeNode]
+
+    @property
+    def xv(self) -> str:
+        """The vendor key of the profile (x-vendor or x-medkit)."""
+        return self.state.xv
+
+    async def json(self, method: str, path: str, **kw: Any) -> tuple[int, Any]:
+        """Status and JSON body of one request (None when the body is empty)."""
+        async with self.client.request(method, path, **kw) as resp:
+            text = await resp.text()
+            if not text:
+                return resp.status, None
+            assert resp.content_type.endswith("json"), (resp.status, text)
+            return resp.status, await resp.json(content_type=None)
+
+    async def error(self, method: str, path: str, status: int, **kw: Any) -> dict[str, Any]:
+        """The error body of a request that must answer `status`."""
+        got, body = await self.json(method, path, **kw)
+        assert got == status, (method, path, got, body)
+        assert isinstance(body, dict) and body.get("error_code"), body
+        return body
+
+    def regraph(self) -> None:
+        """The fake nodes changed: the cache rebuilds from a new snapshot."""
+        self.state.cache.apply(snapshot(self.nodes))
+
+
+Scenario = Callable[[Gw], Awaitable[None]]
+Runner = Callable[..., None]
+
+
+def robot_lifecycle(nodes: list[FakeNode], bridge: FakeBridge, pool: FakePool,
+                    caller: FakeCaller, actions: FakeActions
+                    ) -> Callable[[web.Application], AsyncIterator[None]]:
+    """The ROS side of app._ros_lifecycle over the fake robot (make_app's `ros`)."""
+
+    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
+        from gateway.bulk_data import handlers as bulk_data
+        from gateway.faults.service import FaultService
+        from gateway.push import service as push
+        from gateway.ros.parameters import ParameterStore
+        from gateway.ros.rosout import RosoutLog
+
+        state = app[STATE]
+        s = state.settings
+        bridge.start(asyncio.get_running_loop())
+        state.bridge = bridge  # type: ignore[assignment]
+        state.pool = pool  # type: ignore[assignment]
+        state.cache = EntityCache(s["entity_cache.capacity"], HostInfo(HOST, "Linux", "x86_64"))
+        state.cache.apply(snapshot(nodes))
+        state.poller = FakePoller()  # type: ignore[assignment]
+        state.service_caller = caller  # type: ignore[assignment]
+        state.actions = actions  # type: ignore[assignment]
+        state.parameters = ParameterStore(caller, 2.0, 0.0)  # type: ignore[arg-type]
+        rosout = state.rosout = RosoutLog(bridge, s["logs.buffer_size"])  # type: ignore[arg-type]
+        await rosout.start()
+        await bulk_data.start(state)
+        faults = state.faults = FaultService(state)
+        await faults.start()
+        app.on_shutdown.append(faults.on_shutdown)
+        await start_plugins(state)  # plugins, and the update manager over a provider
+        await push.start(state)
+        app.on_shutdown.append(lambda _app: push.on_shutdown(state))
+        try:
+            yield
+        finally:
+            await push.stop(state)
+            await stop_plugins(state)
+            await faults.stop()
+            await bulk_data.stop(state)
+            await rosout.stop()
+            bridge.close()
+
+    return lifecycle
+
+
+def run_gateway(tmp: Path, profile: str, scenario: Scenario, settings: tuple[str, ...] = (),
+                nodes: list[FakeNode] | None = None) -> None:
+    """Build the app over a fresh fake robot, serve it in process, run the scenario."""
+    nodes = default_nodes() if nodes is None else nodes
+    bridge, pool, caller, actions = FakeBridge(), FakePool(), FakeCaller(nodes), FakeActions()
+
+    async def go() -> None:
+        cfg = load(None, [f"state_dir={tmp}", f"api.profile={profile}", *BASE_SETTINGS,
+                          *settings])
+        app = make_app(cfg, ros=robot_lifecycle(nodes, bridge, pool, caller, actions))
+        async with TestClient(TestServer(app)) as client:
+            await scenario(Gw(client, app[STATE], profile, bridge, pool, caller, actions,
+                              nodes))
+
+    asyncio.run(go())

@@ -1,0 +1,137 @@
+"""Configurations in process (the configurations handlers): the real ParameterStore over the
+fake nodes' parameter services; reads, writes, resets and their errors in both profiles."""
+
+from __future__ import annotations
+
+from tests.inproc.inproc_gateway import Gw, Runner
+from tests.inproc.inproc_robot import ACTUATOR, MONITOR
+
+CFG = "/api/v1/apps/actuator/configurations"
+
+
+def _param(gw: Gw, fqn: str, name: str) -> object:
+    node = next(n for n in gw.nodes if n.fqn == fqn)
+    assert node.params is not None
+    return node.params[name].value
+
+
+def test_list_an_apps_parameters(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", CFG)
+        assert status == 200
+        items = {i["id"]: i for i in body["items"]}
+        assert sorted(items) == ["max_pressure", "mode", "serial"]
+        mp = items["max_pressure"]
+        assert (mp["value"], mp["data"], mp["description"]) == (80.0, 80.0, "bar")
+        assert mp[gw.xv]["ros2"] == {"node": ACTUATOR, "parameter": "max_pressure",
+                                     "type": "double"}
+        assert items["serial"][gw.xv]["read_only"] is True
+        assert body[gw.xv]["total_count"] == 3
+        assert body[gw.xv]["aggregation_level"] == "app"
+        # a node without parameter services has none
+        status, body = await gw.json("GET", "/api/v1/apps/scanner/configurations")
+        assert (status, body["items"], body[gw.xv]["total_count"]) == (200, [], 0)
+
+    gateway(scenario)
+
+
+def test_a_function_qualifies_ids_by_app(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", "/api/v1/functions/chassis/configurations")
+        assert status == 200
+        ids = sorted(i["id"] for i in body["items"])
+        assert ids == ["actuator:max_pressure", "actuator:mode", "actuator:serial",
+                       "monitor:threshold"]
+        # a bare name one member has resolves; the qualified id too
+        for pid in ("threshold", "monitor:threshold"):
+            status, body = await gw.json("GET", f"/api/v1/functions/chassis/configurations/{pid}")
+            assert status == 200
+            assert (body["id"], body["value"]) == ("monitor:threshold", 5)
+            assert body[gw.xv]["source_app"] == "monitor"
+
+    gateway(scenario)
+
+
+def test_read_one_and_an_unknown_one(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", f"{CFG}/mode")
+        assert status == 200 and (body["id"], body["value"]) == ("mode", "auto")
+        body = await gw.error("GET", f"{CFG}/nope", 404)
+        assert body["error_code"] == "resource-not-found"
+        assert body["parameters"]["entity_id"] == "actuator"
+        assert body["parameters"]["id"] == "nope"
+        assert body["message"] == f"node {ACTUATOR} has no parameter 'nope'"
+
+    gateway(scenario)
+
+
+def test_write_then_reset(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("PUT", f"{CFG}/max_pressure", json={"data": 90.5})
+        assert status == 200
+        assert (body["value"], body[gw.xv]["default_value"]) == (90.5, 80.0)
+        assert _param(gw, ACTUATOR, "max_pressure") == 90.5  # the node holds it
+        status, body = await gw.json("PUT", f"{CFG}/mode", json={"value": "manual"})
+        assert status == 200 and _param(gw, ACTUATOR, "mode") == "manual"
+        status, _ = await gw.json("DELETE", f"{CFG}/max_pressure")
+        assert status == 204 and _param(gw, ACTUATOR, "max_pressure") == 80.0
+        assert _param(gw, ACTUATOR, "mode") == "manual"  # one reset leaves the others
+        status, body = await gw.json("DELETE", CFG)
+        assert status == 204, body
+        assert _param(gw, ACTUATOR, "mode") == "auto"
+
+    gateway(scenario)
+
+
+def test_write_errors(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        body = await gw.error("PUT", f"{CFG}/max_pressure", 400, json={"data": "high"})
+        assert body["error_code"] == "invalid-request"
+        assert body["message"] == ("Invalid value for parameter 'max_pressure': "
+                                   "cannot convert 'high' to double")
+        assert body["parameters"]["fields"] == [
+            {"field": "data", "message": "cannot convert 'high' to double"}]
+        body = await gw.error("PUT", f"{CFG}/mode", 400, json={})
+        assert body["error_code"] == "invalid-request"
+        assert body["message"] == "Request body must contain a 'data' field (or 'value')"
+        body = await gw.error("PUT", f"{CFG}/nope", 404, json={"data": 1})
+        assert body["parameters"]["id"] == "nope"
+        assert _param(gw, ACTUATOR, "max_pressure") == 80.0
+
+    gateway(scenario)
+
+
+def test_a_read_only_parameter(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        if gw.profile == "medkit":
+            body = await gw.error("PUT", f"{CFG}/serial", 403, json={"data": "X"})
+            assert body["error_code"] == "vendor-error"
+            assert body["vendor_code"] == "x-medkit-ros2-parameter-read-only"
+            assert body["message"] == "Parameter is read-only"
+            assert body["parameters"]["details"] == "parameter 'serial' is read-only"
+        else:
+            body = await gw.error("PUT", f"{CFG}/serial", 400, json={"data": "X"})
+            assert body["error_code"] == "invalid-request"
+            assert body["message"] == (f"Node {ACTUATOR} refused the value: "
+                                       "parameter 'serial' is read-only")
+            assert body["parameters"]["reason"] == "parameter 'serial' is read-only"
+        assert body["parameters"]["entity_id"] == "actuator"
+        assert _param(gw, ACTUATOR, "serial") == "BX-7"
+
+    gateway(scenario)
+
+
+def test_a_node_that_does_not_answer(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        next(n for n in gw.nodes if n.fqn == MONITOR).online = False
+        body = await gw.error("GET", "/api/v1/apps/monitor/configurations/threshold", 503)
+        assert body["error_code"] == "vendor-error"
+        assert body["vendor_code"] == f"{gw.xv}-ros2-node-unavailable"
+        # the function answers what the other member has, marking the partial answer
+        status, body = await gw.json("GET", "/api/v1/functions/chassis/configurations")
+        assert status == 200, body
+        assert sorted(i["id"] for i in body["items"]) == [
+            "actuator:max_pressure", "actuator:mode", "actuator:serial"]
+        assert MONITOR in str(body[gw.xv])
+
+    gateway(scenario)

@@ -1,0 +1,110 @@
+"""Data in process (the data handlers, not edited here): listing, reads from the fake sample
+pool (CDR bytes of std_msgs), writes published through it, and the errors of both profiles."""
+
+from __future__ import annotations
+
+from tests.inproc.inproc_gateway import Gw, Runner
+from tests.inproc.inproc_robot import COMMAND, FLOAT32, LIDAR_STATUS, PRESSURE, STRING, cdr_float32
+
+APP = "/api/v1/apps/actuator"
+STAMP = 1_700_000_000_000_000_000
+
+
+def test_data_lists_the_apps_topics(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", f"{APP}/data")
+        assert status == 200
+        items = {i["id"]: i for i in body["items"]}
+        assert sorted(items) == [COMMAND, PRESSURE]
+        assert items[PRESSURE][gw.xv]["ros2"] == {"direction": "publish", "topic": PRESSURE,
+                                                 "type": FLOAT32}
+        assert items[COMMAND][gw.xv]["ros2"]["direction"] == "subscribe"
+        assert items[PRESSURE]["category"] == "currentData"
+        assert body[gw.xv] == {"total_count": 2, "entity_id": "actuator"}
+        status, body = await gw.json("GET", "/api/v1/functions/sensors/data")
+        assert [i["id"] for i in body["items"]] == [LIDAR_STATUS]
+        status, body = await gw.json("GET", "/api/v1/functions/chassis/data")
+        assert sorted(i["id"] for i in body["items"]) == [COMMAND, PRESSURE]  # merged once
+
+    gateway(scenario)
+
+
+def test_read_the_newest_sample(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", f"{APP}/data{PRESSURE}")
+        assert status == 200
+        assert (body["id"], body["data"], body[gw.xv]["status"]) == (
+            PRESSURE, {}, "metadata_only")  # nothing received yet
+        gw.pool.put(PRESSURE, FLOAT32, cdr_float32(42.5), STAMP)
+        for url in (f"{APP}/data{PRESSURE}", f"{APP}/data/{PRESSURE}"):  # '//': the id's '/'
+            status, body = await gw.json("GET", url)
+            assert status == 200
+            assert body["data"] == {"data": 42.5}
+            assert body[gw.xv]["status"] == "data"
+            assert body[gw.xv]["timestamp"] == STAMP
+            assert body[gw.xv]["ros2"] == {"topic": PRESSURE, "type": FLOAT32}
+            assert (body[gw.xv]["publisher_count"], body[gw.xv]["subscriber_count"]) == (1, 1)
+        gw.pool.put(PRESSURE, FLOAT32, cdr_float32(43.0), STAMP + 1)  # a newer one replaces it
+        status, body = await gw.json("GET", f"{APP}/data{PRESSURE}")
+        assert body["data"] == {"data": 43.0} and body[gw.xv]["timestamp"] == STAMP + 1
+
+    gateway(scenario)
+
+
+def test_read_a_topic_the_app_lacks(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        url = f"{APP}/data/nobody/here"
+        if gw.profile == "spec":
+            body = await gw.error("GET", url, 404)
+            assert body["error_code"] == "resource-not-found"
+            assert body["message"] == "Data item 'nobody/here' not found on app 'actuator'"
+            assert body["parameters"] == {"entity_id": "actuator", "data_id": "nobody/here"}
+        else:  # the reference answers any path, metadata only
+            status, body = await gw.json("GET", url)
+            assert status == 200
+            assert (body["id"], body["data"]) == ("/nobody/here", {})
+            assert body[gw.xv]["status"] == "metadata_only"
+        body = await gw.error("GET", f"/api/v1/apps/nope/data{PRESSURE}", 404)
+        assert body["parameters"]["entity_id"] == "nope"
+
+    gateway(scenario)
+
+
+def test_write_publishes_on_the_topic(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("PUT", f"{APP}/data{COMMAND}",
+                                     json={"type": FLOAT32, "data": {"data": 1.5}})
+        assert status == 200
+        assert (body["id"], body["data"]) == (COMMAND, {"data": 1.5})
+        assert (body[gw.xv]["status"], body[gw.xv]["subscribers_matched"]) == ("published", 1)
+        ((topic, type_name, msg),) = gw.pool.published
+        assert (topic, type_name, msg.data) == (COMMAND, FLOAT32, 1.5)
+        status, body = await gw.json("PUT", f"/api/v1/apps/scanner/data{LIDAR_STATUS}",
+                                     json={"data": "ok"})  # the bare message
+        assert status == 200
+        assert gw.pool.published[-1][:2] == (LIDAR_STATUS, STRING)
+        assert gw.pool.published[-1][2].data == "ok"
+
+    gateway(scenario)
+
+
+def test_write_errors(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        body = await gw.error("PUT", f"{APP}/data{COMMAND}", 400,
+                              json={"type": STRING, "data": {"data": "x"}})
+        assert body["error_code"] == "invalid-request"
+        assert body["message"] == ("Request body validation failed: type: expected "
+                                   f"{FLOAT32}, the type on the ROS graph")
+        assert body["parameters"]["fields"] == [
+            {"field": "type", "message": f"expected {FLOAT32}, the type on the ROS graph"}]
+        body = await gw.error("PUT", f"{APP}/data{COMMAND}", 400, json={"data": "x"})
+        assert body["parameters"]["fields"] == [
+            {"field": "data", "message": "expected float32, got string"}]
+        assert body["parameters"]["topic"] == COMMAND
+        body = await gw.error("PUT", f"{APP}/data{COMMAND}", 400, data=b"xx",
+                              headers={"Content-Type": "application/json"})
+        assert body["error_code"] == "invalid-request"
+        assert body["message"].startswith("Malformed JSON: the request body is not valid JSON")
+        assert gw.pool.published == []  # nothing reached the topic
+
+    gateway(scenario)

@@ -1,0 +1,216 @@
+"""Discovery and server routes in process (entities, server, manifest and unbuilt
+handlers): entity lists and details over the fake robot, relations, the root, version-info,
+health, and the 404/400/405 answers of both wire profiles."""
+
+from __future__ import annotations
+
+from tests.inproc.inproc_gateway import Gw, Runner
+from tests.inproc.inproc_robot import ACTUATOR, HOST
+
+API = "/api/v1"
+
+
+def test_entity_lists_come_from_the_graph(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", f"{API}/apps")
+        assert status == 200
+        assert [i["id"] for i in body["items"]] == ["actuator", "monitor", "scanner"]
+        assert body[gw.xv]["total_count"] == 3
+        first = body["items"][0]
+        assert first["href"] == f"{API}/apps/actuator" and first["type"] == "app"
+        assert first[gw.xv]["is_online"] is True
+        assert first[gw.xv]["component_id"] == HOST
+        status, body = await gw.json("GET", f"{API}/components")
+        assert status == 200 and [i["id"] for i in body["items"]] == [HOST]
+        status, body = await gw.json("GET", f"{API}/functions")
+        assert status == 200 and [i["id"] for i in body["items"]] == ["chassis", "sensors"]
+        status, body = await gw.json("GET", f"{API}/areas")
+        assert (status, body["items"], body[gw.xv]["total_count"]) == (200, [], 0)
+
+    gateway(scenario)
+
+
+def test_app_detail_lists_capabilities_and_links(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", f"{API}/apps/actuator")
+        assert status == 200
+        assert (body["id"], body["name"], body["type"]) == ("actuator", "actuator", "app")
+        assert body[gw.xv]["ros2"] == {"node": ACTUATOR, "namespace": "/chassis/brakes"}
+        assert body[gw.xv]["contributors"] == ["local"]
+        names = [c["name"] for c in body["capabilities"]]
+        for word in ("data", "operations", "configurations", "faults", "logs", "locks",
+                     "bulk-data", "triggers", "cyclic-subscriptions", "status"):
+            assert word in names, names
+        assert "scripts" not in names  # no scripts_dir: the feature is off
+        caps = {c["name"]: c["href"] for c in body["capabilities"]}
+        assert caps["faults"] == f"{API}/apps/actuator/faults"
+        assert body["_links"]["self"] == f"{API}/apps/actuator"
+        located = body["_links"]["is-located-on"]
+        if gw.profile == "medkit":  # the reference links the component itself
+            assert located == f"{API}/components/{HOST}"
+        else:
+            assert located == f"{API}/apps/actuator/is-located-on"
+
+    gateway(scenario)
+
+
+def test_component_and_function_detail(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", f"{API}/components/{HOST}")
+        assert status == 200 and body["type"] == "component"
+        assert body[gw.xv]["identity"]["networkEndpoint"] == HOST
+        status, body = await gw.json("GET", f"{API}/functions/chassis")
+        assert status == 200 and body["id"] == "chassis" and body["type"] == "function"
+
+    gateway(scenario)
+
+
+def test_relations(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", f"{API}/apps/actuator/is-located-on")
+        assert status == 200 and [i["id"] for i in body["items"]] == [HOST]
+        assert body[gw.xv] == {"total_count": 1, "entity_id": "actuator"}
+        assert body["_links"] == {"self": f"{API}/apps/actuator/is-located-on",
+                                  "app": f"{API}/apps/actuator"}
+        status, body = await gw.json("GET", f"{API}/apps/actuator/depends-on")
+        assert status == 200 and body["items"] == []
+        status, body = await gw.json("GET", f"{API}/functions/chassis/hosts")
+        assert [i["id"] for i in body["items"]] == ["actuator", "monitor"]
+        status, body = await gw.json("GET", f"{API}/components/{HOST}/hosts")
+        assert [i["id"] for i in body["items"]] == ["actuator", "monitor", "scanner"]
+        status, body = await gw.json("GET", f"{API}/components/{HOST}/subcomponents")
+        assert status == 200 and body["items"] == []
+
+    gateway(scenario)
+
+
+def test_unknown_entity(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        body = await gw.error("GET", f"{API}/apps/nope", 404)
+        assert body["parameters"]["entity_id"] == "nope"
+        assert body["parameters"]["app_id"] == "nope"
+        if gw.profile == "medkit":
+            assert (body["error_code"], body["message"]) == ("entity-not-found",
+                                                             "Entity not found")
+        else:
+            assert (body["error_code"], body["message"]) == ("resource-not-found",
+                                                             "App not found: 'nope'")
+        # a relationship route names the app (spec rule 5)
+        body = await gw.error("GET", f"{API}/apps/nope/is-located-on", 404)
+        assert body["parameters"]["app_id"] == "nope"
+        assert body["error_code"] == ("entity-not-found" if gw.profile == "medkit"
+                                      else "resource-not-found")
+        if gw.profile == "spec":
+            assert body["message"] == "App not found"
+        # every collection under an unknown entity answers the same 404
+        for tail in ("data", "operations", "configurations", "faults", "logs"):
+            body = await gw.error("GET", f"{API}/apps/nope/{tail}", 404)
+            assert body["parameters"]["entity_id"] == "nope"
+
+    gateway(scenario)
+
+
+def test_an_id_of_another_type(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        if gw.profile == "medkit":  # the reference names the type mismatch
+            body = await gw.error("GET", f"{API}/components/actuator", 400)
+            assert body["error_code"] == "invalid-parameter"
+            assert body["message"] == "Invalid entity type for route: expected Component, got App"
+            assert body["parameters"] == {"entity_id": "actuator", "expected_type": "Component",
+                                          "actual_type": "App"}
+        else:
+            body = await gw.error("GET", f"{API}/components/actuator", 404)
+            assert body["error_code"] == "resource-not-found"
+            assert body["message"] == "Component not found: 'actuator'"
+
+    gateway(scenario)
+
+
+def test_unknown_path_and_method(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        body = await gw.error("GET", f"{API}/nonsense", 404)
+        assert body["error_code"] == "resource-not-found"
+        assert body["message"] == "No resource at /api/v1/nonsense"
+        for method, path in (("POST", f"{API}/apps"), ("DELETE", f"{API}/apps"),
+                             ("PATCH", f"{API}/apps/actuator")):
+            if gw.profile == "spec":
+                body = await gw.error(method, path, 405)
+                assert body["message"] == (f"Method {method} is not allowed on {path}; "
+                                           "allowed: GET, HEAD")
+                assert body["parameters"] == {"status": 405}
+            else:  # the reference has no 405: an unrouted method is a 404
+                body = await gw.error(method, path, 404)
+                assert body["message"] == (f"No resource at {path} for method {method} "
+                                           "(served methods: GET, HEAD)")
+            assert body["error_code"] == "resource-not-found"
+
+    gateway(scenario)
+
+
+def test_root_lists_endpoints_and_capabilities(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", f"{API}/")
+        assert status == 200 and body["api_base"] == API
+        assert "GET /api/v1/apps/{app_id}/faults" in body["endpoints"]
+        caps = body["capabilities"]
+        assert caps["faults"] is caps["locking"] is caps["configurations"] is True
+        assert caps["scripts"] is caps["updates"] is caps["authentication"] is False
+        status, body = await gw.json("GET", f"{API}/version-info")
+        assert status == 200
+        (item,) = body["items"]
+        assert item["base_uri"] == API and item["version"] == "1.0.0"
+
+    gateway(scenario)
+
+
+def test_health_reports_the_services(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", f"{API}/health")
+        assert status == 200
+        assert (body["status"], body["ready"], body["warnings"]) == ("healthy", True, [])
+        assert body["discovery"]["mode"] == "runtime_only"
+        assert body["discovery"]["pipeline"]["total_entities"] == 6  # 3 apps, 1 comp., 2 fn.
+        assert body[f"{gw.xv}-locks"] == {"held": 0}
+        assert body[f"{gw.xv}-fault-manager"]["faults"] == 0
+        assert body[f"{gw.xv}-subscription-executor"]["worker_alive"] is True
+
+    gateway(scenario)
+
+
+def test_manifest_status_without_a_manifest(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", f"{API}/manifest/status")
+        assert status == 200
+        assert body == {"active": False, "path": "", "mode": "runtime_only",
+                        "validation": {"is_valid": True, "error_count": 0,
+                                       "warning_count": 0}}
+
+    gateway(scenario)
+
+
+def test_a_node_leaving_the_graph_leaves_the_list(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", f"{API}/apps/scanner")
+        assert status == 200
+        gw.nodes[:] = [n for n in gw.nodes if n.name != "scanner"]
+        gw.regraph()
+        status, body = await gw.json("GET", f"{API}/apps")
+        assert [i["id"] for i in body["items"]] == ["actuator", "monitor"]
+        await gw.error("GET", f"{API}/apps/scanner", 404)
+        status, body = await gw.json("GET", f"{API}/functions")
+        assert [i["id"] for i in body["items"]] == ["chassis"]
+
+    gateway(scenario)
+
+
+def test_unbuilt_features_answer_501(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        body = await gw.error("GET", f"{API}/apps/actuator/triggers", 501)
+        assert body["error_code"] == "not-implemented"
+        assert body["parameters"]["feature"] == "triggers"
+        status, body = await gw.json("GET", f"{API}/apps/actuator")
+        assert "triggers" not in [c["name"] for c in body["capabilities"]]
+        status, body = await gw.json("GET", f"{API}/")
+        assert body["capabilities"]["triggers"] is False
+
+    gateway(scenario, settings=("triggers.enabled=false",))

@@ -1,0 +1,176 @@
+"""Faults and logs in process (the faults and logs handlers): the real fault manager and its
+store, fed through FaultService.submit; the real RosoutLog fed through RosoutLog.add."""
+
+from __future__ import annotations
+
+import asyncio
+
+from gateway.faults.model import CRITICAL, ERROR, Report
+from tests.inproc.inproc_gateway import Gw, Runner
+from tests.inproc.inproc_robot import ACTUATOR, FLOAT32, MONITOR, PRESSURE, cdr_float32
+
+FAULTS = "/api/v1/apps/actuator/faults"
+STAMP = 1_700_000_000_000_000_000
+
+
+async def report(gw: Gw, *reports: Report) -> None:
+    """Hand reports to the fault manager and wait for their commit."""
+    faults = gw.state.faults
+    assert faults is not None
+    faults.submit(reports)
+    for _ in range(100):  # the flush runs on the next loop turns
+        await asyncio.sleep(0.01)
+        if faults.stats["reports_applied"] >= faults.stats["reports_received"]:
+            break
+    await faults.settled()
+
+
+def test_a_reported_fault_is_listed_on_its_app(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        await report(gw, Report("BRAKE_OVERHEAT", "FAILED", CRITICAL, "too hot", ACTUATOR))
+        status, body = await gw.json("GET", FAULTS)
+        assert status == 200
+        (item,) = body["items"]
+        assert item["fault_code"] == "BRAKE_OVERHEAT"
+        assert item["severity"] == ("CRITICAL" if gw.profile == "spec" else 3)
+        assert (item["status"], item["description"]) == ("CONFIRMED", "too hot")
+        assert item["reporting_sources"] == [ACTUATOR]
+        assert body[gw.xv]["source_id"] == ACTUATOR
+        status, body = await gw.json("GET", "/api/v1/faults")
+        assert [i["fault_code"] for i in body["items"]] == ["BRAKE_OVERHEAT"]
+        # the function of the app sees it; the other function does not
+        status, body = await gw.json("GET", "/api/v1/functions/chassis/faults")
+        assert [i["fault_code"] for i in body["items"]] == ["BRAKE_OVERHEAT"]
+        status, body = await gw.json("GET", "/api/v1/functions/sensors/faults")
+        assert body["items"] == []
+        status, body = await gw.json("GET", "/api/v1/apps/monitor/faults")
+        assert body["items"] == []
+
+    gateway(scenario)
+
+
+def test_fault_detail_with_its_freeze_frame(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        gw.pool.put(PRESSURE, FLOAT32, cdr_float32(42.5), STAMP)
+        await report(gw, Report("BRAKE_OVERHEAT", "FAILED", CRITICAL, "too hot", ACTUATOR))
+        faults = gw.state.faults
+        assert faults is not None
+        for _ in range(100):  # the capture of the app's topics follows the confirmation
+            status, body = await gw.json("GET", f"{FAULTS}/BRAKE_OVERHEAT")
+            if body["environment_data"]["snapshots"]:
+                break
+            await asyncio.sleep(0.02)
+        assert status == 200
+        assert body["item"]["code"] == "BRAKE_OVERHEAT"
+        assert body["item"]["fault_name"] == "too hot"
+        assert body["item"]["severity"] == 3
+        assert body["item"]["status"] == {"aggregatedStatus": "active", "testFailed": "1",
+                                          "confirmedDTC": "1", "pendingDTC": "0"}
+        (frame,) = body["environment_data"]["snapshots"]
+        assert (frame["type"], frame["name"], frame["data"]) == ("freeze_frame", PRESSURE, 42.5)
+        assert frame[gw.xv]["full_data"] == {"data": 42.5}
+
+    gateway(scenario)
+
+
+def test_an_unknown_fault_and_a_bad_filter(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        for method in ("GET", "DELETE"):
+            body = await gw.error(method, f"{FAULTS}/NOPE", 404)
+            assert body["error_code"] == "resource-not-found"
+            assert body["message"] == "Fault 'NOPE' not found on app 'actuator'"
+            assert body["parameters"] == {"entity_id": "actuator", "fault_code": "NOPE"}
+        body = await gw.error("GET", f"{FAULTS}?status=bogus", 400)
+        assert body["error_code"] == "invalid-parameter"
+        assert body["message"] == "Invalid status parameter value"
+        assert body["parameters"]["value"] == "bogus"
+        assert body["parameters"]["allowed_values"] == "pending, confirmed, cleared, healed, all"
+
+    gateway(scenario)
+
+
+def test_clear_one_fault(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        await report(gw, Report("BRAKE_OVERHEAT", "FAILED", CRITICAL, "too hot", ACTUATOR),
+                     Report("PAD_WEAR", "FAILED", CRITICAL, "pads worn", ACTUATOR))
+        status, _ = await gw.json("DELETE", f"{FAULTS}/BRAKE_OVERHEAT")
+        assert status == 204
+        await gw.state.faults.settled()  # type: ignore[union-attr]
+        status, body = await gw.json("GET", FAULTS)
+        assert [i["fault_code"] for i in body["items"]] == ["PAD_WEAR"]
+        status, body = await gw.json("GET", f"{FAULTS}?status=cleared")
+        assert [i["fault_code"] for i in body["items"]] == ["BRAKE_OVERHEAT"]
+        assert body["items"][0]["status"] == "CLEARED"
+
+    gateway(scenario)
+
+
+def test_clear_all_faults_of_an_entity_only(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        await report(gw, Report("BRAKE_OVERHEAT", "FAILED", CRITICAL, "too hot", ACTUATOR),
+                     Report("SENSOR_STALE", "FAILED", CRITICAL, "no data", MONITOR))
+        status, _ = await gw.json("DELETE", FAULTS)
+        assert status == 204
+        await gw.state.faults.settled()  # type: ignore[union-attr]
+        status, body = await gw.json("GET", "/api/v1/faults")
+        assert [i["fault_code"] for i in body["items"]] == ["SENSOR_STALE"]
+
+    gateway(scenario)
+
+
+def test_a_pending_fault_needs_confirmation(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        await report(gw, Report("SLOW_RELEASE", "FAILED", ERROR, "slow", ACTUATOR))
+        status, body = await gw.json("GET", f"{FAULTS}?status=pending")
+        assert [(i["fault_code"], i["status"]) for i in body["items"]] == [
+            ("SLOW_RELEASE", "PREFAILED")]
+        status, body = await gw.json("GET", f"{FAULTS}?status=confirmed")
+        assert body["items"] == []
+
+    gateway(scenario, settings=("faults.confirmation_threshold=-3",))
+
+
+def test_logs_of_an_app(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        rosout = gw.state.rosout
+        assert rosout is not None
+        rosout.add("chassis.brakes.actuator", 30, "pressure low", STAMP)
+        rosout.add("chassis.brakes.actuator", 10, "tick", STAMP + 1)
+        rosout.add("chassis.brakes.monitor", 40, "monitor down", STAMP + 2)
+        status, body = await gw.json("GET", "/api/v1/apps/actuator/logs")
+        assert status == 200
+        messages = [i["message"] for i in body["items"]]
+        assert sorted(messages) == ["pressure low", "tick"]
+        severities = {i["message"]: i["severity"] for i in body["items"]}
+        assert severities["pressure low"] == "warning"
+        status, body = await gw.json("GET", "/api/v1/functions/chassis/logs")
+        assert sorted(i["message"] for i in body["items"]) == ["monitor down", "pressure low",
+                                                              "tick"]
+        status, body = await gw.json("GET", "/api/v1/apps/scanner/logs")
+        assert body["items"] == []
+
+    gateway(scenario)
+
+
+def test_log_configuration(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        url = "/api/v1/apps/actuator/logs/configuration"
+        status, body = await gw.json("GET", url)
+        assert (status, body) == (200, {"severity_filter": "debug", "max_entries": 100})
+        status, _ = await gw.json("PUT", url, json={"severity_filter": "warning"})
+        assert status == 204
+        status, body = await gw.json("GET", url)
+        assert body["severity_filter"] == "warning"
+        rosout = gw.state.rosout
+        assert rosout is not None
+        rosout.add("chassis.brakes.actuator", 30, "pressure low", STAMP)
+        rosout.add("chassis.brakes.actuator", 10, "tick", STAMP + 1)
+        status, body = await gw.json("GET", "/api/v1/apps/actuator/logs")
+        assert [i["message"] for i in body["items"]] == ["pressure low"]
+        body = await gw.error("PUT", url, 400, json={"severity_filter": "loud"})
+        assert body["error_code"] == "invalid-parameter"
+        assert body["message"] == ("'severity_filter' must be one of debug, info, warning, "
+                                   "error, fatal; got 'loud'")
+        assert body["parameters"]["field"] == "severity_filter"
+
+    gateway(scenario)

@@ -1,0 +1,240 @@
+"""Operations, status and lifecycle control in process (the operations, status and
+lifecycle handlers): listing, detail, service calls through the fake caller, action goals
+through the fake action manager, execution errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.inproc.inproc_gateway import Gw, Runner
+from tests.inproc.inproc_robot import ACTUATOR, CALIBRATE, FAIL_SERVICE, FIBONACCI, HOST, TRIGGER
+
+OPS = "/api/v1/apps/actuator/operations"
+
+
+def test_operations_list_services_and_actions(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", OPS)
+        assert status == 200
+        items = {i["id"]: i for i in body["items"]}
+        assert sorted(items) == ["brake_test", "calibrate", "self_test"]
+        assert body[gw.xv] == {"total_count": 3, "entity_id": "actuator"}
+        cal = items["calibrate"]
+        assert (cal["type"], cal["service_type"], cal["asynchronous_execution"]) == (
+            "service", TRIGGER, False)
+        assert cal["schema"] == {"request": {}, "response": {"success": "bool",
+                                                             "message": "string"}}
+        assert cal[gw.xv]["ros2_service"] == CALIBRATE
+        act = items["brake_test"]
+        assert (act["type"], act["action_type"], act["asynchronous_execution"]) == (
+            "action", FIBONACCI, True)
+        assert act["schema"]["goal"] == {"order": "int32"}
+        # the function aggregates its member apps' operations; the lidar app has none
+        status, body = await gw.json("GET", "/api/v1/functions/chassis/operations")
+        assert sorted(i["id"] for i in body["items"]) == ["brake_test", "calibrate",
+                                                          "self_test"]
+        status, body = await gw.json("GET", "/api/v1/apps/scanner/operations")
+        assert (status, body["items"]) == (200, [])
+
+    gateway(scenario)
+
+
+def test_operation_detail_and_unknown_operation(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", f"{OPS}/calibrate")
+        assert status == 200 and body["item"]["id"] == "calibrate"
+        assert body["item"][gw.xv]["member_ids"] == ["actuator"]
+        for method, path in (("GET", f"{OPS}/nope"), ("POST", f"{OPS}/nope/executions")):
+            body = await gw.error(method, path, 404, json={})
+            assert body["parameters"] == {"entity_id": "actuator", "operation_id": "nope"}
+            if gw.profile == "medkit":
+                assert (body["error_code"], body["message"]) == ("operation-not-found",
+                                                                 "Operation not found")
+            else:
+                assert (body["error_code"], body["message"]) == (
+                    "resource-not-found", "Operation 'nope' not found on app 'actuator'")
+
+    gateway(scenario)
+
+
+def test_a_service_call_answers_its_response(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("POST", f"{OPS}/calibrate/executions", json={})
+        assert status == 200
+        assert body["parameters"] == {"success": True, "message": "calibrated"}
+        assert body[gw.xv] == {"ros2_service": CALIBRATE, "ros2_type": TRIGGER}
+        (name, type_name, _), = [c for c in gw.caller.calls if c[0] == CALIBRATE]
+        assert type_name == TRIGGER
+
+    gateway(scenario)
+
+
+def test_a_failed_service_call(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        body = await gw.error("POST", f"{OPS}/self_test/executions", 500, json={})
+        assert body["error_code"] == "vendor-error"
+        assert body["vendor_code"] == f"{gw.xv}-ros2-service-unavailable"
+        assert body["parameters"]["ros2_service"] == FAIL_SERVICE
+        assert body["parameters"]["operation_id"] == "self_test"
+        if gw.profile == "medkit":
+            assert body["message"] == "Service call failed"
+            assert body["parameters"]["details"] == "the server went away during the call"
+        else:
+            assert body["message"] == "the server went away during the call"
+
+    gateway(scenario)
+
+
+def test_a_service_nobody_serves_any_more(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        del gw.caller.handlers[CALIBRATE]  # the server left between discovery and the call
+        status, body = await gw.json("POST", f"{OPS}/calibrate/executions", json={})
+        assert status in (500, 503), body
+        assert body["error_code"] == "vendor-error"
+        assert body["parameters"]["ros2_service"] == CALIBRATE
+
+    gateway(scenario)
+
+
+def test_execution_request_errors(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        for timeout in (-1, 0, 3601, "soon", True):
+            body = await gw.error("POST", f"{OPS}/calibrate/executions", 400,
+                                  json={"timeout": timeout})
+            assert body["error_code"] == "invalid-parameter"
+            assert body["message"] == "'timeout' must be a number of seconds in (0, 3600]"
+            assert body["parameters"] == {"field": "timeout", "value": timeout}
+        async with gw.client.post(f"{OPS}/calibrate/executions", data=b"{not json",
+                                  headers={"Content-Type": "application/json"}) as resp:
+            assert resp.status == 400
+            assert (await resp.json())["error_code"] == "invalid-request"
+        body = await gw.error("POST", f"{OPS}/brake_test/executions", 400,
+                              json={"parameters": {"order": "ten"}})
+        assert body["error_code"] == "invalid-request"
+        assert "order" in body["message"]
+        assert not [c for c in gw.caller.calls if c[0] == CALIBRATE]  # nothing was called
+
+    gateway(scenario)
+
+
+def test_executions_of_an_action(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", f"{OPS}/brake_test/executions")
+        assert status == 200 and body["items"] == []
+        assert body[gw.xv] == {"total_count": 0, "entity_id": "actuator"}
+        for method in ("GET", "DELETE"):
+            body = await gw.error(method, f"{OPS}/brake_test/executions/abc", 404)
+            assert body["error_code"] == "resource-not-found"
+            if gw.profile == "medkit":
+                assert body["message"] == "Execution not found"
+                assert body["parameters"]["execution_id"] == "abc"
+            else:
+                assert body["message"].startswith(
+                    "Execution 'abc' not found on operation 'brake_test' of app 'actuator'")
+
+    gateway(scenario)
+
+
+def test_app_and_component_status(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", "/api/v1/apps/actuator/status")
+        assert status == 200
+        assert body == {"id": "actuator", "status": "ready",
+                        gw.xv: {"is_online": True, "ros2": {"node": ACTUATOR}}}
+        status, body = await gw.json("GET", f"/api/v1/components/{HOST}/status")
+        assert body == {"id": HOST, "status": "ready",
+                        gw.xv: {"apps_total": 3, "apps_online": 3}}
+        body = await gw.error("GET", "/api/v1/apps/nope/status", 404)
+        assert body["parameters"]["entity_id"] == "nope"
+
+    gateway(scenario)
+
+
+def test_lifecycle_control_of_a_plain_node_is_501(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        for transition in ("start", "restart", "shutdown"):
+            body = await gw.error("PUT", f"/api/v1/apps/actuator/status/{transition}", 501,
+                                  json={})
+            assert body["error_code"] == "not-implemented"
+            assert body["message"] == "Lifecycle control not available for this entity"
+            assert body["parameters"]["feature"] == "lifecycle"
+            assert body["parameters"]["reasons"] == ["actuator: plain node"]
+        body = await gw.error("PUT", "/api/v1/apps/nope/status/start", 404, json={})
+        assert body["parameters"]["entity_id"] == "nope"
+
+    gateway(scenario)
+
+
+async def _start_goal(gw: Gw, order: int) -> tuple[int, Any, str | None]:
+    async with gw.client.post(f"{OPS}/brake_test/executions",
+                              json={"parameters": {"order": order}}) as resp:
+        return resp.status, await resp.json(), resp.headers.get("Location")
+
+
+def test_an_action_goal_runs_and_completes(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body, location = await _start_goal(gw, 5)
+        assert status == 202, body
+        ex_id = body["id"]
+        assert location == f"{OPS}/brake_test/executions/{ex_id}"
+        assert (body["status"], body["capability"]) == ("running", "execute")
+        assert body[gw.xv]["goal_id"] == ex_id
+        assert body[gw.xv]["ros2_action"] == "/chassis/brakes/actuator/brake_test"
+        assert gw.actions.goals[0].order == 5
+        status, body = await gw.json("GET", f"{OPS}/brake_test/executions")
+        assert [(i["id"], i["status"]) for i in body["items"]] == [(ex_id, "running")]
+        gw.actions.finish(ex_id, {"sequence": [0, 1, 1, 2, 3]})
+        status, body = await gw.json("GET", location)
+        assert (status, body["status"]) == (200, "completed")
+        assert body["result"] == {"sequence": [0, 1, 1, 2, 3]}
+        assert body["parameters"] == {"sequence": [0, 1, 1, 2, 3]}
+
+    gateway(scenario)
+
+
+def test_stop_and_delete_an_execution(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        _, body, location = await _start_goal(gw, 5)
+        assert location is not None
+        body = await gw.error("PUT", location, 400, json={})
+        assert body["error_code"] == "invalid-parameter"
+        assert body["message"] == "'capability' is required; only 'stop' is supported"
+        body = await gw.error("PUT", location, 400, json={"capability": "freeze"})
+        assert body["message"] == ("Capability 'freeze' does not apply to a running execution; "
+                                   "only 'stop' is supported")
+        if gw.profile == "medkit":  # the reference: re-executing a running goal is a conflict
+            body = await gw.error("PUT", location, 409, json={"capability": "execute"})
+            assert body["error_code"] == "precondition-not-fulfilled"
+        async with gw.client.put(location, json={"capability": "stop"}) as resp:
+            assert resp.status == 202
+            body = await resp.json()
+        assert (body["status"], body["capability"]) == ("failed", "stop")  # CANCELED
+        assert body[gw.xv]["cancel_response"] == "accepted"
+        _, second, location2 = await _start_goal(gw, 3)
+        assert location2 is not None
+        status, _ = await gw.json("DELETE", location2)
+        assert status == 204
+        status, body = await gw.json("GET", location2)
+        if gw.profile == "medkit":  # kept readable after the delete
+            assert (status, body["status"]) == (200, "failed")
+        else:  # removed
+            assert status == 404
+
+    gateway(scenario)
+
+
+def test_a_rejected_goal(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body, _ = await _start_goal(gw, -1)
+        if gw.profile == "medkit":
+            assert status == 400, body
+            assert (body["error_code"], body["vendor_code"]) == (
+                "vendor-error", "x-medkit-ros2-action-rejected")
+            assert body["message"] == "Goal rejected"
+            assert body["parameters"]["details"] == "order must not be negative"
+        else:  # 202 with an execution that failed
+            assert status == 202, body
+            assert body["status"] == "failed"
+            assert body[gw.xv]["reason"] == "order must not be negative"
+
+    gateway(scenario)
