@@ -13,13 +13,14 @@ from aiohttp import web
 
 from federation.local import provide
 
-from ..auth.roles import Role
-from ..control.lockguard import guard_members
-from ..http.errors import ApiError, invalid_parameter, not_found, vendor_error
+from ..errors import ApiError, invalid_parameter, not_found, vendor_error
 from ..http.jsonutil import dumps, json_response
+from ..http.resource_helpers import list_collection, resolve_entity
 from ..http.routes import Registry
+from ..locks.guard import guard_members
 from ..model.entities import Entity
 from ..model.ids import split_qualified
+from ..model.roles import Role
 from ..ros.described import DescribedTypes
 from ..ros.graph import INFRA_TOPICS, is_hidden_topic
 from ..ros.interface_paths import SETTING as INTERFACE_PATHS
@@ -39,7 +40,6 @@ from ..wire.bodies import (
     read_object,
     validation_error,
 )
-from .common import list_collection, resolve_entity
 from .data_reads import reads_of
 
 # Samples above this size are converted off the event loop.

@@ -56,7 +56,6 @@ LAYERS: dict[str, tuple[str, int]] = {
     # dashboard's page stream, the 501 stubs) and the data read's wire shapes
     "gateway.resources": (FEATURE, 0),
     "gateway.wire.data": (FEATURE, 0),
-    "gateway.control": (FEATURE, 0),  # the lock guard's old address, for resources/data.py
     # root: the composition and the hub
     "gateway.wire_bundle": (ROOT, 0),  # the bundle of every feature's serializers
     "gateway.state": (ROOT, 0),  # GatewayState, the hub every layer reads its services from
