@@ -5,20 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("gateway", "federation", "recorder")
-
-
-def _modules() -> dict[str, Path]:
-    """Dotted module name -> source file, for every module of the checked packages."""
-    found: dict[str, Path] = {}
-    for pkg in PACKAGES:
-        for path in sorted((ROOT / pkg).rglob("*.py")):
-            parts = list(path.relative_to(ROOT).with_suffix("").parts)
-            if parts[-1] == "__init__":
-                parts.pop()
-            found[".".join(parts)] = path
-    return found
+from tests.unit.importgraph import edges
+from tests.unit.importgraph import modules as _modules
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -42,38 +30,11 @@ def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
     return out
 
 
-def _resolve(name: str, modules: dict[str, Path]) -> str | None:
-    """The longest prefix of `name` that is one of our modules."""
-    while name:
-        if name in modules:
-            return name
-        name = name.rpartition(".")[0]
-    return None
-
-
 def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
     """Module -> the modules of the checked packages it imports (module or function level)."""
-    graph: dict[str, set[str]] = {}
-    for mod, path in modules.items():
-        is_pkg = path.name == "__init__.py"
-        edges: set[str] = set()
-        for node in _imports(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            else:
-                if node.level:
-                    base = mod.split(".") if is_pkg else mod.split(".")[:-1]
-                    base = base[:len(base) - (node.level - 1)]
-                    prefix = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    prefix = node.module or ""
-                # `from pkg import sub` imports the submodule; `from mod import name` the module.
-                targets = [f"{prefix}.{alias.name}" for alias in node.names] + [prefix]
-            for target in targets:
-                hit = _resolve(target, modules)
-                if hit is not None and hit != mod:
-                    edges.add(hit)
-        graph[mod] = edges
+    graph: dict[str, set[str]] = {mod: set() for mod in modules}
+    for mod, hit in edges(modules, _imports):
+        graph[mod].add(hit)
     return graph
 
 

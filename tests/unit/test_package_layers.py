@@ -9,8 +9,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT_DIR = Path(__file__).resolve().parents[2]
-PACKAGES = ("gateway", "federation", "recorder")
+from tests.unit.importgraph import edges
+from tests.unit.importgraph import modules as _modules
 
 CORE, FEATURE, ROOT = "core", "feature", "root"
 
@@ -99,27 +99,6 @@ MUTUAL: dict[tuple[str, str], str] = {
 }
 
 
-def _modules() -> dict[str, Path]:
-    """Dotted module name -> source file, for every module of the checked packages."""
-    found: dict[str, Path] = {}
-    for pkg in PACKAGES:
-        for path in sorted((ROOT_DIR / pkg).rglob("*.py")):
-            parts = list(path.relative_to(ROOT_DIR).with_suffix("").parts)
-            if parts[-1] == "__init__":
-                parts.pop()
-            found[".".join(parts)] = path
-    return found
-
-
-def _resolve(name: str, modules: dict[str, Path]) -> str | None:
-    """The longest prefix of `name` that is one of our modules."""
-    while name:
-        if name in modules:
-            return name
-        name = name.rpartition(".")[0]
-    return None
-
-
 def _layer(mod: str) -> tuple[str, int] | None:
     """The layer and core rank of a module: its longest declared prefix."""
     name = mod
@@ -150,25 +129,7 @@ def all_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
 
 def import_edges(modules: dict[str, Path]) -> set[tuple[str, str]]:
     """(importer, imported) for every import between modules of the checked packages."""
-    edges: set[tuple[str, str]] = set()
-    for mod, path in modules.items():
-        is_pkg = path.name == "__init__.py"
-        for node in all_imports(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            else:
-                if node.level:
-                    base = mod.split(".") if is_pkg else mod.split(".")[:-1]
-                    base = base[:len(base) - (node.level - 1)]
-                    prefix = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    prefix = node.module or ""
-                targets = [f"{prefix}.{alias.name}" for alias in node.names] + [prefix]
-            for target in targets:
-                hit = _resolve(target, modules)
-                if hit is not None and hit != mod:
-                    edges.add((mod, hit))
-    return edges
+    return edges(modules, all_imports)
 
 
 def mutual_pairs(edges: set[tuple[str, str]]) -> set[tuple[str, str]]:
