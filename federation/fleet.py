@@ -118,6 +118,14 @@ def renamed_apps(local: EntitySet, peers: Sequence[PeerSet]) -> dict[tuple[str, 
     return out
 
 
+def _extend_new(items: list[str], held: set[str], more: list[str]) -> None:
+    """Append what `held` lacks (in order, once), keeping `held` the set of `items`."""
+    for item in more:
+        if item not in held:
+            held.add(item)
+            items.append(item)
+
+
 def merge(local: EntitySet, peers: Sequence[PeerSet], generation: int) -> FleetView:
     """The fleet view of the local set and the peers' (in the given order)."""
     out = EntitySet(generation=generation)
@@ -127,6 +135,7 @@ def merge(local: EntitySet, peers: Sequence[PeerSet], generation: int) -> FleetV
             out.of(kind)[eid] = _copy(entity)
             origins[(kind, eid)] = [Origin(LOCAL, eid, entity.node_fqn)]
     app_ids = renamed_apps(local, peers)
+    seen: dict[Key, tuple[set[str], set[str]]] = {}  # hosts and depends_on held, per entity
     for p in peers:
         def mapped(ids: list[str], peer: str = p.name) -> list[str]:
             return [app_ids.get((peer, a), a) for a in ids]
@@ -145,9 +154,12 @@ def merge(local: EntitySet, peers: Sequence[PeerSet], generation: int) -> FleetV
                     out.of(kind)[eid] = _copy(entity, hosts=mapped(entity.hosts))
                     origins[(kind, eid)] = [Origin(p.name, eid)]
                     continue
-                have.hosts.extend(h for h in mapped(entity.hosts) if h not in have.hosts)
-                have.depends_on.extend(d for d in entity.depends_on
-                                       if d not in have.depends_on)
+                # membership by a set per entity: a list test per host made a function every
+                # robot hosts O(peers²) per merge (20 ms at 1,000 robots)
+                hosts, deps = seen.get((kind, eid)) or seen.setdefault(
+                    (kind, eid), (set(have.hosts), set(have.depends_on)))
+                _extend_new(have.hosts, hosts, mapped(entity.hosts))
+                _extend_new(have.depends_on, deps, entity.depends_on)
                 for attr in ("description", "area", "parent"):
                     if not getattr(have, attr) and getattr(entity, attr):
                         setattr(have, attr, getattr(entity, attr))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from federation.fleet import PeerSet, local_view, merge
 from gateway.model.entities import Entity, EntitySet
 
@@ -92,3 +94,31 @@ def test_fleet_of_one() -> None:
     local = robot({"a": "f"})
     view = local_view(local)
     assert view.contributors("apps", "a") == ["local"] and view.owner("apps", "a") is None
+
+
+def test_hosts_and_dependencies_merge_in_order_once_as_a_list_scan_would() -> None:
+    # the merge keeps a set per entity beside its lists; the answer is what scanning the
+    # list for every host gave: first-seen order, each id once, duplicates within a peer too
+    rng = random.Random(7)
+    local = EntitySet()
+    local.functions["drive"] = Entity("functions", "drive", "drive", hosts=["a0", "a1"],
+                                      depends_on=["d0"])
+    peers = []
+    for i in range(60):
+        es = EntitySet()
+        hosts = [f"a{rng.randrange(8)}" for _ in range(rng.randrange(4))]
+        deps = [f"d{rng.randrange(5)}" for _ in range(rng.randrange(3))]
+        es.functions["drive"] = Entity("functions", "drive", "drive", hosts=hosts,
+                                       depends_on=deps)
+        peers.append(PeerSet(f"r{i}", es, True))
+    expect_hosts, expect_deps = ["a0", "a1"], ["d0"]
+    for p in peers:
+        for h in p.entities.functions["drive"].hosts:
+            if h not in expect_hosts:
+                expect_hosts.append(h)
+        for d in p.entities.functions["drive"].depends_on:
+            if d not in expect_deps:
+                expect_deps.append(d)
+    got = merge(local, peers, 1).entities.functions["drive"]
+    assert got.hosts == expect_hosts and got.depends_on == expect_deps
+    assert local.functions["drive"].hosts == ["a0", "a1"]  # the local set is not touched
