@@ -220,15 +220,13 @@ class FakeSample:
 
 
 class FakeEntry:
-    """A pooled topic: its newest sample and the bodies data.py caches on it."""
+    """A pooled topic: its newest sample (the bodies built from it live in
+    resources/data_reads.py, which checks `held`)."""
 
     def __init__(self, topic: str, type_name: str) -> None:
         self.topic, self.type_name = topic, type_name
         self.sample: FakeSample | None = None
         self.held = True  # in the pool (SamplePool clears it on eviction)
-        self.json_seq = -1
-        self.json = b""
-        self.bodies: dict[Any, Any] = {}
 
 
 class FakePool:
@@ -241,6 +239,11 @@ class FakePool:
         self.subscribers: dict[str, int] = {}  # topic -> readers a publish reaches
         self.watched: dict[str, str] = {}  # topics push delivery pinned
         self._seq = 0
+        self.hits = 0  # reads that found a sample (SamplePool.touch, the fast path)
+        self.refreshed: list[str] = []  # LRU refreshes asked for (SamplePool.refresh)
+
+    def refresh(self, topic: str) -> None:
+        self.refreshed.append(topic)
 
     def put(self, topic: str, type_name: str, data: bytes, stamp_ns: int) -> None:
         entry = self.entries.setdefault(topic, FakeEntry(topic, type_name))
@@ -255,10 +258,16 @@ class FakePool:
             return None
         return entry
 
-    peek = find
+    def peek(self, topic: str, type_name: str) -> FakeEntry | None:
+        """find() counting a hit, as SamplePool.peek."""
+        entry = self.find(topic, type_name)
+        if entry is not None:
+            self.touch(entry)
+        return entry
 
     def touch(self, entry: FakeEntry) -> None:
-        pass
+        self.hits += 1
+        self.refresh(entry.topic)
 
     async def watch(self, topic: str, type_name: str) -> None:
         """Pin a topic (push delivery observes it)."""
@@ -270,7 +279,11 @@ class FakePool:
 
     async def latest(self, topic: str, type_name: str, timeout: float
                      ) -> tuple[FakeSample | None, FakeEntry]:
-        entry = self.entries.setdefault(topic, FakeEntry(topic, type_name))
+        entry = self.entries.get(topic)
+        if entry is not None:  # a pooled topic: a hit, as SamplePool._entry counts it
+            self.touch(entry)
+        else:
+            entry = self.entries[topic] = FakeEntry(topic, type_name)
         return entry.sample, entry
 
     async def publish(self, topic: str, type_name: str, msg: Any) -> int:

@@ -44,6 +44,8 @@ def test_read_the_newest_sample(gateway: Runner) -> None:
             assert body[gw.xv]["timestamp"] == STAMP
             assert body[gw.xv]["ros2"] == {"topic": PRESSURE, "type": FLOAT32}
             assert (body[gw.xv]["publisher_count"], body[gw.xv]["subscriber_count"]) == (1, 1)
+        # each read that found a sample counted one pool hit and refreshed the topic's place
+        assert gw.pool.hits == 2 and gw.pool.refreshed == [PRESSURE, PRESSURE]
         gw.pool.put(PRESSURE, FLOAT32, cdr_float32(43.0), STAMP + 1)  # a newer one replaces it
         status, body = await gw.json("GET", f"{APP}/data{PRESSURE}")
         assert body["data"] == {"data": 43.0} and body[gw.xv]["timestamp"] == STAMP + 1
