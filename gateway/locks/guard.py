@@ -32,6 +32,7 @@ from .rules import (
     Target,
     resolve_config,
 )
+from .settings import LockSettings
 
 if TYPE_CHECKING:
     from ..state import GatewayState
@@ -138,27 +139,15 @@ def guard_fault_sources(request: web.Request, via: Any, sources: Any) -> None:
         svc.check_members(request, via, "faults", svc.source_apps(sources))
 
 
-def config_source(settings: Any, state: GatewayState) -> Callable[[str, str], LockConfig]:
+def config_source(settings: LockSettings, state: GatewayState
+                  ) -> Callable[[str, str], LockConfig]:
     """Resolution: per-entity block (if a source is installed), then per-type, then global.
 
     The per-entity source is `state.lock_entity_config`: (kind, entity_id) -> the manifest
     `lock` block ({required_scopes, breakable, max_expiration}) or None.
     """
-    from ..settings.config import ConfigError
-    from .rules import SCOPES
-
-    global_max = float(settings["locking.default_max_expiration"])
-    for kind in ("components", "apps"):
-        key = f"locking.defaults.{kind}.lock_required_scopes"
-        unknown = [s for s in settings[key] if s not in SCOPES]
-        if unknown:
-            raise ConfigError(f"setting '{key}': unknown collection(s) {', '.join(unknown)}; "
-                              f"valid: {', '.join(SCOPES)}")
-    per_type = {
-        kind: (tuple(settings[f"locking.defaults.{kind}.lock_required_scopes"]),
-               bool(settings[f"locking.defaults.{kind}.breakable"]))
-        for kind in ("components", "apps")
-    }
+    global_max = settings.default_max_expiration_s
+    per_type = settings.per_type()
 
     def config_of(kind: str, entity_id: str) -> LockConfig:
         source = state.lock_entity_config
@@ -174,8 +163,9 @@ class LockService:
 
     def __init__(self, state: GatewayState) -> None:
         self.state = state
-        self.enabled = bool(state.settings["locking.enabled"])
-        self.manager = LockManager(config_source(state.settings, state))
+        self.settings = LockSettings.from_settings(state.settings)
+        self.enabled = self.settings.enabled
+        self.manager = LockManager(config_source(self.settings, state))
         self._targets: dict[Route, WriteTarget | None] = {}
         self._task: asyncio.Task[None] | None = None
         self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
@@ -261,10 +251,8 @@ class LockService:
         return not self.manager.locks and not self._any_required()
 
     def _any_required(self) -> bool:
-        s = self.state.settings
-        return bool(s["locking.defaults.components.lock_required_scopes"]
-                    or s["locking.defaults.apps.lock_required_scopes"]
-                    or self.state.lock_entity_config is not None)
+        return (any(required for _kind, required, _breakable in self.settings.defaults)
+                or self.state.lock_entity_config is not None)
 
     def clear_filter(self, request: web.Request, code: str, sources: list[str]) -> bool:
         """Global fault clear: skip a fault when any reporting source's app refuses the write."""
@@ -329,7 +317,7 @@ class LockService:
             log.exception("lock expiry failed")
 
     async def _sweep_loop(self) -> None:
-        interval = float(self.state.settings["locking.cleanup_interval"])
+        interval = self.settings.cleanup_interval_s
         while True:
             await asyncio.sleep(interval)
             try:
