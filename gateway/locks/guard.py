@@ -163,7 +163,7 @@ class LockService:
 
     def __init__(self, state: GatewayState) -> None:
         self.state = state
-        self.settings = LockSettings.from_settings(state.settings)
+        self.settings = state.settings.typed(LockSettings.from_settings)
         self.enabled = self.settings.enabled
         self.manager = LockManager(config_source(self.settings, state))
         self._targets: dict[Route, WriteTarget | None] = {}

@@ -79,13 +79,9 @@ async def serve(s: Served) -> web.StreamResponse | None:
         if not hasattr(provider, "upload_script"):
             raise bad_request(f"Plugin '{s.owner.name}' does not accept script uploads for "
                               f"{s.entity.type} '{eid}'", entity_id=eid)
-        from ..scripts.handlers import _read_upload
+        from ..scripts.handlers import _read_upload, upload_limit
 
-        if not s.state.settings["scripts.allow_uploads"]:
-            raise bad_request("Script uploads are disabled on this gateway (setting "
-                              "scripts.allow_uploads)")
-        limit = int(float(s.state.settings["scripts.max_file_size_mb"]) * 1024 * 1024)
-        filename, content, meta = await _read_upload(s.request, limit)
+        filename, content, meta = await _read_upload(s.request, upload_limit(s.state))
         item = await call(provider.upload_script, eid, filename, content, meta, entity_id=eid)
         if not isinstance(item, dict) or not isinstance(item.get("id"), str):
             raise _vendor(500, "x-vendor-plugin-error", "The plugin answered no script id",

@@ -37,6 +37,7 @@ from .catalog import (
 from .childenv import child_environment, ros_environment
 from .runner import FORCED, STOP, CapacityReached, Execution, NotRunning
 from .service import ScriptService
+from .settings import ScriptSettings
 
 log = logging.getLogger(__name__)
 
@@ -128,20 +129,27 @@ async def _read_upload(request: web.Request, limit: int) -> tuple[str, bytes, di
 def refuse_anonymous(request: web.Request, state: GatewayState) -> None:
     """403 when anonymous callers could run code and scripts.allow_anonymous is off (the
     gateway's own scripts and those a plugin serves alike)."""
-    if anonymous_callers(state.settings) and not state.settings["scripts.allow_anonymous"]:
+    if anonymous_callers(state.settings) and \
+            not state.settings.typed(ScriptSettings.from_settings).allow_anonymous:
         raise _vendor(request, 403, "scripts-anonymous-disabled", ANONYMOUS_REFUSED,
                       setting="scripts.allow_anonymous")
+
+
+def upload_limit(state: GatewayState) -> int:
+    """The largest script upload in bytes; 400 while uploads are off (the gateway's own
+    scripts and those a plugin serves alike)."""
+    cfg = state.settings.typed(ScriptSettings.from_settings)
+    if not cfg.allow_uploads:
+        raise bad_request("Script uploads are disabled on this gateway (setting "
+                          "scripts.allow_uploads)")
+    return cfg.max_file_bytes
 
 
 async def upload(request: web.Request) -> web.Response:
     """Upload a script (.sh, .bash, .py) to the entity (201)."""
     state, svc, entity = _context(request)
     refuse_anonymous(request, state)
-    if not state.settings["scripts.allow_uploads"]:
-        raise bad_request("Script uploads are disabled on this gateway (setting "
-                          "scripts.allow_uploads)")
-    limit = int(state.settings["scripts.max_file_size_mb"]) * 1024 * 1024
-    filename, content, meta = await _read_upload(request, limit)
+    filename, content, meta = await _read_upload(request, upload_limit(state))
     if Path(filename).suffix not in FORMATS:
         raise invalid_parameter(f"Script file {filename!r} must end in .sh, .bash or .py",
                                 filename=filename)
@@ -207,7 +215,7 @@ async def start_execution(request: web.Request) -> web.Response:
     if problems:
         raise invalid_parameter("parameters do not match the script's parameters_schema",
                                 parameter="parameters", details=problems)
-    timeout = sc.timeout_sec or float(state.settings["scripts.default_timeout_sec"])
+    timeout = sc.timeout_sec or svc.settings.default_timeout_s
     runner = svc.runner
     exec_id = runner.new_id()
     user = svc.run_as
@@ -306,7 +314,7 @@ def install(app: web.Application, state: GatewayState) -> None:
     log.info("script runs are contained by %s", svc.runner.containment.kind)
     if os.geteuid() == 0 and svc.run_as.gid is None:
         log.warning(ROOT_WARNING)
-    if anonymous_callers(state.settings) and state.settings["scripts.allow_anonymous"]:
+    if anonymous_callers(state.settings) and svc.settings.allow_anonymous:
         log.warning("scripts.allow_anonymous is on with auth off (or auth.require_auth_for="
                     "none): anyone who reaches this gateway can upload and run code on it")
     runner = svc.runner

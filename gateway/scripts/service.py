@@ -24,6 +24,7 @@ from .catalog import (
 )
 from .containment import Containment
 from .runner import Runner
+from .settings import ScriptSettings
 
 if TYPE_CHECKING:
     from ..state import GatewayState
@@ -36,32 +37,28 @@ class ScriptService:
 
     def __init__(self, state: GatewayState) -> None:
         s = state.settings
+        cfg = self.settings = s.typed(ScriptSettings.from_settings)
         self.state = state
-        self.scripts_dir = Path(s["scripts.scripts_dir"]).expanduser() \
-            if s["scripts.scripts_dir"] else None
+        self.scripts_dir = cfg.scripts_dir
         self.run_as = RunAs()
-        if self.enabled and s["scripts.run_as_user"]:
+        if self.enabled and cfg.run_as_user:
             try:
-                self.run_as = run_as(str(s["scripts.run_as_user"]))
+                self.run_as = run_as(cfg.run_as_user)
             except ScriptError as exc:
                 raise ConfigError(str(exc)) from None
-        refusal = root_refusal(self.enabled, os.geteuid(), str(s["scripts.run_as_user"]),
-                               bool(s["scripts.allow_root"]))
+        refusal = root_refusal(self.enabled, os.geteuid(), cfg.run_as_user, cfg.allow_root)
         if refusal is not None:
             raise ConfigError(refusal)
-        root = s["scripts.upload_dir"]
-        self.uploads = UploadStore(Path(root).expanduser() if root
-                                   else default_upload_root(s["state_dir"]), self.run_as.gid,
-                                   state.storage)
+        self.uploads = UploadStore(cfg.upload_dir or default_upload_root(s["state_dir"]),
+                                   self.run_as.gid, state.storage)
         self.uploaded: dict[str, Script] = {}
         self._managed: list[Script] = []
         self._scan_key: Any = None
         containment = Containment(runs_dir(s["state_dir"]), use_cgroup=True,
                                   storage=state.storage) if self.enabled \
             else Containment(None, use_cgroup=False)
-        self.runner = Runner(s["scripts.max_concurrent_executions"],
-                             s["scripts.max_execution_history"], s["scripts.max_output_bytes"],
-                             containment, float(s["scripts.stop_grace_sec"]))
+        self.runner = Runner(cfg.max_concurrent_executions, cfg.max_execution_history,
+                             cfg.max_output_bytes, containment, cfg.stop_grace_s)
 
     @property
     def enabled(self) -> bool:

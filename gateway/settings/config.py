@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import yaml
 
@@ -14,6 +14,8 @@ from .settings_table import OPEN_KEYS, REMOVED, SETTINGS, Setting
 from .settings_unbuilt import built_features, unbuilt_feature, unbuilt_keys
 from .settings_unbuilt import pattern as unbuilt_pattern
 from .suggest import closest_key
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +133,16 @@ class Settings:
     def __init__(self, values: dict[str, Any], warnings: list[str]) -> None:
         self._values = values
         self.warnings = warnings
+        self._typed: dict[Callable[[Settings], Any], Any] = {}
+
+    def typed(self, build: Callable[[Settings], T]) -> T:
+        """A feature's typed settings (its frozen dataclass's `from_settings`), built once per
+        resolved settings: the values never change after load."""
+        try:
+            return cast(T, self._typed[build])
+        except KeyError:
+            out = self._typed[build] = build(self)
+            return out
 
     def __getitem__(self, key: str) -> Any:
         return self._values[key]

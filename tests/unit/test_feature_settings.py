@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 
 from gateway.locks.settings import LockSettings
+from gateway.scripts.settings import ScriptSettings
 from gateway.settings.config import ConfigError, load
 from gateway.settings.settings_table import SETTINGS
 
 ROOT = Path(__file__).resolve().parents[2]
 # settings prefix -> the one module that reads its keys
-OWNERS = {"locking.": "gateway/locks/settings.py"}
+OWNERS = {"locking.": "gateway/locks/settings.py", "scripts.": "gateway/scripts/settings.py"}
 _KEY = re.compile(r"""settings\[f?["']([a-z_]+\.[^"'\]]*)["']\]|\bs\[f?["']([a-z_]+\.[^"'\]]*)["']\]""")
 
 
@@ -41,6 +42,22 @@ def test_the_lock_settings_cover_every_locking_key() -> None:
     # the per-kind keys are read through an f-string over the kinds
     expanded = {k.replace("{kind}", kind) for k in read for kind in ("components", "apps")}
     assert table <= expanded, sorted(table - expanded)
+
+
+def test_the_script_settings_cover_every_scripts_key() -> None:
+    table = {s.key for s in SETTINGS if s.key.startswith("scripts.")}
+    named = set(re.findall(r"[\"'](scripts\.[a-z_]+)[\"']",
+                           (ROOT / OWNERS["scripts."]).read_text()))
+    assert table <= named, sorted(table - named)
+
+
+def test_typed_settings_are_built_once_per_resolved_settings() -> None:
+    settings = load(None, ["scripts.max_file_size_mb=2", "scripts.upload_dir=~/up"])
+    got = settings.typed(ScriptSettings.from_settings)
+    assert got is settings.typed(ScriptSettings.from_settings)
+    assert got.max_file_bytes == 2 * 1024 * 1024 and got.scripts_dir is None
+    assert got.upload_dir == Path("~/up").expanduser()
+    assert load(None, []).typed(ScriptSettings.from_settings) is not got
 
 
 def test_lock_settings_from_the_table_and_an_error_naming_the_setting() -> None:
