@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import AsyncIterator, Callable
@@ -179,18 +180,42 @@ async def _stop_plugins(state: GatewayState) -> None:
         await state.plugins.stop()
 
 
-async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
+@contextlib.asynccontextmanager
+async def feature_services(app: web.Application) -> AsyncIterator[None]:
+    """The services over the ROS side, in their start order, stopped in reverse: uploads and
+    the recorder (a fault listener) before the faults; the plugins (and the update manager
+    over a plugin's provider); push delivery (subscriptions, triggers, fault triggers) after
+    the faults. The real ROS lifecycle and the in-process tests' fake one both run it."""
     from .bulk_data import handlers as bulk_data
+    from .faults.service import FaultService
+    from .push import service as push
+
+    state = app[STATE]
+    await bulk_data.start(state)
+    faults = state.faults = FaultService(state)
+    await faults.start()
+    app.on_shutdown.append(faults.on_shutdown)
+    await _start_plugins(state)
+    await push.start(state)
+    app.on_shutdown.append(lambda _app: push.on_shutdown(state))
+    try:
+        yield
+    finally:
+        await push.stop(state)
+        await _stop_plugins(state)
+        await faults.stop()
+        await bulk_data.stop(state)
+
+
+async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     from .discovery.cache import EntityCache
     from .discovery.empty_domain import EmptyDomain, domain_source
     from .discovery.poller import GraphPoller
     from .discovery.runtime import HostInfo
-    from .faults.service import FaultService
     from .operations.handlers import state_directory
     from .process import loopslice
     from .process.gcpolicy import GcPolicy
     from .process.looplag import LoopLag
-    from .push import service as push
     from .ros import typesources
     from .ros.actions import ActionManager
     from .ros.bridge import start_ros
@@ -243,29 +268,21 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
                                       s["parameter_negative_cache_sec"])
     rosout = state.rosout = RosoutLog(bridge, s["logs.buffer_size"])
     await rosout.start()
-    await bulk_data.start(state)  # uploads and the recorder (a fault listener): before faults
-    faults = state.faults = FaultService(state)
-    await faults.start()
-    app.on_shutdown.append(faults.on_shutdown)
-    await _start_plugins(state)
-    await push.start(state)  # subscriptions, triggers, fault triggers: after the faults
-    app.on_shutdown.append(lambda _app: push.on_shutdown(state))
-    lag = LoopLag(loopslice.apply(s["server.loop_slice_us"]))  # after the threads start
-    lag.start()  # how long the event loop is busy at a stretch (docs/performance.md)
-    state.health["x-vendor-event-loop"] = lag.health
-    gc_policy = GcPolicy()
-    gc_policy.settle(s["server.gc_freeze"], s["server.gc_young_threshold"])
-    state.health["x-vendor-gc"] = gc_policy.health
     try:
-        yield
+        async with feature_services(app):
+            lag = LoopLag(loopslice.apply(s["server.loop_slice_us"]))  # after the threads start
+            lag.start()  # how long the event loop is busy at a stretch (docs/performance.md)
+            state.health["x-vendor-event-loop"] = lag.health
+            gc_policy = GcPolicy()
+            gc_policy.settle(s["server.gc_freeze"], s["server.gc_young_threshold"])
+            state.health["x-vendor-gc"] = gc_policy.health
+            try:
+                yield
+            finally:
+                empty_check.cancel()
+                gc_policy.close()
+                await lag.stop()
     finally:
-        empty_check.cancel()
-        gc_policy.close()
-        await lag.stop()
-        await push.stop(state)
-        await _stop_plugins(state)
-        await faults.stop()
-        await bulk_data.stop(state)
         await actions.close()
         calls.close()
         await rosout.stop()

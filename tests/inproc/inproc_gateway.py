@@ -27,9 +27,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from gateway.app import _start_plugins as start_plugins
-from gateway.app import _stop_plugins as stop_plugins
-from gateway.app import make_app
+from gateway.app import feature_services, make_app
 from gateway.discovery.cache import EntityCache
 from gateway.discovery.runtime import HostInfo
 from gateway.settings.config import load
@@ -101,9 +99,6 @@ def robot_lifecycle(nodes: list[FakeNode], bridge: FakeBridge, pool: FakePool,
     """The ROS side of app._ros_lifecycle over the fake robot (make_app's `ros`)."""
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
-        from gateway.bulk_data import handlers as bulk_data
-        from gateway.faults.service import FaultService
-        from gateway.push import service as push
         from gateway.ros.parameters import ParameterStore
         from gateway.ros.rosout import RosoutLog
 
@@ -120,20 +115,10 @@ def robot_lifecycle(nodes: list[FakeNode], bridge: FakeBridge, pool: FakePool,
         state.parameters = ParameterStore(caller, 2.0, 0.0)  # type: ignore[arg-type]
         rosout = state.rosout = RosoutLog(bridge, s["logs.buffer_size"])  # type: ignore[arg-type]
         await rosout.start()
-        await bulk_data.start(state)
-        faults = state.faults = FaultService(state)
-        await faults.start()
-        app.on_shutdown.append(faults.on_shutdown)
-        await start_plugins(state)  # plugins, and the update manager over a provider
-        await push.start(state)
-        app.on_shutdown.append(lambda _app: push.on_shutdown(state))
         try:
-            yield
+            async with feature_services(app):  # the gateway's own services, in its order
+                yield
         finally:
-            await push.stop(state)
-            await stop_plugins(state)
-            await faults.stop()
-            await bulk_data.stop(state)
             await rosout.stop()
             bridge.close()
 
