@@ -117,6 +117,15 @@ class Browser:
         return self._first(selector, lambda el: all(t in el.text for t in texts) and el,
                            f"{texts} in {selector}", timeout)
 
+    def read_all(self, selector: str, attribute: str | None = None) -> list[str]:
+        """The text (or an attribute) of every element matching selector, read in one script
+        call: a live table that redraws between finding its rows and reading them cannot hand
+        back a stale element."""
+        values = self.driver.execute_script(
+            "return Array.from(document.querySelectorAll(arguments[0]), e => arguments[1] ?"
+            " e.getAttribute(arguments[1]) : e.innerText);", selector, attribute)
+        return [str(v) for v in values]
+
     def console_errors(self) -> list[dict[str, Any]]:
         """Console entries at SEVERE level since the last call."""
         return [e for e in self.driver.get_log("browser") if e.get("level") == "SEVERE"]

@@ -119,8 +119,8 @@ def test_medkit_profile_fleet_counts_badges_and_times(browser: Browser, medkit: 
     # the timeline's times are the events' times (epoch seconds in this profile), not 1970
     browser.css("#events tr.event", "a timeline event")
     now = datetime.now()
-    for row in browser.driver.find_elements(By.CSS_SELECTOR, "#events tr.event td:first-child"):
-        shown = datetime.strptime(row.text, "%I:%M:%S %p").replace(
+    for text in browser.read_all("#events tr.event td:first-child"):
+        shown = datetime.strptime(text, "%I:%M:%S %p").replace(
             year=now.year, month=now.month, day=now.day)
         assert abs(shown - now) < timedelta(minutes=15) or abs(shown - now) > timedelta(hours=23)
     browser.shot("medkit-fleet")
@@ -148,11 +148,10 @@ def test_every_polled_row_is_marked_polled(browser: Browser, demo: Gateway) -> N
     try:
         go(browser, demo, f"#/e/components/{comp}/data")
         browser.css('#panel .mode[data-mode="polling"]', "the polling mode")
-        rows = browser.driver.find_elements(By.CSS_SELECTOR, "tr[data-topic]")
-        assert len(rows) >= 3
-        for row in rows[:24]:
-            assert row.get_attribute("data-mode") == "poll"
-            assert row.find_element(By.CSS_SELECTOR, ".pill").text == "polled"
+        modes = browser.read_all("tr[data-topic]", "data-mode")  # read at once: rows redraw
+        assert len(modes) >= 3 and set(modes[:24]) == {"poll"}, modes
+        pills = browser.read_all("tr[data-topic] .pill")
+        assert len(pills) == len(modes) and set(pills[:24]) == {"polled"}, pills
     finally:
         for conn in held:
             conn.close()

@@ -56,13 +56,12 @@ def test_each_lidar_fault_is_listed_once(browser: Browser, demo: Gateway) -> Non
     codes = [f["fault_code"] for f in demo.get("/faults?status=all").json()["items"]]
     assert all(codes.count(c) == 1 for c in LIDAR_CODES), codes
     assert not [c for c in codes if c.startswith("LOG_LIDAR")], codes
-    rows = [r.get_attribute("data-fault") for r in browser.driver.find_elements(
-        By.CSS_SELECTOR, "#fleet-faults tr[data-fault]")]
+    rows = browser.read_all("#fleet-faults tr[data-fault]", "data-fault")
     assert all(rows.count(c) == 1 for c in LIDAR_CODES), rows
     assert not [r for r in rows if r.startswith("LOG_LIDAR")], rows
     # sources read as the node's name, never an internal path
-    for cell in browser.driver.find_elements(By.CSS_SELECTOR, "#fleet-faults td.source"):
-        assert "/x-plugin/" not in cell.text
+    for text in browser.read_all("#fleet-faults td.source"):
+        assert "/x-plugin/" not in text
 
 
 def test_the_fleet_view_at_rest_rebuilds_nothing(browser: Browser, demo: Gateway) -> None:
