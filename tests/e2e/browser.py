@@ -118,12 +118,14 @@ class Browser:
                            f"{texts} in {selector}", timeout)
 
     def read_all(self, selector: str, attribute: str | None = None) -> list[str]:
-        """The text (or an attribute) of every element matching selector, read in one script
-        call: a live table that redraws between finding its rows and reading them cannot hand
-        back a stale element."""
+        """The text (or an attribute, else the property of that name, as Selenium's
+        get_attribute) of every element matching selector, read in one script call: a live
+        table that redraws between finding its rows and reading them cannot hand back a
+        stale element."""
         values = self.driver.execute_script(
-            "return Array.from(document.querySelectorAll(arguments[0]), e => arguments[1] ?"
-            " e.getAttribute(arguments[1]) : e.innerText);", selector, attribute)
+            "const a = arguments[1]; return Array.from(document.querySelectorAll(arguments[0]),"
+            " e => a ? (e.getAttribute(a) ?? e[a] ?? '') : e.innerText.trim());",
+            selector, attribute)
         return [str(v) for v in values]
 
     def console_errors(self) -> list[dict[str, Any]]:

@@ -64,8 +64,7 @@ def test_the_tree_has_a_robot_level(browser: Browser, primary: Gateway) -> None:
         assert [a.get_attribute("data-entity") for a in apps] == [
             f"apps/{robot}__temp_sensor"]
     # under the component and the function, each temp_sensor names its robot
-    labels = {a.text.removeprefix("app") for a in browser.driver.find_elements(
-        By.CSS_SELECTOR, '#tree a[data-entity^="apps/"]')}
+    labels = {t.removeprefix("app") for t in browser.read_all('#tree a[data-entity^="apps/"]')}
     assert labels == {"temp_sensor · robot1", "temp_sensor · robot2"}
     browser.shot("fleet-tree-robots")
 

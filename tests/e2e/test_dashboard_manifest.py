@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from selenium.webdriver.common.by import By
 
 from gateway.demo.robot import Robot
 from tests.e2e.browser import Browser
@@ -53,13 +52,11 @@ def test_manifest_areas_and_components_form_the_tree(browser: Browser, hybrid: G
         "components/engine-sensor-board", "apps/temp_sensor"], "temp_sensor under its area")
     assert tree_path(browser, "apps/lidar_sensor") == [
         "areas/perception", "components/perception-computer", "apps/lidar_sensor"]
-    boards = browser.driver.find_elements(
-        By.CSS_SELECTOR, '#tree a[data-entity="components/engine-sensor-board"]')
+    boards = browser.read_all('#tree a[data-entity="components/engine-sensor-board"]')
     assert len(boards) == 1  # under its parent, not again beside it in the same area
     door = tree_path(browser, "components/door-module-fl")  # in the subarea doors of body
     assert door[:2] == ["areas/body", "areas/doors"] and door[-1] == "components/door-module-fl"
-    sections = [s.get_attribute("textContent")
-                for s in browser.driver.find_elements(By.CSS_SELECTOR, "#tree li.sec")]
+    sections = browser.read_all("#tree li.sec", "textContent")
     assert sections[0] == "Areas" and "Functions" in sections
     browser.css('#tree a[data-entity="functions/engine-monitoring"]', "the manifest's function")
     browser.shot("tree-manifest")
@@ -70,8 +67,7 @@ def test_declared_apps_that_do_not_run_are_greyed(browser: Browser, hybrid: Gate
     browser.css('#tree li.unavailable > a[data-entity="apps/tire_pressure_monitor"]',
                 "the declared app that never runs, greyed")
     browser.css('#tree li.unavailable > a[data-entity="apps/rpm_sensor"]', "rpm_sensor greyed")
-    grey = {a.get_attribute("data-entity") for a in browser.driver.find_elements(
-        By.CSS_SELECTOR, "#tree li.unavailable > a")}
+    grey = set(browser.read_all("#tree li.unavailable > a", "data-entity"))
     assert not grey & {"apps/temp_sensor", "apps/temp_monitor"}
     offline = {a["id"] for a in hybrid.get("/apps").json()["items"]
                if not a.get("x-vendor", {}).get("is_online")}
@@ -87,8 +83,7 @@ def test_each_module_drawn_once_and_the_card_names_the_gateway(browser: Browser,
     browser.css('#tree a[data-entity="apps/temp_sensor"]', "the tree")
     browser.wait(lambda d: tree_path(browser, "components/door-module-fl")[:2] == [
         "areas/body", "areas/doors"], "the door module in its subarea")
-    drawn = [a.get_attribute("data-entity") for a in browser.driver.find_elements(
-        By.CSS_SELECTOR, '#tree a[data-entity^="components/"]')]
+    drawn = browser.read_all('#tree a[data-entity^="components/"]', "data-entity")
     assert len(drawn) == len(set(drawn)), sorted(drawn)  # no module drawn twice
     # the card is the gateway's, online (it answers), not named after a component
     card = browser.text_of('.card.robot[data-robot="this gateway"]', "the gateway's card")

@@ -98,11 +98,13 @@ def test_a_merged_read_returns_every_robots_items(fleet: Primary) -> None:
     wait_until(lambda: online(fleet) >= want, 120, "every simulated robot online")
 
     def merged() -> Any:
+        # online is not merged yet: until every robot's entity set is in the fleet view, the
+        # function may have one contributor, and its read is then that robot's own answer
         status, body = fleet.request("GET", "/functions/perception/data")
-        return body if status == 200 and not body.get("failed_peers") else None
-    body = wait_until(merged, 60, "a merged read without failed peers")
-    gateways = set(body["x-vendor"]["contributors"])
-    assert want <= gateways, body["x-vendor"]
+        if status != 200 or body.get("failed_peers"):
+            return None
+        return body if want <= set(body.get("x-vendor", {}).get("contributors", ())) else None
+    body = wait_until(merged, 60, "a merged read of every robot without failed peers")
     assert len(body["items"]) >= ROBOTS  # one data item per robot (a topic per gateway)
     status, versions = fleet.request("GET", "/version-info")
     peers = {i.get("x-vendor", {}).get("peer") for i in versions["items"]}
