@@ -15,11 +15,8 @@ from typing import cast
 import uvloop
 
 
-def main() -> None:
-    """Serve FILE's response to every request on PORT until killed."""
-    port, path = int(sys.argv[1]), sys.argv[2]
-    with open(path, "rb") as f:
-        response = f.read()
+def floor_protocol(response: bytes) -> type[asyncio.Protocol]:
+    """The floor's protocol class: `response` written once per request head, nothing else."""
 
     class Floor(asyncio.Protocol):
         def __init__(self) -> None:
@@ -37,8 +34,17 @@ def main() -> None:
                 end = buf.find(b"\r\n\r\n")
             self.buf = buf
 
+    return Floor
+
+
+def main() -> None:
+    """Serve FILE's response to every request on PORT until killed."""
+    port, path = int(sys.argv[1]), sys.argv[2]
+    with open(path, "rb") as f:
+        floor = floor_protocol(f.read())
+
     async def serve() -> None:
-        await asyncio.get_running_loop().create_server(Floor, "127.0.0.1", port)
+        await asyncio.get_running_loop().create_server(floor, "127.0.0.1", port)
         await asyncio.Event().wait()
 
     uvloop.run(serve())

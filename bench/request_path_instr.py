@@ -33,6 +33,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._floor import floor_protocol  # noqa: E402
+
 GET = "GET /api/v1{path} HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"
 PATHS = {"data": "/apps/talker/data/chatter", "faults": "/faults", "apps": "/apps"}
 BODY = (b'{"id":"/chatter","data":{"data":"Hello World: 1234"},"x-vendor":{"entity_id":'
@@ -77,9 +79,9 @@ async def gateway_side(what: str, n: int) -> int:
     from gateway.faults.bodies import BodyCache
     from gateway.http.routes import Registry
     from gateway.http.server import GatewayRunner
-    from gateway.ros.topics import SamplePool
+    from gateway.http.state import STATE, GatewayState
+    from gateway.ros.topics.pool import SamplePool
     from gateway.settings.config import load
-    from gateway.state import STATE, GatewayState
 
     @web.middleware
     async def own(request: Any, handler: Any) -> Any:
@@ -136,7 +138,7 @@ async def gateway_side(what: str, n: int) -> int:
 def data_probe(state: Any, entity: Any, topic: str, type_name: str) -> Any:
     """The data read's hot probe over a pool entry holding one sample and its cached body."""
     from gateway.resources import data
-    from gateway.ros.topics import Sample, _Entry
+    from gateway.ros.topics.pool import Sample, _Entry
 
     pool = state.pool
     entry = _Entry(topic, type_name)
@@ -162,23 +164,7 @@ def floor_side(n: int) -> int:
     response = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(BODY) + BODY
     transport = Transport()
 
-    class Floor(asyncio.Protocol):  # bench/_floor.py's, verbatim
-        def __init__(self) -> None:
-            self.buf = b""
-
-        def connection_made(self, transport: Any) -> None:
-            self.transport = transport
-
-        def data_received(self, data: bytes) -> None:
-            buf = self.buf + data if self.buf else data
-            end = buf.find(b"\r\n\r\n")
-            while end >= 0:
-                self.transport.write(response)
-                buf = buf[end + 4:]
-                end = buf.find(b"\r\n\r\n")
-            self.buf = buf
-
-    proto = Floor()
+    proto = floor_protocol(response)()  # bench/_floor.py's protocol itself
     proto.connection_made(transport)
     receive = proto.data_received
     for _ in range(n):

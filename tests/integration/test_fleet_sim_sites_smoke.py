@@ -7,14 +7,7 @@ robot; a fault cleared through both levels comes back on the fleet primary's str
 
 from __future__ import annotations
 
-import http.client
-import json
 import os
-import signal
-import subprocess
-import sys
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,7 +16,8 @@ import pytest
 from bench._sim_measure import check_ids, check_paths
 from bench._sim_robot import APP
 from tests.domains import _domains
-from tests.harness import ROOT, wait_until
+from tests.harness import wait_until
+from tests.integration.fleet_sim_support import SimPrimary, clear_until, fault_events, fleet_sim
 
 pytestmark = pytest.mark.integration
 
@@ -32,88 +26,39 @@ SITE_OF = {f"r{k}": f"site{k // 2}" for k in range(ROBOTS)}
 FAULT = "LIDAR_RANGE_INVALID"  # active on every simulated robot, as on the demo robot
 
 
-class Top:
-    """The fleet primary the simulator started, and plain HTTP to it."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.host, self.port = host, port
-
-    def request(self, method: str, path: str, timeout: float = 30) -> tuple[int, Any, bytes]:
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
-        try:
-            conn.request(method, "/api/v1" + path)
-            resp = conn.getresponse()
-            body = resp.read()
-        finally:
-            conn.close()
-        return resp.status, json.loads(body) if body else None, body
-
-
 @pytest.fixture(scope="module")
-def top(domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Top]:
+def top(domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimPrimary]:
     log = tmp_path_factory.mktemp("fleet_sim_sites") / "fleet_sim.log"
     # addresses of this run's own (test_fleet_sim_smoke.py takes 40000 and up)
     base = 2000 + (os.getpid() % 3000) * (ROBOTS + SITES)
     site_domains = ",".join(str(next(_domains)) for _ in range(SITES))
-    with open(log, "wb") as err:
-        proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "bench" / "fleet_sim.py"), "--robots", str(ROBOTS),
-             "--sites", str(SITES), "--join", "connect", "--rtt-ms", "20", "--site-rtt-ms",
-             "10", "--hold-s", "900", "--domain", str(domain), "--site-domains", site_domains,
-             "--address-base", str(base)],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=err, start_new_session=True)
-    try:
-        assert proc.stdout is not None
-        found: list[str] = []
-
-        def read() -> None:
-            assert proc.stdout is not None
-            for raw in proc.stdout:
-                line = raw.decode(errors="replace").strip()
-                if line.startswith("primary: "):
-                    found.append(line)
-        threading.Thread(target=read, daemon=True).start()
-        wait_until(lambda: found or proc.poll() is not None, 300, "the simulated sites")
-        assert found, (f"fleet_sim exited with {proc.returncode}; {log}:\n"
-                       + log.read_text(errors="replace")[-3000:])
-        host, port = found[0].split()[1].removeprefix("http://").split(":")
-        yield Top(host, int(port))
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
-        if proc.stdout is not None:
-            proc.stdout.close()
+    args = ["--robots", str(ROBOTS), "--sites", str(SITES), "--join", "connect", "--rtt-ms",
+            "20", "--site-rtt-ms", "10", "--hold-s", "900", "--domain", str(domain),
+            "--site-domains", site_domains, "--address-base", str(base)]
+    with fleet_sim(args, log, 300, "the simulated sites") as primary:
+        yield primary
 
 
-def _ids_ok(top: Top) -> bool:
+def _ids_ok(top: SimPrimary) -> bool:
     status, _, raw = top.request("GET", "/apps")
     return status == 200 and not check_ids(raw, SITE_OF)
 
 
 @pytest.fixture(scope="module")
-def ready(top: Top) -> Top:
-    def sites_online() -> bool:
-        status, body, _ = top.request("GET", "/health")
-        return status == 200 and {p["name"] for p in body.get("peers", [])
-                                  if p["status"] == "online"} >= set(SITE_OF.values())
-    wait_until(sites_online, 180, "both sites online at the fleet primary")
+def ready(top: SimPrimary) -> SimPrimary:
+    wait_until(lambda: top.online() >= set(SITE_OF.values()), 180, "both sites online at the fleet primary")
     wait_until(lambda: _ids_ok(top), 120, "every robot's app at the fleet primary")
     return top
 
 
-def test_each_robots_app_is_listed_once_by_its_sites_id(ready: Top) -> None:
+def test_each_robots_app_is_listed_once_by_its_sites_id(ready: SimPrimary) -> None:
     _, body, raw = ready.request("GET", "/apps")
     assert check_ids(raw, SITE_OF) == []
     ids = {a["id"] for a in body["items"]}
     assert {f"r{k}__{APP}" for k in range(ROBOTS)} <= ids
 
 
-def test_a_merged_read_reaches_every_robot_through_two_levels(ready: Top) -> None:
+def test_a_merged_read_reaches_every_robot_through_two_levels(ready: SimPrimary) -> None:
     def merged() -> Any:
         status, body, _ = ready.request("GET", "/version-info")
         if status != 200 or body.get("failed_peers"):
@@ -133,43 +78,19 @@ def test_a_merged_read_reaches_every_robot_through_two_levels(ready: Top) -> Non
     assert len(body["items"]) >= ROBOTS  # one data item per robot
 
 
-def test_a_forwarded_read_by_the_qualified_id_reaches_the_robot(ready: Top) -> None:
+def test_a_forwarded_read_by_the_qualified_id_reaches_the_robot(ready: SimPrimary) -> None:
     status, body, _ = ready.request("GET", f"/apps/r3__{APP}/faults")
     assert status == 200, body
     assert FAULT in {f["fault_code"] for f in body["items"]}
 
 
 def test_a_fault_cleared_through_two_levels_comes_back_on_the_fleet_primarys_stream(
-        ready: Top) -> None:
-    events: list[dict[str, Any]] = []
-    conn = http.client.HTTPConnection(ready.host, ready.port, timeout=300)
-    conn.request("GET", "/api/v1/faults/stream")
-    resp = conn.getresponse()
-    assert resp.status == 200
-
-    def read() -> None:
-        try:
-            for raw in resp.fp:
-                if raw.startswith(b"data: "):
-                    events.append(json.loads(raw[6:]))
-        except (OSError, ValueError):
-            pass
-    threading.Thread(target=read, daemon=True).start()
-    try:
+        ready: SimPrimary) -> None:
+    with fault_events(ready) as events:
         def relayed() -> bool:
             return any(e.get("x-vendor", {}).get("peer_path") == ["site1", "r2"]
                        and e.get("fault", {}).get("fault_code") == FAULT for e in events)
-        # the relays open once this stream is attached; the robot reports the fault again 2 s
-        # after a clear, so clear it (forwarded fleet -> site1 -> r2) until its event arrives
-        deadline = time.monotonic() + 120
-        while not relayed() and time.monotonic() < deadline:
-            status, _, _ = ready.request("DELETE", f"/apps/r2__{APP}/faults/{FAULT}")
-            assert status in (204, 404)
-            wait = time.monotonic() + 5
-            while not relayed() and time.monotonic() < wait:
-                time.sleep(0.1)
-        assert relayed(), events[-5:]
+        # cleared through both levels (forwarded fleet -> site1 -> r2) until its event arrives
+        assert clear_until(ready, f"/apps/r2__{APP}/faults/{FAULT}", relayed), events[-5:]
         assert all(e["x-vendor"].get("peer") == "site1" for e in events
                    if e.get("x-vendor", {}).get("peer_path") == ["site1", "r2"])
-    finally:
-        conn.close()
