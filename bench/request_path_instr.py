@@ -79,9 +79,9 @@ async def gateway_side(what: str, n: int) -> int:
     from gateway.faults.bodies import BodyCache
     from gateway.http.routes import Registry
     from gateway.http.server import GatewayRunner
-    from gateway.ros.topics import SamplePool
+    from gateway.http.state import STATE, GatewayState
+    from gateway.ros.topics.pool import SamplePool
     from gateway.settings.config import load
-    from gateway.state import STATE, GatewayState
 
     @web.middleware
     async def own(request: Any, handler: Any) -> Any:
@@ -108,7 +108,6 @@ async def gateway_side(what: str, n: int) -> int:
 
         svc = types.SimpleNamespace(bodies=BodyCache(), generation=(1, 2))
         svc.bodies.put(("faults", "all"), svc.generation, BODY)
-        state.faults = svc  # type: ignore[assignment]
         hot.store(raw, faults._hot_all(state, svc, ("faults", "all")))  # type: ignore[arg-type]
     else:
         cache = state.cache
@@ -138,7 +137,7 @@ async def gateway_side(what: str, n: int) -> int:
 def data_probe(state: Any, entity: Any, topic: str, type_name: str) -> Any:
     """The data read's hot probe over a pool entry holding one sample and its cached body."""
     from gateway.resources import data
-    from gateway.ros.topics import Sample, _Entry
+    from gateway.ros.topics.pool import Sample, _Entry
 
     pool = state.pool
     entry = _Entry(topic, type_name)

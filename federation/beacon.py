@@ -26,7 +26,7 @@ import aiohttp
 from aiohttp import web
 
 from gateway.errors import invalid_parameter, vendor_error
-from gateway.state import state_of
+from gateway.http.state import state_of
 
 from .health import PROBE_BUDGET_S
 from .sites import declared

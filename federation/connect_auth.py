@@ -22,9 +22,14 @@ import math
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gateway.settings.config import ConfigError
+
+from .settings import AggregationSettings
+
+if TYPE_CHECKING:
+    from gateway.settings.config import Settings
 
 ROBOT, SHARED = "robot", "shared"  # how a connection proved itself
 _CONTEXT = b"diag-gateway connect v1\x00"
@@ -74,12 +79,12 @@ class Credentials:
                               "could issue any robot's token")
 
     @classmethod
-    def from_settings(cls, s: Any, robot_key: str = "") -> Credentials:
+    def from_settings(cls, s: Settings, robot_key: str = "") -> Credentials:
         """From aggregation.connect_token, .connect_robots and .connect_accept_shared, with
         the robot key (connect_key.robot_key)."""
-        return cls(str(s["aggregation.connect_token"]),
-                   robot_entries(s["aggregation.connect_robots"]),
-                   bool(s["aggregation.connect_accept_shared"]), robot_key)
+        a = s.typed(AggregationSettings.from_settings)
+        return cls(a.connect_token, robot_entries(a.connect_robots), a.connect_accept_shared,
+                   robot_key)
 
     @property
     def enabled(self) -> bool:
@@ -184,13 +189,13 @@ class ConnectGate:
         self.owner: dict[str, object] = {}  # robot -> the connection that holds its name
 
     @classmethod
-    def from_settings(cls, s: Any) -> ConnectGate:
+    def from_settings(cls, s: Settings) -> ConnectGate:
         """From the aggregation.connect_* settings (the robot key read or made once)."""
         from .connect_key import robot_key
 
-        return cls(Credentials.from_settings(s, robot_key(s)),
-                   int(s["aggregation.connect_attempts_per_minute"]),
-                   int(s["aggregation.max_connected_robots"]))
+        a = s.typed(AggregationSettings.from_settings)
+        return cls(Credentials.from_settings(s, robot_key(s)), a.connect_attempts_per_minute,
+                   a.max_connected_robots)
 
     def claim(self, name: str, proof: str, holder: object) -> None:
         """`holder` holds robot `name` from now on (after `admit`)."""

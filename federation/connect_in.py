@@ -24,9 +24,10 @@ from aiohttp import web
 
 from gateway.auth.enforce import unauthorized
 from gateway.errors import ApiError, invalid_parameter, not_implemented
-from gateway.state import state_of
+from gateway.http.state import state_of
 
 from .connect_auth import SHARED, ConnectGate, Refused, admit, retry_after
+from .service import FEDERATION
 from .settings import LOCAL, peer_name
 from .tunnel import Mux
 
@@ -77,7 +78,7 @@ def _checked(request: web.Request, gate: ConnectGate, vendor: str) -> tuple[str,
 async def connect(request: web.Request) -> web.StreamResponse:
     """A robot's tunnel (WebSocket); it stays a peer while the connection lasts."""
     state = state_of(request)
-    service = state.federation
+    service = request.app.get(FEDERATION)
     gate: ConnectGate | None = getattr(service, "connect_gate", None)
     if service is None or gate is None or not gate.credentials.enabled:
         raise not_implemented("aggregation", "this gateway accepts no robot connections: set "

@@ -15,9 +15,15 @@ import os
 import secrets
 import stat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from gateway.process.settings import ProcessSettings
 from gateway.settings.config import ConfigError
+
+from .settings import AggregationSettings
+
+if TYPE_CHECKING:
+    from gateway.settings.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -79,18 +85,19 @@ def _make(path: Path) -> str:
     return key
 
 
-def robot_key(s: Any, create: bool = False) -> str:
+def robot_key(s: Settings, create: bool = False) -> str:
     """The robot key of a primary with settings `s`: the setting, else the key file (made
     when robot connections are accepted or `create`); "" when there is none."""
-    configured = str(s["aggregation.connect_robot_secret"])
+    a = s.typed(AggregationSettings.from_settings)
+    configured = a.connect_robot_secret
     if configured:
         if len(configured) < ROBOT_SECRET_MIN:
             raise ConfigError("setting 'aggregation.connect_robot_secret': shorter than "
                               f"{ROBOT_SECRET_MIN} characters; use a long random secret")
         return configured
-    path = key_path(str(s["state_dir"]))
+    path = key_path(s.typed(ProcessSettings.from_settings).state_dir)
     if os.path.lexists(path):
         return _read(path)
-    if create or s["aggregation.connect_token"] or s["aggregation.connect_robots"]:
+    if create or a.connect_token or a.connect_robots:
         return _make(path)
     return ""

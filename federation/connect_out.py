@@ -20,10 +20,11 @@ from urllib.parse import quote, urlsplit
 import aiohttp
 from aiohttp import web
 
+from gateway.http.state import GatewayState
+from gateway.process.settings import ServerSettings
 from gateway.settings.config import ConfigError
-from gateway.state import GatewayState
 
-from .settings import FederationSettings
+from .settings import AggregationSettings, FederationSettings
 from .tunnel import Mux
 
 log = logging.getLogger(__name__)
@@ -37,16 +38,17 @@ class ConnectOut:
 
     def __init__(self, state: GatewayState) -> None:
         s = state.settings
-        self.url = str(s["aggregation.connect_to"]).rstrip("/")
-        self.name = FederationSettings.from_settings(s).self_name
+        a = s.typed(AggregationSettings.from_settings)
+        self.url = a.connect_to.rstrip("/")
+        self.name = s.typed(FederationSettings.from_settings).self_name
         vendor = state.vendor.capitalize()
-        token = str(s["aggregation.connect_robot_token"] or s["aggregation.connect_token"])
+        token = a.connect_robot_token or a.connect_token
         self.headers = {f"X-{vendor}-Connect-Token": token}
-        if s["aggregation.peer_auth_header"]:
-            self.headers["Authorization"] = str(s["aggregation.peer_auth_header"])
-        host = str(s["server.host"])
-        self.target = ("127.0.0.1" if host in ("", "0.0.0.0", "::") else host,
-                       int(s["server.port"]))
+        if a.peer_auth_header:
+            self.headers["Authorization"] = a.peer_auth_header
+        srv = s.typed(ServerSettings.from_settings)
+        host = srv.host
+        self.target = ("127.0.0.1" if host in ("", "0.0.0.0", "::") else host, srv.port)
         self.path = f"/api/v1/x-{state.vendor}-connect?name={quote(self.name, safe='')}"
         self.connected = False
         self.task: asyncio.Task[None] | None = None
@@ -81,17 +83,18 @@ class ConnectOut:
 
 def install_connect_out(app: web.Application, state: GatewayState) -> None:
     """Keep the robot connected to aggregation.connect_to while the app runs."""
-    url = str(state.settings["aggregation.connect_to"])
+    a = state.settings.typed(AggregationSettings.from_settings)
+    url = a.connect_to
     if not url:
         return
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"setting 'aggregation.connect_to': {url!r} is not an http(s) URL "
                           "of the primary (e.g. https://fleet.example.com:8443)")
-    if parts.scheme == "http" and state.settings["aggregation.require_tls"]:
+    if parts.scheme == "http" and a.require_tls:
         raise ConfigError(f"setting 'aggregation.require_tls': {url!r} is not https://")
-    if not state.settings["aggregation.connect_robot_token"]:
-        if not state.settings["aggregation.connect_token"]:
+    if not a.connect_robot_token:
+        if not a.connect_token:
             raise ConfigError("setting 'aggregation.connect_robot_token' (this robot's own "
                               "token) must be set with aggregation.connect_to")
         log.warning("setting 'aggregation.connect_robot_token' is empty: connecting to %s with "

@@ -12,9 +12,12 @@ import hashlib
 import hmac
 import secrets
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .settings import peer_name
+from .settings import AggregationSettings, peer_name
+
+if TYPE_CHECKING:
+    from gateway.settings.config import Settings
 
 NONCE_BYTES = 16
 PROOF_BODY_CAP = 4096
@@ -52,6 +55,7 @@ def valid_nonce(text: str) -> bool:
     return len(text) == 2 * NONCE_BYTES and all(c in _HEX for c in text)
 
 
-def own_name(settings: Any) -> str:
+def own_name(settings: Settings) -> str:
     """The name this gateway announces (aggregation.mdns_name, else the host name)."""
-    return peer_name(str(settings["aggregation.mdns_name"]) or socket.gethostname())
+    return peer_name(settings.typed(AggregationSettings.from_settings).mdns_name
+                     or socket.gethostname())

@@ -31,7 +31,6 @@ from gateway.model.items import ItemLookupError, MemberItem, resolve, resolve_to
 
 from .client import CHUNK
 from .combine import combine
-from .local import PROVIDERS
 from .peers import Peer
 from .service import FederationService
 
@@ -165,7 +164,7 @@ class Forwarder:
     async def _resolve_bare(self, request: web.Request, entity: Entity, collection: str,
                             item_id: str) -> tuple[str | None, str]:
         """Rule 6 across the fleet: a bare id naming exactly one merged item."""
-        provider = PROVIDERS.get(collection)
+        provider = self.fed.state.registry.local_items.get(collection)
         if provider is None:
             return None, item_id
         fed = self.fed

@@ -7,11 +7,14 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from gateway.state import GatewayState
+from gateway.faults.keys import FAULT_SERVICE
+from gateway.http.state import GatewayState
+from gateway.process.settings import ServerSettings
 
 from .forward import Forwarder
-from .service import FederationService
-from .settings import FederationSettings
+from .relay import StreamRelay
+from .service import FEDERATION, FederationService
+from .settings import AggregationSettings, FederationSettings
 
 
 def install(app: web.Application, state: GatewayState) -> FederationService | None:
@@ -23,13 +26,15 @@ def install(app: web.Application, state: GatewayState) -> FederationService | No
     from .connect_out import install_connect_out
 
     install_connect_out(app, state)  # aggregation.connect_to: a robot joining by connecting out
-    if not state.settings["aggregation.enabled"]:
-        if state.settings["aggregation.announce"]:
+    aggregation = state.settings.typed(AggregationSettings.from_settings)
+    if not aggregation.enabled:
+        if aggregation.announce:
             _install_announcer(app, state)
         return None
     service = FederationService(state)
-    state.federation = service
-    state.forwarder = Forwarder(service)
+    app[FEDERATION] = service
+    state.aggregation = service  # the core's collection merges (http.resource_helpers)
+    state.forward = Forwarder(service)  # the middleware's hook
     state.features.add("aggregation")
     state.health["peers"] = service.health
     if service.read_cache is not None:
@@ -38,9 +43,15 @@ def install(app: web.Application, state: GatewayState) -> FederationService | No
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         service.attach(state.cache)
         await service.start()
+        faults = app.get(FAULT_SERVICE)  # started before: the ROS side runs first
+        stream = faults.stream if faults is not None else None
+        if stream is not None:  # peers' fault events while a local client follows the stream
+            stream.relay = StreamRelay(service.relay, service.no_fan_out)
         try:
             yield
         finally:
+            if stream is not None:
+                stream.relay = None
             await service.stop()
 
     app.cleanup_ctx.append(lifecycle)
@@ -50,9 +61,10 @@ def install(app: web.Application, state: GatewayState) -> FederationService | No
 def _install_announcer(app: web.Application, state: GatewayState) -> None:
     from .mdns import Mdns
 
-    opts = FederationSettings.from_settings(state.settings).mdns
-    announcer = Mdns(dataclasses.replace(opts, discover=False), state.settings["server.host"],
-                     state.settings["server.port"], lambda name, url: None, _nothing)
+    opts = state.settings.typed(FederationSettings.from_settings).mdns
+    srv = state.settings.typed(ServerSettings.from_settings)
+    announcer = Mdns(dataclasses.replace(opts, discover=False), srv.host, srv.port,
+                     lambda name, url: None, _nothing)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         await announcer.start()

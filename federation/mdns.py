@@ -44,7 +44,7 @@ RESOLVE_TIMEOUT_MS = 3000
 # serves meanwhile. One attempt is cut at START_ATTEMPT_S (zeroconf's wait plus its probing).
 START_BACKOFF_S = (1.0, 2.0, 5.0, 10.0, 30.0)
 START_ATTEMPT_S = 30.0
-# Test hook (with DIAG_GATEWAY_TEST_HOOKS=1 only, as gateway/ros/testhooks.py): the first N
+# Test hook (with DIAG_GATEWAY_TEST_HOOKS=1 only, as gateway/ros/rejoin/testhooks.py): the first N
 # starts fail as zeroconf's do on a loaded host (`always`: every one).
 TEST_HOOKS_ENV = "DIAG_GATEWAY_TEST_HOOKS"
 TEST_FAILURES_ENV = "DIAG_GATEWAY_TEST_MDNS_START_FAILURES"

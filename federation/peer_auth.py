@@ -12,10 +12,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from gateway.settings.config import ConfigError
+
+from .settings import AggregationSettings
+
+if TYPE_CHECKING:
+    from gateway.settings.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -29,11 +34,10 @@ class PeerAuth:
     require_tls: bool = False
 
     @classmethod
-    def from_settings(cls, settings: Any) -> PeerAuth:
+    def from_settings(cls, settings: Settings) -> PeerAuth:
         """From aggregation.forward_auth, .peer_auth_header and .require_tls."""
-        return cls(bool(settings["aggregation.forward_auth"]),
-                   str(settings["aggregation.peer_auth_header"]),
-                   bool(settings["aggregation.require_tls"]))
+        a = settings.typed(AggregationSettings.from_settings)
+        return cls(a.forward_auth, a.peer_auth_header, a.require_tls)
 
     def authorization(self, *, caller: str | None, discovered: bool) -> str | None:
         """The Authorization value for one peer call, or None for none.
@@ -67,15 +71,11 @@ def check_peer_urls(urls: Iterable[str], require_tls: bool) -> None:
             raise ConfigError(f"setting 'aggregation.require_tls': peer {url!r} is not https://")
 
 
-def check_settings(settings: Any) -> None:
+def check_settings(settings: Settings) -> None:
     """Startup checks of the peer settings (configured URLs and the mDNS scheme)."""
-    require_tls = bool(settings["aggregation.require_tls"])
-    urls = settings.get("aggregation.peer_urls") or ()
-    if isinstance(urls, str):
-        urls = urls.split(",")
-    check_peer_urls([str(u) for u in urls], require_tls)
-    discover = str(settings.get("aggregation.discover", False)).lower() in ("true", "1", "yes")
-    if require_tls and discover and settings["aggregation.peer_scheme"] != "https":
+    a = settings.typed(AggregationSettings.from_settings)
+    check_peer_urls(a.peer_urls, a.require_tls)
+    if a.require_tls and a.discover and a.peer_scheme != "https":
         raise ConfigError("setting 'aggregation.require_tls': true needs "
                           "aggregation.peer_scheme https, or every mDNS-found peer is refused")
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import aiohttp
 import orjson
+from aiohttp import web
 
 from gateway.faults.stream import position_header
 
@@ -350,3 +351,20 @@ class FaultRelay:
             log.info("fault relay from %s: refetch (%s)", name, tagged.get("reason"))
         else:
             self.relayed += 1
+
+
+@dataclass(frozen=True)
+class StreamRelay:
+    """The fault stream's peer relay (gateway.faults.stream.PeerRelay): the relays stay open
+    while a local client follows the stream, unless it asked for this gateway's own events."""
+
+    relay: FaultRelay
+    local_only: Callable[[web.Request], bool]  # the caller wants this gateway's answer alone
+
+    def wanted_by(self, request: web.Request, /) -> bool:
+        """False for a client that asked for this gateway's own events alone."""
+        return not self.local_only(request)
+
+    def attached(self, publish: Publish, /) -> contextlib.AbstractContextManager[None]:
+        """Relays open while the context lasts, each event handed to `publish`."""
+        return self.relay.attached(publish)

@@ -13,11 +13,13 @@ from aiohttp import web
 from gateway.errors import invalid_parameter, not_found
 from gateway.http.jsonutil import dumps
 from gateway.http.routes import Registry
-from gateway.state import state_of
+from gateway.http.state import state_of
 
 from .beacon import beacon_stream
 from .connect_in import connect
 from .fleet_proof import NONCE_BYTES, own_name, proof, valid_nonce
+from .service import FEDERATION
+from .settings import AggregationSettings
 from .sites import declared
 from .wire import dump, etag
 
@@ -31,7 +33,7 @@ async def entity_declaration(request: web.Request) -> web.Response:
     headers = {"ETag": tag, "Cache-Control": "no-cache"}
     if tag in (t.strip() for t in request.headers.get("If-None-Match", "").split(",")):
         return web.Response(status=304, headers=headers)
-    fed = state.federation
+    fed = request.app.get(FEDERATION)
     name = fed.settings.self_name if fed is not None else ""
     body = cache.body(("declaration", entities is cache.local, generation),
                       lambda: dumps(dump(entities, name, generation)))
@@ -41,7 +43,7 @@ async def entity_declaration(request: web.Request) -> web.Response:
 async def fleet_proof(request: web.Request) -> web.Response:
     """This gateway's proof for the nonce; 404 without aggregation.fleet_secret."""
     settings = state_of(request).settings
-    secret = str(settings["aggregation.fleet_secret"])
+    secret = settings.typed(AggregationSettings.from_settings).fleet_secret
     if not secret:
         raise not_found("no fleet secret is set on this gateway")
     nonce = request.query.get("nonce", "")

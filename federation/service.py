@@ -22,8 +22,9 @@ from aiohttp import web
 from gateway.auth.enforce import claims_of
 from gateway.http import client_tls, hot
 from gateway.http.jsonutil import JSON_TYPE, dumps
+from gateway.http.state import GatewayState
 from gateway.model.entities import Entity, EntitySet
-from gateway.state import GatewayState
+from gateway.process.settings import ServerSettings
 
 from .client import base_url
 from .combine import PeerAnswer, combine
@@ -35,7 +36,7 @@ from .peer_auth import PeerAuth, discovered_peer_allowed
 from .peers import Peer, PeerTable
 from .readcache import CACHEABLE, ReadCache
 from .relay import FaultRelay
-from .settings import FederationSettings
+from .settings import AggregationSettings, FederationSettings
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ class FederationService:
 
     def __init__(self, state: GatewayState) -> None:
         self.state = state
-        self.settings = FederationSettings.from_settings(state.settings)
+        self.settings = state.settings.typed(FederationSettings.from_settings)
         self.auth = PeerAuth.from_settings(state.settings)
         self.xv = state.xv
         self.no_fan_out_header = f"X-{state.vendor.capitalize()}-No-Fan-Out"
@@ -73,8 +74,9 @@ class FederationService:
         self.discovered_refused = 0
         # aggregation.cache.*: merged reads served from peers' cached answers (readcache.py)
         self.read_cache: ReadCache | None = None
-        if state.settings["aggregation.cache.enabled"]:
-            self.read_cache = ReadCache(state.settings["aggregation.cache.max_age_ms"] / 1000)
+        aggregation = state.settings.typed(AggregationSettings.from_settings)
+        if aggregation.cache_enabled:
+            self.read_cache = ReadCache(aggregation.cache_max_age_ms / 1000)
         self._cache_signals = contextlib.ExitStack()
         # the last merge of each list read: (view, local part, peer answers, merged body)
         self._merges: dict[Any, tuple[Any, tuple[bytes, bytes], tuple[PeerAnswer, ...],
@@ -98,8 +100,8 @@ class FederationService:
         if mdns.announce or mdns.discover:
             from .mdns import Mdns
 
-            self.mdns = Mdns(mdns, self.state.settings["server.host"],
-                             self.state.settings["server.port"], self._found, self._lost)
+            srv = self.state.settings.typed(ServerSettings.from_settings)
+            self.mdns = Mdns(mdns, srv.host, srv.port, self._found, self._lost)
             await self.mdns.start()
         if self.read_cache is not None:  # peers' fault events keep the cache current
             self._cache_signals.enter_context(self.relay.attached(self._peer_event, stream=False))
@@ -499,4 +501,8 @@ def _quoted(entity_id: str) -> str:
 
 def service_of(state: GatewayState) -> FederationService | None:
     """The running federation service, or None when aggregation is off."""
-    return state.federation
+    fed: FederationService | None = state.aggregation
+    return fed
+
+
+FEDERATION: web.AppKey[FederationService] = web.AppKey("federation", FederationService)

@@ -1,14 +1,20 @@
-"""Aggregation settings as plain values: budgets in seconds, static peers, mDNS options."""
+"""Aggregation settings: the `aggregation.*` keys, and the federation's budgets in seconds,
+static peers and mDNS options built from them."""
 
 from __future__ import annotations
 
 import re
 import socket
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from gateway.settings.config import ConfigError
+from gateway.settings.typed import TableSettings
+from gateway.wire.settings import ApiSettings
+
+if TYPE_CHECKING:
+    from gateway.settings.config import Settings
 
 # Health checks cap the connect and read budgets at this (spec: Limits, aggregation.timeout_ms).
 HEALTH_CAP_S = 1.0
@@ -21,6 +27,55 @@ def peer_name(text: str) -> str:
     """A peer name usable in `<peer>__<id>`: alphanumerics, underscore and hyphen."""
     out = _NAME.sub("_", text.strip()).strip("_")
     return out or "peer"
+
+
+@dataclass(frozen=True)
+class AggregationSettings(TableSettings):
+    """The `aggregation.*` settings as the table holds them (docs/federation.md)."""
+
+    PREFIX = "aggregation."
+
+    enabled: bool
+    timeout_ms: int
+    forward_timeout_ms: int
+    write_timeout_ms: int
+    peer_urls: tuple[str, ...]
+    peer_names: tuple[str, ...]
+    announce: bool
+    discover: bool
+    mdns_service: str
+    mdns_name: str
+    mdns_interfaces: tuple[str, ...]
+    announce_port: int
+    max_discovered_peers: int
+    max_discovered_per_address: int
+    health_interval_ms: int
+    refresh_interval_ms: int
+    connect_to: str
+    connect_token: str = field(repr=False)
+    connect_token_file: str
+    connect_robot_secret: str = field(repr=False)
+    connect_robot_secret_file: str
+    connect_robot_token: str = field(repr=False)
+    connect_robot_token_file: str
+    connect_robots: tuple[str, ...] = field(repr=False)
+    connect_robots_file: str
+    connect_accept_shared: bool
+    max_connected_robots: int
+    connect_hold_ms: int
+    connect_attempts_per_minute: int
+    reexport: bool
+    beacon: bool
+    max_response_bytes: int
+    forward_auth: bool
+    peer_auth_header: str = field(repr=False)
+    peer_auth_header_file: str
+    require_tls: bool
+    peer_scheme: str
+    fleet_secret: str = field(repr=False)
+    fleet_secret_file: str
+    cache_enabled: bool
+    cache_max_age_ms: int
 
 
 @dataclass(frozen=True)
@@ -135,32 +190,25 @@ class FederationSettings:
     warnings: tuple[str, ...] = ()
 
     @classmethod
-    def from_settings(cls, s: Any) -> FederationSettings:
+    def from_settings(cls, s: Settings) -> FederationSettings:
         """From the resolved gateway settings (ConfigError for unusable peers)."""
+        a = s.typed(AggregationSettings.from_settings)
         warnings: list[str] = []
-        b = budgets(s["aggregation.timeout_ms"], s["aggregation.forward_timeout_ms"],
-                    s["aggregation.write_timeout_ms"], warnings)
-        name = str(s["aggregation.mdns_name"]) or socket.gethostname()
+        b = budgets(a.timeout_ms, a.forward_timeout_ms, a.write_timeout_ms, warnings)
+        name = a.mdns_name or socket.gethostname()
         mdns = MdnsOptions(
-            announce=bool(s["aggregation.announce"]), discover=bool(s["aggregation.discover"]),
-            service=service_type(str(s["aggregation.mdns_service"])), name=peer_name(name),
-            interfaces=tuple(s["aggregation.mdns_interfaces"]),
-            max_peers=int(s["aggregation.max_discovered_peers"]),
-            max_per_address=int(s["aggregation.max_discovered_per_address"]),
-            scheme=str(s["aggregation.peer_scheme"]),
-            announce_port=int(s["aggregation.announce_port"]),
-            fleet_secret=str(s["aggregation.fleet_secret"]), vendor=str(s["api.vendor"]),
-            timeout_s=b.timeout_s)
+            announce=a.announce, discover=a.discover, service=service_type(a.mdns_service),
+            name=peer_name(name), interfaces=a.mdns_interfaces,
+            max_peers=a.max_discovered_peers, max_per_address=a.max_discovered_per_address,
+            scheme=a.peer_scheme, announce_port=a.announce_port, fleet_secret=a.fleet_secret,
+            vendor=s.typed(ApiSettings.from_settings).vendor, timeout_s=b.timeout_s)
         if mdns.fleet_secret and len(mdns.fleet_secret) < FLEET_SECRET_MIN:
             warnings.append(f"setting 'aggregation.fleet_secret': shorter than "
                             f"{FLEET_SECRET_MIN} characters; use a long random secret")
         return cls(
-            enabled=bool(s["aggregation.enabled"]), budgets=b,
-            peers=tuple(static_peers(s["aggregation.peer_urls"], s["aggregation.peer_names"])),
-            mdns=mdns, health_interval_s=s["aggregation.health_interval_ms"] / 1000.0,
-            refresh_interval_s=s["aggregation.refresh_interval_ms"] / 1000.0,
-            max_response_bytes=int(s["aggregation.max_response_bytes"]),
-            beacon=bool(s["aggregation.beacon"]),
-            reexport=bool(s["aggregation.reexport"]),
-            connect_hold_s=s["aggregation.connect_hold_ms"] / 1000.0,
-            self_name=peer_name(name), warnings=tuple(warnings))
+            enabled=a.enabled, budgets=b, peers=tuple(static_peers(a.peer_urls, a.peer_names)),
+            mdns=mdns, health_interval_s=a.health_interval_ms / 1000.0,
+            refresh_interval_s=a.refresh_interval_ms / 1000.0,
+            max_response_bytes=a.max_response_bytes, beacon=a.beacon, reexport=a.reexport,
+            connect_hold_s=a.connect_hold_ms / 1000.0, self_name=peer_name(name),
+            warnings=tuple(warnings))

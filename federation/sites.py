@@ -10,13 +10,18 @@ both collide.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from gateway.http.state import GatewayState
 from gateway.model.entities import EntitySet
-from gateway.state import GatewayState
+
+if TYPE_CHECKING:
+    from .service import FederationService
 
 
 def declared(state: GatewayState) -> tuple[EntitySet, int]:
     """The entity set this gateway declares to a primary, and its generation."""
-    fed = state.federation
+    fed: FederationService | None = state.aggregation
     cache = state.cache
     if fed is not None and fed.settings.reexport:
         return cache.entities, cache.generation

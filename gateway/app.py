@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import logging
 import os
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -18,10 +19,15 @@ from .auth import enforce
 from .auth import routes as auth_routes
 from .http import cors, ratelimit, resolve_cache
 from .http.jsonutil import JSON_BODY_LIMIT, json_body_limit
+from .http.lifecycle import FeatureService, run_features, shutdown_features
 from .http.middleware import make_middleware
 from .http.routes import Registry
+from .http.state import STATE, GatewayState
 from .settings.config import Settings
-from .state import STATE, GatewayState
+
+if TYPE_CHECKING:
+    from .plugins.manager import PluginManager
+    from .ros.dds.bridge import RosBridge
 
 log = logging.getLogger(__name__)
 
@@ -94,57 +100,72 @@ def build_registry(vendor: str, built: set[str], plugins: Any = None) -> Registr
     return reg
 
 
-def make_app(settings: Settings, ros: RosLifecycle | None = None) -> web.Application:
+def make_app(settings: Settings, ros: RosLifecycle | None = None,
+             bridge: RosBridge | None = None) -> web.Application:
     """The gateway application; ROS starts with the app and stops with it.
 
     `ros`: the cleanup context that attaches the ROS side (bridge, pool, cache, poller and the
-    services over them); the real one by default, a fake robot's in the in-process tests.
+    services over them); the real one by default (over `bridge` when cli.serve started it), a
+    fake robot's in the in-process tests. Each feature's service is built here under its app
+    key and started by `feature_services` once the ROS side runs.
     """
-    from .plugins.manager import PluginManager
+    from federation.settings import AggregationSettings
+
+    from .discovery.settings import DiscoverySettings
+    from .plugins.manager import PLUGINS, PluginManager
+    from .process.settings import ServerSettings
+    from .push.settings import FaultTriggerSettings, TriggerSettings
+    from .updates.settings import UpdateSettings
 
     built: set[str] = set()
     plugins = PluginManager(settings)  # a plugin that fails to load is a /health warning
     state = GatewayState(settings=settings,
                          registry=build_registry(settings.vendor, built, plugins))
     state.features = built
-    state.plugins = plugins
-    if settings["updates.enabled"] and plugins.provider("updates") is not None:
+    if settings.typed(UpdateSettings.from_settings).enabled \
+            and plugins.provider("updates") is not None:
         state.features.add("updates")
-    for flag, feature in (("triggers.enabled", "triggers"),
-                          ("fault_triggers.enabled", "fault-triggers")):
-        if not settings[flag]:  # routes answer 501; root capability and detail links off
+    for enabled, feature in ((settings.typed(TriggerSettings.from_settings).enabled, "triggers"),
+                             (settings.typed(FaultTriggerSettings.from_settings).enabled,
+                              "fault-triggers")):
+        if not enabled:  # routes answer 501; root capability and detail links off
             state.features.discard(feature)
     app = web.Application(client_max_size=16 * 1024 * 1024)
     app[STATE] = state
     app[JSON_BODY_LIMIT] = json_body_limit(settings)
+    app[PLUGINS] = plugins
+    over_ros = _build_features(app, state, plugins)
     state.route_table = state.registry.install(app)
     resolve_cache.install(app)  # hot paths resolve by one lookup (docs/performance.md)
     state.docs_route = next(r for r in state.registry if r.path == "/{entity_path}/docs")
     app.middlewares.append(make_middleware(state))
     # Security (docs/security.md): each inserts an outer middleware, so CORS ends outermost.
     enforce.install(app, state)
-    ratelimit.install(app, state)
+    ratelimit.install(app, state, app[enforce.AUTH].peek)
     cors.install(app, state)
     dashboard.install(app, state)  # GET / and /dashboard/* (docs/dashboard.md)
     from . import mcp
     mcp.install(app, state)  # /mcp: the MCP server, SDK loaded on first use (docs/mcp.md)
-    if settings["server.tls.enabled"]:
+    if settings.typed(ServerSettings.from_settings).tls_enabled:
         state.features.add("tls")
     check_peer_settings(settings)
-    if settings["discovery.mode"] != "runtime_only":  # docs/manifest.md
+    if settings.typed(DiscoverySettings.from_settings).mode != "runtime_only":  # docs/manifest.md
+        from .discovery.keys import DISCOVERY
         from .discovery.pipeline import ManifestDiscovery
-        state.discovery = ManifestDiscovery(settings)  # ManifestError: not served
+        app[DISCOVERY] = ManifestDiscovery(settings)  # ManifestError: not served
     app.cleanup_ctx.append(_storage_probe)  # a failing store recovers by itself
-    app.cleanup_ctx.append(ros or _ros_lifecycle)
-    from .lifecycle import handlers as lifecycle  # after ROS: they stop before it
+    app.cleanup_ctx.append(ros or _ros_lifecycle(bridge))
+    from .lifecycle import handlers as lifecycle
     from .locks import handlers as locks
     from .scripts import handlers as scripts
     for module in (locks, scripts, lifecycle):
         module.install(app, state)
+    _declare_order(app, (*over_ros, app[locks.LOCK_SERVICE], app[scripts.SCRIPT_SERVICE],
+                         app[lifecycle.LIFECYCLE]))
     if plugins.provider("scripts") is not None:  # a plugin backend serves its entities' scripts
         state.features.add("scripts")
-    if settings["aggregation.enabled"] or settings["aggregation.announce"] \
-            or settings["aggregation.connect_to"]:
+    aggregation = settings.typed(AggregationSettings.from_settings)
+    if aggregation.enabled or aggregation.announce or aggregation.connect_to:
         from federation.install import install as install_federation  # docs/federation.md
         install_federation(app, state)
     return app
@@ -159,122 +180,139 @@ async def _storage_probe(app: web.Application) -> AsyncIterator[None]:
     await asyncio.gather(task, return_exceptions=True)
 
 
-async def _start_plugins(state: GatewayState) -> None:
-    from .updates.manager import UpdateManager
-
-    plugins = state.plugins
-    assert plugins is not None  # make_app made it
-    await plugins.start(state)
-    found = plugins.provider("updates")
-    if state.settings["updates.enabled"] and found is not None:
-        loaded, provider = found
-        state.updates = UpdateManager(state, provider, plugins.caller(loaded.name),
-                                      state.settings["updates.operation_timeout_sec"])
+# The feature services in their start order (stopped in reverse): uploads and the recorder
+# (it hears fault changes on the bus) before the faults; the plugins (and the update manager
+# over a plugin's provider); push delivery (subscriptions, triggers, fault triggers) after the
+# faults, whose database its trigger store sits beside; then the lock sweep, the script runner
+# and lifecycle control, which stop first.
+FEATURE_SERVICES: web.AppKey[tuple[FeatureService, ...]] = web.AppKey("feature_services")
 
 
-async def _stop_plugins(state: GatewayState) -> None:
-    updates, state.updates = state.updates, None
-    if updates is not None:
-        await updates.close()
-    if state.plugins is not None:
-        await state.plugins.stop()
-
-
-@contextlib.asynccontextmanager
-async def feature_services(app: web.Application) -> AsyncIterator[None]:
-    """The services over the ROS side, in their start order, stopped in reverse: uploads and
-    the recorder (a fault listener) before the faults; the plugins (and the update manager
-    over a plugin's provider); push delivery (subscriptions, triggers, fault triggers) after
-    the faults. The real ROS lifecycle and the in-process tests' fake one both run it."""
-    from .bulk_data import handlers as bulk_data
+def _build_features(app: web.Application, state: GatewayState, plugins: PluginManager
+                    ) -> tuple[FeatureService, ...]:
+    """The services over the ROS side, each under its app key, in their start order."""
+    from .bulk_data.handlers import BulkData
+    from .bulk_data.keys import BULK_DATA
+    from .faults.keys import FAULT_SERVICE
     from .faults.service import FaultService
-    from .push import service as push
+    from .faults.stream import SseSlots
+    from .http.settings import SseSettings
+    from .logs.handlers import LOG_CONFIGURATIONS, LogConfigurations
+    from .push.keys import PUSH_DELIVERY
+    from .push.service import PushDelivery
+    from .updates.feature import UPDATES, PluginsAndUpdates
 
-    state = app[STATE]
-    await bulk_data.start(state)
-    faults = state.faults = FaultService(state)
-    await faults.start()
-    app.on_shutdown.append(faults.on_shutdown)
-    await _start_plugins(state)
-    await push.start(state)
-    app.on_shutdown.append(lambda _app: push.on_shutdown(state))
-    try:
-        yield
-    finally:
-        await push.stop(state)
-        await _stop_plugins(state)
-        await faults.stop()
-        await bulk_data.stop(state)
+    slots = SseSlots(state.settings.typed(SseSettings.from_settings).max_clients)
+    faults = app[FAULT_SERVICE] = FaultService(state, slots)  # slots shared with push streams
+    faults.hooks.entity_sources.append(plugins.fault_sources)  # docs/plugins.md
+    bulk = app[BULK_DATA] = BulkData(state, faults)
+    updates = app[UPDATES] = PluginsAndUpdates(state, app, plugins)
+    logs = app[LOG_CONFIGURATIONS] = LogConfigurations()
+    push = app[PUSH_DELIVERY] = PushDelivery(state, faults, logs)
+    return bulk, faults, updates, push
 
 
-async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
+def _declare_order(app: web.Application, services: tuple[FeatureService, ...]) -> None:
+    """The feature services' one order: started by feature_services, streams ended first."""
+    app[FEATURE_SERVICES] = services
+
+    async def shutdown(_app: web.Application) -> None:
+        await shutdown_features(services)  # open streams end before the server stops
+
+    app.on_shutdown.append(shutdown)
+
+
+def feature_services(app: web.Application) -> AbstractAsyncContextManager[None]:
+    """Start the feature services in their declared order, stop them in reverse. The real ROS
+    lifecycle and the in-process tests' fake one both run it."""
+    services: tuple[FeatureService, ...] = app[FEATURE_SERVICES]
+    return run_features(services, app[STATE].health)
+
+
+def _ros_lifecycle(prestarted: RosBridge | None) -> RosLifecycle:
+    """The ROS side's cleanup context: over `prestarted` (cli.serve's) or a new bridge."""
+    return functools.partial(_ros_side, prestarted=prestarted)
+
+
+async def _ros_side(app: web.Application, prestarted: RosBridge | None) -> AsyncIterator[None]:
+    from federation.settings import AggregationSettings
+
     from .discovery.cache import EntityCache
     from .discovery.empty_domain import EmptyDomain, domain_source
+    from .discovery.keys import DISCOVERY
     from .discovery.poller import GraphPoller
     from .discovery.runtime import HostInfo
+    from .discovery.settings import DiscoverySettings, EntityCacheSettings
     from .operations.handlers import state_directory
     from .process import loopslice
     from .process.gcpolicy import GcPolicy
     from .process.looplag import LoopLag
-    from .ros import typesources
-    from .ros.actions import ActionManager
-    from .ros.bridge import start_ros
-    from .ros.discovery_info import ros_types_health
-    from .ros.parameters import ParameterStore
-    from .ros.rosout import RosoutLog
-    from .ros.services import ServiceCaller
-    from .ros.topics import SamplePool
+    from .process.settings import ProcessSettings, ServerSettings
+    from .ros.calls.actions import ActionManager
+    from .ros.calls.parameters import ParameterStore
+    from .ros.calls.services import ServiceCaller
+    from .ros.dds.bridge import start_ros
+    from .ros.graph.discovery_info import ros_types_health
+    from .ros.interfaces import typesources
+    from .ros.settings import RosServiceSettings, RosSettings
+    from .ros.topics.pool import SamplePool
+    from .ros.topics.rosout import RosoutLog
 
     state = app[STATE]
     s = state.settings
-    bridge = state.bridge or start_ros(s)  # cli.serve may have started it
+    ros, sizes = s.typed(RosSettings.from_settings), s.typed(RosServiceSettings.from_settings)
+    found, server = s.typed(DiscoverySettings.from_settings), s.typed(ServerSettings.from_settings)
+    bridge = prestarted or start_ros(s)  # cli.serve may have started it
     bridge.start(asyncio.get_running_loop())
-    state.bridge = bridge
-    state.pool = SamplePool(bridge, s["data.pool_cap"])
-    state.cache = EntityCache(s["entity_cache.capacity"], HostInfo.local())
-    discovery = state.discovery
-    if discovery is not None:
-        discovery.attach(state)  # the cache builds from the manifest; reload on file change
-    state.poller = GraphPoller(bridge, state.pool, state.cache,
-                               s["discovery.poll_interval_ms"] / 1000.0,
-                               s["discovery.refresh_debounce_ms"] / 1000.0,
-                               idle_interval_s=s["discovery.idle_poll_interval_ms"] / 1000.0,
-                               watched_idle_interval_s=s[
-                                   "discovery.watched_idle_poll_interval_ms"] / 1000.0)
+    pool = SamplePool(bridge, sizes.data_pool_cap)
+    # each rebuilt entity set is announced on the bus (ENTITIES)
+    cache = EntityCache(s.typed(EntityCacheSettings.from_settings).capacity, HostInfo.local(),
+                        state.events)
+    discovery = app.get(DISCOVERY)
+    if discovery is not None:  # the cache builds from the manifest; reload on file change
+        discovery.attach(cache, state.events)
+    poller = GraphPoller(bridge, pool, cache, found.poll_interval_ms / 1000.0,
+                         found.refresh_debounce_ms / 1000.0,
+                         idle_interval_s=found.idle_poll_interval_ms / 1000.0,
+                         watched_idle_interval_s=found.watched_idle_poll_interval_ms / 1000.0)
+    # operations, configurations, logs, status
+    calls = ServiceCaller(bridge, sizes.operations_max_in_flight_per_service,
+                          ros.service_replies, ros.service_client_idle_sec)
+    actions = ActionManager(bridge, calls.limiter)
+    parameters = ParameterStore(calls, sizes.parameter_service_timeout_sec,
+                                sizes.parameter_negative_cache_sec)
+    rosout = RosoutLog(bridge, sizes.logs_buffer_size)
+    rosout.publish_records(state.events)  # log triggers hear records on the bus (LOGS)
+    state.attach_ros(bridge, pool, cache, poller, calls, actions, parameters, rosout)
     # types the gateway lacks: shell prefixes, build cache, service types built on discovery
-    state.service_type_builds = typesources.start(bridge, s, state_directory(s["state_dir"]),
-                                                  state.poller.graph_listeners, state.storage)
-    empty = EmptyDomain(bridge.domain_id, domain_source(s["ros.domain_id"], os.environ),
-                        aggregating=s["aggregation.enabled"])  # a primary may have none
-    state.poller.graph_listeners.append(empty.graph)  # warns when the domain has no node
+    state_dir = state_directory(s.typed(ProcessSettings.from_settings).state_dir)
+    state.service_type_builds = typesources.start(bridge, s, state_dir, poller.graph_listeners,
+                                                  state.storage)
+    aggregating = s.typed(AggregationSettings.from_settings).enabled  # a primary may have none
+    empty = EmptyDomain(bridge.domain_id, domain_source(ros.domain_id, os.environ),
+                        aggregating=aggregating)
+    poller.graph_listeners.append(empty.graph)  # warns when the domain has no node
     state.health_warnings.append(empty.warnings)
-    state.poller.start()
-    empty_check = asyncio.create_task(empty.run(state.poller.ready))
-    state.health["x-vendor-readiness"] = state.poller.health
+    poller.start()
+    empty_check = asyncio.create_task(empty.run(poller.ready))
+    state.health["x-vendor-readiness"] = poller.health
     state.health["x-vendor-ros-types"] = ros_types_health(bridge)
     try:
-        await asyncio.wait_for(state.poller.first.wait(), 10.0)
+        await asyncio.wait_for(poller.first.wait(), 10.0)
     except asyncio.TimeoutError:
         log.warning("no ROS graph snapshot within 10 s; serving an empty entity set")
     log.info("ROS domain %d: %d apps discovered", bridge.domain_id,
-             len(state.cache.entities.apps))
-    # operations, configurations, logs, status
-    calls = ServiceCaller(bridge, s["operations.max_in_flight_per_service"],
-                          s["ros.service_replies"], s["ros.service_client_idle_sec"])
+             len(cache.entities.apps))
     state.health["x-vendor-service-calls"] = calls.health
-    state.service_caller = calls
-    actions = state.actions = ActionManager(bridge, calls.limiter)
-    state.parameters = ParameterStore(calls, s["parameter_service_timeout_sec"],
-                                      s["parameter_negative_cache_sec"])
-    rosout = state.rosout = RosoutLog(bridge, s["logs.buffer_size"])
+    state.health_warnings.append(actions.warnings)  # an action with two servers
     await rosout.start()
     try:
         async with feature_services(app):
-            lag = LoopLag(loopslice.apply(s["server.loop_slice_us"]))  # after the threads start
+            lag = LoopLag(loopslice.apply(server.loop_slice_us))  # after the threads start
             lag.start()  # how long the event loop is busy at a stretch (docs/performance.md)
             state.health["x-vendor-event-loop"] = lag.health
             gc_policy = GcPolicy()
-            gc_policy.settle(s["server.gc_freeze"], s["server.gc_young_threshold"])
+            gc_policy.settle(server.gc_freeze, server.gc_young_threshold)
             state.health["x-vendor-gc"] = gc_policy.health
             try:
                 yield
@@ -285,8 +323,9 @@ async def _ros_lifecycle(app: web.Application) -> AsyncIterator[None]:
     finally:
         await actions.close()
         calls.close()
+        rosout.publish_records(None)
         await rosout.stop()
-        await state.poller.stop()
+        await poller.stop()
         if discovery is not None:
             await discovery.stop()
         # A DDS teardown deadlock here is bounded by the CLI's stop deadline (hardexit.py).

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 from . import __version__
 from .process import eventloop, hardexit, portcheck
+from .process.settings import ProcessSettings, ServerSettings
 from .settings.config import ConfigError, Settings, load
 
 log = logging.getLogger("gateway")
@@ -139,33 +140,35 @@ async def serve(settings: Settings, ready_message: str | None = None,
     from aiohttp import web
 
     from .app import make_app
+    from .discovery.settings import DiscoverySettings
     from .http.server import GatewayRunner
+    from .http.state import STATE
     from .http.tls import server_context
-    from .ros.bridge import start_ros
-    from .state import STATE
+    from .ros.dds.bridge import start_ros
 
     ssl_context = server_context(settings)  # ConfigError names a bad server.tls.* setting
     _check_port(settings)  # a taken port fails now, not after the ROS start-up
-    statefiles.private_by_default(settings["state_dir"])  # 0600 files, 0700 directories
+    srv = settings.typed(ServerSettings.from_settings)
+    state_dir = settings.typed(ProcessSettings.from_settings).state_dir
+    statefiles.private_by_default(state_dir)  # 0600 files, 0700 directories
     # DDS discovery runs while the app is built (a manifest is checked first: ROS starts
     # after). Not before the imports above: native DDS threads running while the interpreter
     # imports aiohttp saw a gateway die with SIGSEGV in an import (twice in some thousands of
     # starts, on a loaded machine); the sooner start was not worth that exposure.
-    bridge = start_ros(settings) if settings["discovery.mode"] == "runtime_only" else None
+    runtime_only = settings.typed(DiscoverySettings.from_settings).mode == "runtime_only"
+    bridge = start_ros(settings) if runtime_only else None
     try:
-        app = make_app(settings)
+        app = make_app(settings, bridge=bridge)
     except BaseException:
         if bridge is not None:
             bridge.close()
         raise
-    if bridge is not None:
-        app[STATE].bridge = bridge
     # Calls in flight are abandoned (503) by the drain before the runner's cleanup, which
     # then only has answers to write: a short shutdown timeout is enough.
     runner = GatewayRunner(app, settings.vendor, access_log=None, shutdown_timeout=2.0,
-                           client_log_per_minute=settings["server.client_error_log_per_minute"])
+                           client_log_per_minute=srv.client_error_log_per_minute)
     await runner.setup()
-    host, port = settings["server.host"], settings["server.port"]
+    host, port = srv.host, srv.port
     site = web.TCPSite(runner, host, port, reuse_address=True, ssl_context=ssl_context)
     try:
         await site.start()
@@ -190,7 +193,7 @@ async def serve(settings: Settings, ready_message: str | None = None,
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
     await stop.wait()
-    grace = settings["server.shutdown_grace_sec"]
+    grace = srv.shutdown_grace_sec
     drain = app[STATE].drain
     # A stop is bounded even if a teardown step never returns (a DDS entity whose deletion
     # deadlocks inside the middleware, with or without the GIL): the process leaves anyway.
@@ -206,7 +209,8 @@ async def serve(settings: Settings, ready_message: str | None = None,
 
 def _check_port(settings: Settings) -> None:
     """ConfigError naming the port and the setting when server.port cannot be bound now."""
-    problem = portcheck.check_bindable(settings["server.host"], settings["server.port"])
+    srv = settings.typed(ServerSettings.from_settings)
+    problem = portcheck.check_bindable(srv.host, srv.port)
     if problem is not None:
         raise ConfigError(problem)
 
@@ -220,7 +224,7 @@ def _logging(level: str) -> None:
 
 
 def _announce_isolation() -> None:
-    from .ros import isolation
+    from .ros.dds import isolation
 
     isolation.announce()  # one line naming what the shell's foreign ROS had and was set aside
 
@@ -228,7 +232,7 @@ def _announce_isolation() -> None:
 def _cap_arenas(settings: Settings) -> None:
     from .process import mallocarenas
 
-    mallocarenas.limit(settings["server.malloc_arenas"])
+    mallocarenas.limit(settings.typed(ServerSettings.from_settings).malloc_arenas)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -238,13 +242,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     settings = _settings(args)
     _cap_arenas(settings)
-    eventloop.run(serve(settings), settings["server.event_loop"])
+    eventloop.run(serve(settings), settings.typed(ServerSettings.from_settings).event_loop)
     return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Start the demo robot and a gateway in front of it."""
+    from .dashboard.settings import DashboardSettings
     from .demo.robot import NODES, Robot, demo_nodes, ros_env
+    from .wire.settings import ApiSettings
 
     _logging(args.log_level)
     _announce_isolation()
@@ -257,13 +263,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     settings = _demo_settings(args)
     _cap_arenas(settings)  # before the robot's threads
     _check_port(settings)  # before the robot starts, too
-    scheme = "https" if settings["server.tls.enabled"] else "http"
-    root = f"{scheme}://{settings['server.host']}:{settings['server.port']}"
+    srv = settings.typed(ServerSettings.from_settings)
+    scheme = "https" if srv.tls_enabled else "http"
+    root = f"{scheme}://{srv.host}:{srv.port}"
     base = f"{root}/api/v1"
     dashboard = (f"  Dashboard: {root}/  (open in a browser)\n"
-                 if settings["dashboard.enabled"] else "")
+                 if settings.typed(DashboardSettings.from_settings).enabled else "")
     # the shipped manifest binds this project's node names; without one, the profile's names
-    nodes = NODES if args.manifest else demo_nodes(settings["api.profile"])
+    profile = settings.typed(ApiSettings.from_settings).profile
+    nodes = NODES if args.manifest else demo_nodes(profile)
     with Robot.start(domain, nodes) as robot:
         message = (
             f"\nDemo robot running in ROS domain {domain}; gateway at {base}\n"
@@ -278,14 +286,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"  OpenAPI document: {base}/docs\n"
             "Ctrl-C stops the gateway and the robot.\n")
         eventloop.run(serve(settings, message, on_force_exit=lambda: robot.stop(timeout=0.5)),
-                      settings["server.event_loop"])
+                      srv.event_loop)
     return 0
 
 
 def _demo_settings(args: argparse.Namespace) -> Settings:
     """The demo's settings: the configured bulk-data categories plus the demo's own."""
     settings = _settings(args)
-    categories = list(settings["bulk_data.categories"])
+    from .bulk_data.settings import BulkDataSettings
+
+    categories = list(settings.typed(BulkDataSettings.from_settings).categories)
     if DEMO_CATEGORY in categories:
         return settings
     args.overrides = [*args.overrides,
@@ -340,12 +350,13 @@ def cmd_robot_token(args: argparse.Namespace) -> int:
     """`robot-token NAME...`: print `NAME TOKEN` lines issued from the primary's robot key."""
     from federation.connect_auth import robot_entries, robot_token
     from federation.connect_key import key_path, robot_key
-    from federation.settings import LOCAL, peer_name
+    from federation.settings import LOCAL, AggregationSettings, peer_name
 
     settings = load(args.config, args.overrides)
-    listed = robot_entries(settings["aggregation.connect_robots"])
-    path = key_path(settings["state_dir"])
-    made = not settings["aggregation.connect_robot_secret"] and not os.path.lexists(path)
+    aggregation = settings.typed(AggregationSettings.from_settings)
+    listed = robot_entries(aggregation.connect_robots)
+    path = key_path(settings.typed(ProcessSettings.from_settings).state_dir)
+    made = not aggregation.connect_robot_secret and not os.path.lexists(path)
     key = robot_key(settings, create=True)
     if made:
         print(f"diag-gateway: made the robot key {path} (0600); a primary started before "
@@ -396,7 +407,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the diag-gateway console script."""
     if argv is None:  # the program itself (not a call from Python): on its own ROS first
-        from .ros import isolation
+        from .ros.dds import isolation
 
         isolation.isolate()
     args = parser().parse_args(argv)

@@ -1,9 +1,15 @@
-"""One event bus: every change (data sample, fault, execution, update, log, lock) published once.
+"""The one event bus: every change is published once, on the event loop.
 
-Publishers call `publish` on the event loop; listeners (cyclic subscriptions, triggers, fault
-triggers, the fault stream, the dashboard) are plain callables run in publish order. A listener
-must not block: it copies what it needs into its own bounded queue. A listener that raises is
-logged and kept; it never stops the publisher or the other listeners.
+Publishers call `publish` on the loop (a ROS thread hands its changes over first, and only
+while `has_listeners` says someone wants them); listeners (the recorder, push triggers and
+subscriptions, fault triggers, the dashboard, plugins) are plain callables run in subscription
+order. A listener must not block: it copies what it needs into its own bounded queue. A
+listener that raises is logged and kept; it never stops the publisher or the other listeners.
+
+An event's kind is the wire's collection that changed; its payload is a typed change (a
+`Payload`: the fault change, the data sample, the log record, the entity set) or, for kinds
+whose publishers send the wire body itself (operations, updates, locks, configurations, and
+what plugins publish), that JSON body.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 log = logging.getLogger(__name__)
 
@@ -27,24 +33,54 @@ LOCKS = "locks"
 ENTITIES = "entities"
 KINDS = frozenset({DATA, FAULTS, OPERATIONS, CONFIGURATIONS, UPDATES, LOGS, LOCKS, ENTITIES})
 
+P = TypeVar("P")
+
+
+class Payload:
+    """A typed change; `body()` is the JSON a trigger evaluates and delivers (None: nothing)."""
+
+    __slots__ = ()
+
+    def body(self) -> Any:
+        """The wire body of this change, None when a trigger has nothing to observe."""
+        raise NotImplementedError
+
 
 @dataclass(frozen=True)
-class Event:
+class Event(Generic[P]):
     """One change: `kind` collection, owning entity, resource id within it, change word, payload."""
 
     kind: str
-    entity_id: str | None  # owning app or component id; None for server-level resources
+    entity_id: str | None  # owning app or component id; None: not one entity's (or resolved
+    #                        by the listener, as a log record's logger)
     resource: str  # topic name, fault code, execution id, update id, lock id, ...
     change: str  # "sample", "created", "updated", "cleared", "completed", "expired", ...
-    payload: Any = None
+    payload: P
     timestamp_ns: int = field(default_factory=time.time_ns)
 
 
-Listener = Callable[[Event], None]
+def body_of(event: Event[Any]) -> Any:
+    """The JSON a trigger sees of an event: a typed payload's body, else the payload itself."""
+    payload = event.payload
+    return payload.body() if isinstance(payload, Payload) else payload
+
+
+@dataclass(frozen=True)
+class EntitiesChanged(Payload):
+    """The served entity set was rebuilt (`generation` is the entity cache's new one)."""
+
+    generation: int
+
+    def body(self) -> dict[str, int]:
+        """The generation, as the manifest reload has always published it."""
+        return {"generation": self.generation}
+
+
+Listener = Callable[[Event[Any]], None]
 
 
 class EventBus:
-    """Listeners by kind; `publish` delivers synchronously, in subscription order."""
+    """Listeners by kind; `publish` delivers synchronously, in subscription order (loop only)."""
 
     def __init__(self) -> None:
         self._by_kind: dict[str, list[Listener]] = {k: [] for k in KINDS}
@@ -57,6 +93,7 @@ class EventBus:
         for kind in chosen:
             if kind not in self._by_kind:
                 raise ValueError(f"unknown event kind {kind!r}; known: {sorted(KINDS)}")
+        for kind in chosen:
             self._by_kind[kind].append(listener)
 
         def unsubscribe() -> None:
@@ -69,10 +106,11 @@ class EventBus:
         return unsubscribe
 
     def has_listeners(self, kind: str) -> bool:
-        """Whether any listener wants `kind` (lets publishers skip building payloads)."""
+        """Whether any listener wants `kind`: publishers build nothing otherwise (a plain read,
+        safe from a ROS thread)."""
         return bool(self._by_kind.get(kind))
 
-    def publish(self, event: Event) -> None:
+    def publish(self, event: Event[Any]) -> None:
         """Deliver `event` to the listeners of its kind."""
         listeners = self._by_kind.get(event.kind)
         if listeners is None:

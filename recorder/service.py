@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gateway.events import FAULTS, Event, EventBus
+from gateway.faults.bus_events import FaultChange
 from gateway.process.storage import PROBE_INTERVAL_S, StorageWriteError
 from gateway.process.waits import wait_event
 
@@ -63,6 +65,7 @@ class Recorder:
         self._track: asyncio.Task[None] | None = None
         self._waiting: asyncio.Future[None] | None = None  # start once the disk can be written
         self._wake = asyncio.Event()
+        self._unlisten: Callable[[], None] | None = None  # off the bus (listen)
         self.stats = {"windows_opened": 0, "faults_attached": 0, "recordings_written": 0,
                       "recordings_dropped": 0, "write_errors": 0, "evicted_quota": 0,
                       "removed_cleanup": 0, "truncated_messages": 0}
@@ -122,6 +125,9 @@ class Recorder:
 
     async def stop(self) -> None:
         """Write what the open windows hold, unsubscribe, drain the writer, save the index."""
+        if self._unlisten is not None:
+            self._unlisten()
+            self._unlisten = None
         if self._waiting is not None:
             self._waiting.cancel()
             await asyncio.gather(self._waiting, return_exceptions=True)
@@ -150,6 +156,15 @@ class Recorder:
         self._lock.release()
 
     # the fault hook -------------------------------------------------------------------------
+    def listen(self, bus: EventBus) -> None:
+        """Hear every fault change on the gateway's event bus until stop()."""
+        self._unlisten = bus.subscribe([FAULTS], self._on_fault_event)
+
+    def _on_fault_event(self, event: Event[object]) -> None:
+        change = event.payload
+        if isinstance(change, FaultChange):  # a plugin's fault event carries a JSON body only
+            self.on_fault(change.fault, change.confirmed_now)
+
     def on_fault(self, fault: Any, confirmed: bool) -> None:
         """Called for every fault change (event loop): confirmations open or join windows."""
         if not self.running:

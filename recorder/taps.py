@@ -87,7 +87,7 @@ class Taps:
         """
         from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 
-        from gateway.ros.message import import_type
+        from gateway.ros.interfaces.message import import_type
 
         if self._group is None:
             self._group = MutuallyExclusiveCallbackGroup()

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 SEQUENCE = -1  # Member.array of a bounded or unbounded sequence
-SETTING = "ros.type_limits"
+SETTING = "ros.type_limits"  # the settings' prefix, named in refusals
 
 
 @dataclass(frozen=True)
@@ -36,15 +36,12 @@ _KEYS = {"max_depth": "max_depth", "max_fixed_elements": "max_fixed_elements",
          "max_build_bytes": "max_build_bytes", "encode_timeout_sec": "encode_timeout_s"}
 
 
-def configure(settings: Any) -> TypeLimits:
-    """Take the `ros.type_limits.*` settings (a mapping or the Settings object); the limits."""
+def configure(ros: Any) -> TypeLimits:
+    """Take the `ros.type_limits.*` settings (the bridge's RosSettings, fields
+    `type_limits_<key>`); the limits."""
     global LIMITS
-    values = {}
-    for key, attr in _KEYS.items():
-        value = settings.get(f"{SETTING}.{key}") if hasattr(settings, "get") else None
-        if value is not None:
-            values[attr] = value
-    LIMITS = replace(TypeLimits(), **values)
+    LIMITS = replace(TypeLimits(), **{attr: getattr(ros, f"type_limits_{key}")
+                                      for key, attr in _KEYS.items()})
     return LIMITS
 
 

@@ -23,9 +23,11 @@ from aiohttp.web_urldispatcher import MatchInfoError
 from ..errors import ApiError
 from ..http.middleware import error_response
 from ..http.routes import Route
+from ..http.state import GatewayState
 from ..model.roles import Role
+from ..process.settings import ProcessSettings
 from ..settings.config import ConfigError, Settings
-from ..state import GatewayState
+from .settings import AuthSettings
 from .store import RefreshStore, store_path
 from .tokens import AccessTokens, Claims, ClientList, Grants, TokenError, load_keys, parse_clients
 
@@ -115,17 +117,14 @@ class AuthRuntime:
 
 def build_runtime(settings: Settings) -> AuthRuntime:
     """The auth runtime of these settings; ConfigError names a bad auth.* setting."""
-    enabled = bool(settings["auth.enabled"])
-    keys = load_keys(settings["auth.jwt_algorithm"], settings["auth.jwt_secret"],
-                     settings["auth.jwt_public_key"], required=enabled)
-    tokens = AccessTokens(keys, settings["auth.issuer"], settings["auth.token_expiry_seconds"],
-                          settings["auth.max_token_lifetime_seconds"]) \
+    a = settings.typed(AuthSettings.from_settings)
+    keys = load_keys(a.jwt_algorithm, a.jwt_secret, a.jwt_public_key, required=a.enabled)
+    tokens = AccessTokens(keys, a.issuer, a.token_expiry_seconds, a.max_token_lifetime_seconds) \
         if keys is not None else None
-    clients = ClientList(parse_clients(settings["auth.clients"]))
-    store = RefreshStore(store_path(settings["state_dir"]))
-    grants = Grants(tokens, clients, store, settings["auth.refresh_token_expiry_seconds"])
-    return AuthRuntime(enabled, settings["auth.require_auth_for"], settings["auth.jwt_algorithm"],
-                       tokens, grants)
+    clients = ClientList(parse_clients(a.clients))
+    store = RefreshStore(store_path(settings.typed(ProcessSettings.from_settings).state_dir))
+    grants = Grants(tokens, clients, store, a.refresh_token_expiry_seconds)
+    return AuthRuntime(a.enabled, a.require_auth_for, a.jwt_algorithm, tokens, grants)
 
 
 def make_check(rt: AuthRuntime) -> Check:
@@ -171,17 +170,18 @@ def claims_of(request: web.Request) -> Claims | None:
     return request.get(CLAIMS)
 
 
-def runtime_of(state: GatewayState) -> AuthRuntime:
-    """The auth runtime installed on a gateway state."""
-    rt = state.auth
-    assert rt is not None  # install() ran
-    return rt
+AUTH: web.AppKey[AuthRuntime] = web.AppKey("auth", AuthRuntime)
+
+
+def runtime_of(app: web.Application) -> AuthRuntime:
+    """The auth runtime installed on an app."""
+    return app[AUTH]
 
 
 def install(app: web.Application, state: GatewayState) -> None:
     """Build the auth runtime; with auth on, check every routed and unrouted request."""
     rt = build_runtime(state.settings)
-    state.auth = rt
+    app[AUTH] = rt
     app.on_cleanup.append(_close_store(rt.grants.store))
     if not rt.enabled:
         return

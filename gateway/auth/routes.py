@@ -19,9 +19,10 @@ from aiohttp import web
 
 from ..http.jsonutil import JSON_TYPE, dumps
 from ..http.routes import Registry
+from ..http.state import state_of
 from ..model.roles import Role
-from ..state import state_of
 from .enforce import REALM, runtime_of
+from .settings import AuthSettings
 from .tokens import Grants, OAuthError
 
 MAX_BODY_BYTES = 16 * 1024
@@ -97,7 +98,7 @@ Action = Callable[[web.Request, Grants, Body], Awaitable[dict[str, Any]]]
 def _endpoint(action: Action) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def handler(request: web.Request) -> web.Response:
         state = state_of(request)
-        if not state.settings["auth.enabled"]:  # the wire profile may refuse (gateway/wire)
+        if not state.settings.typed(AuthSettings.from_settings).enabled:  # the wire profile may refuse (gateway/wire)
             refused = state.wire.auth.disabled()
             if refused is not None:
                 return refused
@@ -106,7 +107,7 @@ def _endpoint(action: Action) -> Callable[[web.Request], Awaitable[web.Response]
                 raise _invalid(f"The request body is larger than {MAX_BODY_BYTES} bytes")
             raw = await request.read()
             params = parse_params(request.content_type if request.body_exists else "", raw)
-            body = await action(request, runtime_of(state_of(request)).grants, params)
+            body = await action(request, runtime_of(request.app).grants, params)
         except OAuthError as exc:
             headers = dict(NO_STORE)
             if exc.status == 401:

@@ -14,7 +14,7 @@ import re
 import secrets
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -33,14 +33,19 @@ from ..http.multipart import body_parts
 from ..http.ranges import parse_range, plan
 from ..http.resource_helpers import entities, entity_not_found, envelope, resolve_entity
 from ..http.routes import Registry
+from ..http.state import GatewayState, state_of
 from ..model.entities import Entity, EntitySet
 from ..model.roles import Role
 from ..model.timestamps import iso
+from ..process.settings import ProcessSettings
 from ..settings.config import ConfigError
-from ..state import GatewayState, state_of
+from .keys import BULK_DATA
+from .settings import BulkDataSettings
 
 if TYPE_CHECKING:
     from recorder.service import Recorder
+
+    from ..faults.service import FaultService
 
 
 def _recorder_class() -> type[Recorder]:
@@ -71,14 +76,16 @@ READ_ONLY = frozenset({"areas", "functions"})
 # lifecycle --------------------------------------------------------------------------------------
 def categories(state: GatewayState) -> list[str]:
     """`rosbags` plus the configured upload categories."""
-    return [ROSBAGS, *(c for c in state.settings["bulk_data.categories"] if c != ROSBAGS)]
+    configured = state.settings.typed(BulkDataSettings.from_settings).categories
+    return [ROSBAGS, *(c for c in configured if c != ROSBAGS)]
 
 
 def _uploads_root(state: GatewayState) -> Path:
-    s = state.settings
-    if s["bulk_data.storage_path"]:
-        return Path(s["bulk_data.storage_path"]).expanduser()
-    base = Path(s["state_dir"]).expanduser() if s["state_dir"] else default_state_dir()
+    configured = state.settings.typed(BulkDataSettings.from_settings).storage_path
+    if configured:
+        return Path(configured).expanduser()
+    state_dir = state.settings.typed(ProcessSettings.from_settings).state_dir
+    base = Path(state_dir).expanduser() if state_dir else default_state_dir()
     return base / "bulk_data"
 
 
@@ -87,32 +94,55 @@ def _graph(state: GatewayState) -> tuple[int, dict[str, Any]]:
     return cache.generation, {n.fqn: n.publishers for n in cache.graph.nodes}
 
 
-async def start(state: GatewayState) -> None:
-    """Open the upload store; start the recorder when snapshots.rosbag.enabled."""
-    for cat in state.settings["bulk_data.categories"]:
-        if not _CATEGORY.match(cat) or cat == DOCS:
-            raise ConfigError(f"setting 'bulk_data.categories': {cat!r} is not a word "
-                              "(letters, digits, '_' and '-') or is the reserved 'docs'")
-    store = UploadStore(_uploads_root(state), state.storage)
-    await asyncio.to_thread(store.load)
-    state.uploads = store
-    cfg = RecorderConfig.from_settings(state.settings, extra_excluded=NEVER_CAPTURED)
-    state.fault_snapshot_providers.append(rosbag_snapshots)
-    if not cfg.enabled:
-        return
-    rec = _recorder_class()(cfg, lambda: _graph(state), state.bridge)
-    rec.writer.storage = state.storage  # a bag that cannot be written degrades /health
-    if await rec.start():
-        state.recorder = rec
-        state.fault_listeners.append(rec.on_fault)
-        state.health["x-vendor-recorder"] = rec.health
+class BulkData:
+    """The upload store and the recorder (snapshots.rosbag.enabled), started over ROS."""
 
+    def __init__(self, state: GatewayState, faults: FaultService) -> None:
+        self.state, self.faults = state, faults
+        self.uploads = UploadStore(_uploads_root(state), state.storage)  # loaded by start
+        self.recorder: Recorder | None = None  # snapshots.rosbag.enabled, once started
 
-async def stop(state: GatewayState) -> None:
-    """Stop the recorder (writes what the open windows hold)."""
-    rec, state.recorder = state.recorder, None
-    if rec is not None:
-        await rec.stop()
+    async def start(self) -> None:
+        """Open the upload store; start the recorder when snapshots.rosbag.enabled."""
+        state = self.state
+        for cat in state.settings.typed(BulkDataSettings.from_settings).categories:
+            if not _CATEGORY.match(cat) or cat == DOCS:
+                raise ConfigError(f"setting 'bulk_data.categories': {cat!r} is not a word "
+                                  "(letters, digits, '_' and '-') or is the reserved 'docs'")
+        await asyncio.to_thread(self.uploads.load)
+        cfg = RecorderConfig.from_settings(state.settings, extra_excluded=NEVER_CAPTURED)
+        self.faults.hooks.snapshot_providers.append(self.rosbag_snapshots)
+        if not cfg.enabled:
+            return
+        rec = _recorder_class()(cfg, lambda: _graph(state), state.bridge)
+        rec.writer.storage = state.storage  # a bag that cannot be written degrades /health
+        if await rec.start():
+            self.recorder = rec
+            rec.listen(state.events)  # every fault change, from the bus
+
+    def health_blocks(self) -> dict[str, Callable[[], Any]]:
+        """The recorder's /health block, when it records."""
+        return {"x-vendor-recorder": self.recorder.health} if self.recorder is not None else {}
+
+    async def shutdown(self) -> None:
+        """Nothing streams: the recorder writes on stop."""
+
+    async def stop(self) -> None:
+        """Stop the recorder (writes what the open windows hold)."""
+        rec, self.recorder = self.recorder, None
+        if rec is not None:
+            await rec.stop()
+
+    def rosbag_snapshots(self, state: GatewayState, entity: Entity, fault: Any
+                         ) -> list[dict[str, Any]]:
+        """Fault detail `rosbag` snapshot entries, newest first (a fault snapshot provider)."""
+        if self.recorder is None:
+            return []
+        return [{"type": "rosbag", "name": f"{rec.id}.{rec.format}",
+                 "bulk_data_uri": f"{entity.path}/bulk-data/{ROSBAGS}/{rec.id}",
+                 "size_bytes": rec.size, "duration_sec": rec.duration_sec, "format": rec.format,
+                 state.xv: {"captured_at": iso(rec.created_ns)}}
+                for rec in self.recorder.index.for_code(fault.code)]
 
 
 # entities and scope -----------------------------------------------------------------------------
@@ -131,11 +161,10 @@ def _owners(state: GatewayState, entity: Entity) -> list[str]:
     return [a.node_fqn for a in state.cache.entities.member_apps(entity) if a.node_fqn]
 
 
-def _recording_visible(state: GatewayState, rec: Recording, owners: list[str]) -> bool:
+def _recording_visible(svc: FaultService, rec: Recording, owners: list[str]) -> bool:
     """Spec: access when any fault the recording covers is in the entity's scope."""
-    svc = state.faults
     for code in rec.fault_codes:
-        fault = svc.get(code) if svc is not None else None
+        fault = svc.get(code)
         sources = list(fault.sources) if fault is not None else rec.sources.get(code, [])
         if in_scope(sources, owners):
             return True
@@ -194,33 +223,18 @@ def upload_descriptor(state: GatewayState, up: Upload) -> dict[str, Any]:
     return out
 
 
-def rosbag_snapshots(state: GatewayState, entity: Entity, fault: Any) -> list[dict[str, Any]]:
-    """Fault detail `rosbag` snapshot entries, newest first (a fault_snapshot_providers entry)."""
-    rec_svc = state.recorder
-    if rec_svc is None:
-        return []
-    return [{"type": "rosbag", "name": f"{rec.id}.{rec.format}",
-             "bulk_data_uri": f"{entity.path}/bulk-data/{ROSBAGS}/{rec.id}",
-             "size_bytes": rec.size, "duration_sec": rec.duration_sec, "format": rec.format,
-             state.xv: {"captured_at": iso(rec.created_ns)}}
-            for rec in rec_svc.index.for_code(fault.code)]
-
-
-def _visible_recordings(state: GatewayState, entity: Entity) -> list[Recording]:
-    rec_svc = state.recorder
+def _visible_recordings(bulk: BulkData, entity: Entity) -> list[Recording]:
+    state, rec_svc = bulk.state, bulk.recorder
     if rec_svc is None:
         return []
     owners = _owners(state, entity)
     return [r for r in sorted(rec_svc.index.recordings.values(),
                               key=lambda r: (r.created_ns, r.id), reverse=True)
-            if _recording_visible(state, r, owners)]
+            if _recording_visible(bulk.faults, r, owners)]
 
 
-def _store(state: GatewayState) -> UploadStore:
-    store = state.uploads
-    if store is None:
-        raise ApiError(503, "service-unavailable", "Bulk-data storage is not open yet")
-    return store
+def _store(request: web.Request) -> UploadStore:
+    return request.app[BULK_DATA].uploads
 
 
 def _category(state: GatewayState, entity: Entity, category: str) -> str:
@@ -246,9 +260,9 @@ async def list_descriptors(request: web.Request) -> web.Response:
     entity = _entity(request)
     category = _category(state, entity, request.match_info["category"])
     if category == ROSBAGS:
-        items = [rosbag_descriptor(state, r) for r in _visible_recordings(state, entity)]
+        items = [rosbag_descriptor(state, r) for r in _visible_recordings(request.app[BULK_DATA], entity)]
     else:
-        items = [upload_descriptor(state, u) for u in _store(state).list(category)
+        items = [upload_descriptor(state, u) for u in _store(request).list(category)
                  if _upload_visible(state, entity, u)]
     return json_response(envelope(state, items, entity.id))
 
@@ -264,7 +278,7 @@ async def download(request: web.Request) -> web.StreamResponse:
     missing = not_found(f"Bulk-data '{item_id}' not found in '{category}' on {entity.type} "
                         f"'{entity.id}'", entity_id=entity.id, category=category, id=item_id)
     if category == ROSBAGS:
-        rec_svc = state.recorder
+        rec_svc = request.app[BULK_DATA].recorder
         if rec_svc is None:
             raise not_found(f"Bulk-data '{item_id}' not found in '{category}' on {entity.type} "
                             f"'{entity.id}': this gateway records no faults (set "
@@ -275,19 +289,19 @@ async def download(request: web.Request) -> web.StreamResponse:
         if rec is None:
             raise missing
         owners = _owners(state, entity)
-        if not _recording_visible(state, rec, owners):
+        if not _recording_visible(request.app[BULK_DATA].faults, rec, owners):
             # an id naming a recording out of scope may still be a fault code in scope
             recs = [r for r in rec_svc.index.for_code(item_id)
-                    if _recording_visible(state, r, owners)]
+                    if _recording_visible(request.app[BULK_DATA].faults, r, owners)]
             if not recs:
                 raise missing
             rec = recs[0]
         return await serve_file(request, rec_svc.path(rec), _recorder_class().mimetype(rec),
                                 f"{rec.id}.{rec.format}", f'"{rec.id}-{rec.size}"')
-    up = _store(state).get(category, item_id)
+    up = _store(request).get(category, item_id)
     if up is None or not _upload_visible(state, entity, up):
         raise missing
-    return await serve_file(request, _store(state).path(up), up.mimetype, up.name,
+    return await serve_file(request, _store(request).path(up), up.mimetype, up.name,
                             f'"{up.id}-{up.size}"')
 
 
@@ -305,8 +319,8 @@ async def upload(request: web.Request) -> web.Response:
     if not request.content_type.startswith("multipart/form-data"):
         raise bad_request("An upload is multipart/form-data with a 'file' field",
                           content_type=request.content_type)
-    store = _store(state)
-    limit = state.settings["bulk_data.max_upload_size"]
+    store = _store(request)
+    limit = state.settings.typed(BulkDataSettings.from_settings).max_upload_size
     fields = await _receive(request, store, category, limit)
     incoming, name, mimetype, description, metadata = fields
     up = Upload("", category, entity.kind, entity.id, name, mimetype, 0, time.time_ns(),
@@ -397,7 +411,7 @@ async def delete(request: web.Request) -> web.Response:
                           "are deleted when their faults are cleared or by the storage quota",
                           category=category)
     _category(state, entity, category)
-    store = _store(state)
+    store = _store(request)
     up = store.get(category, request.match_info["bulk_id"])
     if up is None or not _upload_visible(state, entity, up):
         raise not_found(f"Bulk-data '{request.match_info['bulk_id']}' not found in "

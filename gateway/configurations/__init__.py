@@ -1,1 +1,1 @@
-"""Configurations: parameters of an entity (gateway/ros/parameters.py), the handlers and wire shapes."""
+"""Configurations: parameters of an entity (ros/calls/parameters.py), the handlers and wire shapes."""

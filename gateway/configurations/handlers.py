@@ -12,16 +12,15 @@ from typing import Any
 
 from aiohttp import web
 
-from federation.local import provide
-
 from ..errors import ApiError, not_found, vendor_error
 from ..http.jsonutil import json_response
 from ..http.resource_helpers import federation, local_member_apps, resolve_entity
 from ..http.routes import Registry
+from ..http.state import GatewayState, state_of
 from ..locks.guard import guard_members
 from ..model.entities import Entity
 from ..model.roles import Role
-from ..ros.parameters import (
+from ..ros.calls.parameters import (
     NodeFailed,
     NodeUnavailable,
     Param,
@@ -31,8 +30,8 @@ from ..ros.parameters import (
     ParameterStore,
     ValueNotConvertible,
 )
-from ..state import GatewayState, state_of
 from ..wire.bodies import configuration_value, read_object
+from .wire import CONFIGURATIONS
 
 
 def _store(state: GatewayState) -> ParameterStore:
@@ -82,7 +81,7 @@ def param_item(state: GatewayState, store: ParameterStore, app: Entity, p: Param
                qualified: bool, entity_id: str | None = None) -> dict[str, Any]:
     """One configuration item in the wire profile (gateway/configurations/wire.py)."""
     default = store.default_of(p.node, p.name)
-    return state.wire.configurations.item(
+    return state.serializer(CONFIGURATIONS).item(
         p, app, entity_id or app.id, qualified, default[1] if default is not None else None)
 
 
@@ -160,9 +159,6 @@ async def _local_items(state: GatewayState, entity: Entity) -> list[dict[str, An
     return (await local_items(state, entity))[0]
 
 
-provide("configurations", _local_items)
-
-
 async def list_configurations(request: web.Request) -> web.Response:
     """Parameters of every member node; partial when some nodes (or peers) do not answer."""
     state = state_of(request)
@@ -182,7 +178,7 @@ async def list_configurations(request: web.Request) -> web.Response:
     items, partial, outcomes = await local_items(state, entity)
     _raise_worst(outcomes, entity.id)
     return json_response({"items": items,
-                          state.xv: state.wire.configurations.list_vendor(items, entity,
+                          state.xv: state.serializer(CONFIGURATIONS).list_vendor(items, entity,
                                                                           **partial)})
 
 
@@ -255,7 +251,7 @@ async def set_configuration(request: web.Request) -> web.Response:
     except ParameterError as exc:
         params = {"entity_id": entity.id, "param_name": name,
                   "id": request.match_info["param_name"]}
-        raise (state.wire.configurations.refused(exc, **params)
+        raise (state.serializer(CONFIGURATIONS).refused(exc, **params)
                or parameter_error(exc, **params)) from None
     return json_response(param_item(state, store, app, p, entity.kind != "apps", entity.id))
 
@@ -294,7 +290,7 @@ async def reset_all_configurations(request: web.Request) -> web.Response:
         else:
             entry["status"] = 204
         results.append(entry)
-    if not state.wire.configurations.local_failures_multistatus:
+    if not state.serializer(CONFIGURATIONS).local_failures_multistatus:
         _raise_local_failure(entity, outcomes, results)
     fed = federation(state)
     if fed is not None:  # members run by another gateway are not reset from here
@@ -307,7 +303,7 @@ async def reset_all_configurations(request: web.Request) -> web.Response:
                                            f"reset it through /apps/{app.id}/configurations"})
     if all(r["status"] == 204 for r in results):
         return web.Response(status=204)
-    body = state.wire.configurations.reset_report(entity.id, results, _partial(outcomes))
+    body = state.serializer(CONFIGURATIONS).reset_report(entity.id, results, _partial(outcomes))
     return json_response(body, status=207)
 
 
@@ -338,6 +334,7 @@ def _raise_local_failure(entity: Entity, outcomes: list[tuple[Entity, Any]],
 
 def register(reg: Registry) -> None:
     """Declare the configuration routes."""
+    reg.lists_items("configurations", _local_items)
     ms = {"multi_segment": ("param_name",)}
     reg.entity_routes("GET", "/configurations", list_configurations, response="ListEnvelope",
                       summary="List configurations (node parameters)")

@@ -20,11 +20,12 @@ from aiohttp import web
 from ..errors import INVALID_PARAMETER, SERVICE_UNAVAILABLE, ApiError, not_found
 from ..faults.handlers import service
 from ..faults.stream import SSE_HEADERS
-from ..http.resource_helpers import federation
 from ..http.routes import Registry
+from ..http.settings import SseSettings
+from ..http.state import state_of
+from ..push.keys import PUSH_DELIVERY
 from ..push.rules import subscription_create
 from ..push.subscription_handlers import TYPES as SUBSCRIBABLE
-from ..state import state_of
 from .page_watch import (
     PAGE_INTERVAL,
     RENEW_AFTER_S,
@@ -122,14 +123,13 @@ class _Watches:
     def __init__(self, request: web.Request, page: _PageQueue) -> None:
         self.request = request
         self.state = state_of(request)
-        self.engine = self.state.push
+        self.delivery = request.app[PUSH_DELIVERY]
+        self.engine = self.delivery.engine
         self.page = page
         self.subs: dict[int, Any] = {}
 
     async def start(self, watch: Watch) -> None:
         """Subscribe one watch (raises ApiError when refused)."""
-        if self.engine is None:
-            raise ApiError(503, SERVICE_UNAVAILABLE, "Push delivery is not running yet")
         if watch.entity_type not in SUBSCRIBABLE:
             raise ApiError(400, INVALID_PARAMETER,
                            f"{watch.entity_type} have no cyclic subscriptions: read "
@@ -140,7 +140,7 @@ class _Watches:
                             entity_id=watch.entity_id)
         body = {"resource": watch.resource, "interval": PAGE_INTERVAL,
                 "duration": self.engine.max_duration, "protocol": "sse"}
-        providers = self.state.push_collections
+        providers = self.delivery.collections
         spec = subscription_create(body, entity.kind, entity.id, self.engine.max_duration,
                                    {name: True for name in providers})
         sub = self.engine.create_subscription(spec, "dashboard-page-stream", time.time())
@@ -162,7 +162,7 @@ async def page_stream(request: web.Request) -> web.StreamResponse:
     """The dashboard page's one SSE stream (its watches and, with faults=1, fault events)."""
     state = state_of(request)
     wanted = parse_watch(request.query, request.query.getall("watch", []))
-    svc = service(state)
+    svc = service(request)
     stream = svc.stream
     assert stream is not None
     if not stream.slots.acquire():
@@ -172,8 +172,7 @@ async def page_stream(request: web.Request) -> web.StreamResponse:
     page = _PageQueue()
     watches = _Watches(request, page)
     tap = _FaultTap(page)
-    fed = federation(state)
-    relay: Any = contextlib.nullcontext()
+    relay: contextlib.AbstractContextManager[bool] = contextlib.nullcontext(True)
     try:
         accepted: dict[int, str] = {}
         refused: dict[int, ApiError] = {}
@@ -188,15 +187,14 @@ async def page_stream(request: web.Request) -> web.StreamResponse:
             last = _last_event_id(request.headers.get("Last-Event-ID"))
             backlog = stream.replay(last)
             stream.clients.add(tap)  # same loop step as the replay copy: no gap, no repeat
-            if fed is not None and not fed.no_fan_out(request):
-                relay = fed.relay.attached(stream.publish_relayed)
+            relay = stream.following_peers(request)  # the peers' events while it lasts
         with relay:
             resp = web.StreamResponse(status=200, headers=SSE_HEADERS)
             await resp.prepare(request)
             await resp.write(b"".join([b":connected\n\n", watching_frame(
                 accepted, refused, wanted.faults, state.vendor), *backlog]))
             await _pump(resp, page, watches, {w.index: w for w in wanted.watches},
-                        float(state.settings["sse.keepalive_sec"]))
+                        state.settings.typed(SseSettings.from_settings).keepalive_sec)
             return resp
     except ConnectionResetError:  # the page went away mid-write
         return web.Response(status=204)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ..state import GatewayState
+from ..http.state import GatewayState
 from .assets import Asset, load, not_modified
+from .settings import DashboardSettings
 
 PREFIX = "/dashboard/"
 # Same-origin only: scripts and styles from these files, API calls to this gateway.
@@ -38,7 +39,7 @@ def _serve(asset: Asset, request: web.Request) -> web.Response:
 
 def install(app: web.Application, state: GatewayState) -> None:
     """Serve the dashboard at / when `dashboard.enabled` (the default)."""
-    if not state.settings["dashboard.enabled"]:
+    if not state.settings.typed(DashboardSettings.from_settings).enabled:
         return
     loaded: dict[str, Asset] = {}
 

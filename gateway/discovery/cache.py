@@ -11,17 +11,20 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from ..events import ENTITIES, EntitiesChanged, Event, EventBus
 from ..model.entities import EntitySet
-from ..ros.graph import GraphSnapshot
+from ..ros.graph.snapshot import GraphSnapshot
 from . import runtime
 
 
 class EntityCache:
     """Holds one consistent (graph, entities) pair; bodies built from it are cached (LRU)."""
 
-    def __init__(self, capacity: int, host: runtime.HostInfo) -> None:
+    def __init__(self, capacity: int, host: runtime.HostInfo,
+                 events: EventBus | None = None) -> None:
         self.capacity = capacity
         self.host = host
+        self.events = events  # each rebuilt set is announced on it (ENTITIES, "rebuilt")
         self.graph = GraphSnapshot()
         self.entities = EntitySet()
         self.local = self.entities
@@ -39,7 +42,7 @@ class EntityCache:
         # Extra discovery layers (plugin entities): each adds to a freshly built local set.
         self.layers: list[Callable[[EntitySet], None]] = []
 
-    def apply(self, graph: GraphSnapshot) -> None:
+    def apply(self, graph: GraphSnapshot, cause: str = "graph") -> None:
         """Rebuild entities from a new graph snapshot; bumps the generation."""
         self.generation += 1
         self.local_generation += 1
@@ -64,14 +67,15 @@ class EntityCache:
                             if a.source == "heuristic"}
             self.collisions = [(k, v) for k, v in self.collisions
                                if runtime_fqns.intersection(v)]
+        self._announce(cause)
 
     def rebuild(self) -> None:
         """The manifest changed: rebuild from the current graph; bumps the generation."""
-        self.apply(self.graph)
+        self.apply(self.graph, "manifest")
 
     def reapply(self) -> None:
         """A layer changed: rebuild from the current graph; bumps the generation."""
-        self.apply(self.graph)
+        self.apply(self.graph, "layers")
 
     def remerge(self) -> None:
         """The peers changed: rebuild the served set from the local one; bumps the generation."""
@@ -80,6 +84,15 @@ class EntityCache:
         self.generation += 1
         self.entities = self.merger(self.local, self.generation)
         self._bodies.clear()
+        self._announce("peers")
+
+    def _announce(self, cause: str) -> None:
+        """The rebuilt set on the bus (loop only), resource the cause: graph, manifest,
+        layers or peers."""
+        events = self.events
+        if events is not None and events.has_listeners(ENTITIES):
+            events.publish(Event(ENTITIES, None, cause, "rebuilt",
+                                 EntitiesChanged(self.generation)))
 
     def body(self, key: Any, build: Callable[[], Any]) -> Any:
         """A value built once per generation and key (e.g. a serialized list body)."""

@@ -1,4 +1,4 @@
-"""Wakes an idle graph poll when the ROS graph changes (ros/graph_watch.py), across rejoins."""
+"""Wakes an idle graph poll when the ROS graph changes (ros/graph/graph_watch.py), over rejoins."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class GraphWake:
         if not self.enabled or self.why_not is not None:
             return False
         if self.watch is None and getattr(self.bridge, "rejoins", 0) >= self._after:
-            from ..ros.graph_watch import GraphWatch
+            from ..ros.graph.graph_watch import GraphWatch
 
             loop = asyncio.get_running_loop()
 

@@ -13,16 +13,18 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..events import ENTITIES, Event
+from ..events import ENTITIES, EntitiesChanged, Event
 from ..model.entities import EntitySet
 from ..settings.config import Settings
 from . import linker, merge
 from .manifest import Manifest, ManifestError, file_stamp, load
+from .settings import DiscoverySettings
 from .settle import Settle
 from .validate import Issue
 
 if TYPE_CHECKING:
-    from ..state import GatewayState
+    from ..events import EventBus
+    from .cache import EntityCache
 
 log = logging.getLogger(__name__)
 
@@ -37,20 +39,20 @@ class ManifestDiscovery:
     """The manifest of `hybrid` and `manifest_only` modes and the entity sets built from it."""
 
     def __init__(self, settings: Settings) -> None:
-        self.mode: str = settings["discovery.mode"]
-        self.path: str = settings["discovery.manifest_path"]
-        self.fragments_dir: str = settings["discovery.manifest.fragments_dir"]
-        self.csv_path: str = settings["discovery.inventory.csv_path"]
-        self.strict: bool = settings["discovery.manifest_strict_validation"]
-        self.watch_s = settings["discovery.manifest.watch_interval_ms"] / 1000.0
-        self.settle_s = settings["discovery.manifest.settle_ms"] / 1000.0
-        self.runtime_layer: bool = settings["discovery.runtime.enabled"]
-        g = "discovery.merge_pipeline.gap_fill."
-        self.gap = linker.GapFill(settings[g + "allow_heuristic_apps"],
-                                  settings[g + "allow_heuristic_functions"],
-                                  tuple(settings[g + "namespace_whitelist"]),
-                                  tuple(settings[g + "namespace_blacklist"]))
-        self.layer_overrides = settings.section("discovery.merge_pipeline.layers.")
+        d = settings.typed(DiscoverySettings.from_settings)
+        self.mode: str = d.mode
+        self.path: str = d.manifest_path
+        self.fragments_dir: str = d.manifest_fragments_dir
+        self.csv_path: str = d.inventory_csv_path
+        self.strict: bool = d.manifest_strict_validation
+        self.watch_s = d.manifest_watch_interval_ms / 1000.0
+        self.settle_s = d.manifest_settle_ms / 1000.0
+        self.runtime_layer: bool = d.runtime_enabled
+        self.gap = linker.GapFill(d.merge_pipeline_gap_fill_allow_heuristic_apps,
+                                  d.merge_pipeline_gap_fill_allow_heuristic_functions,
+                                  d.merge_pipeline_gap_fill_namespace_whitelist,
+                                  d.merge_pipeline_gap_fill_namespace_blacklist)
+        self.layer_overrides = dict(d.merge_pipeline_layers)
         for warning in merge.policies(self.layer_overrides)[1]:
             log.warning("%s", warning)
         self.manifest: Manifest = self._load()  # ManifestError stops `run` (nothing served)
@@ -62,7 +64,7 @@ class ManifestDiscovery:
         self.last_error: list[Issue] = []
         self._stamp = self._files_stamp()
         self._task: asyncio.Task[None] | None = None
-        self._state: GatewayState | None = None
+        self._attached: tuple[EntityCache, EventBus] | None = None
         self._logged_orphans: frozenset[str] = frozenset()
 
     def _load(self) -> Manifest:
@@ -113,13 +115,12 @@ class ManifestDiscovery:
                 log.log(level, "unmanifested node %s (policy %s)", fqn, report.policy)
 
     # ----- reload -----
-    def attach(self, state: GatewayState) -> None:
-        """Make the cache build from the manifest; start watching the files."""
-        self._state = state
-        state.cache.builder = self.build
-        # Per-entity lock blocks and manifest scripts for the control features (docs/control.md).
-        state.lock_entity_config = self.lock_block
-        state.script_definitions = self.script_entries
+    def attach(self, cache: EntityCache, events: EventBus) -> None:
+        """Make the cache build from the manifest (reloads announced on `events`); start
+        watching the files. The control features read lock_block and script_entries
+        (docs/control.md)."""
+        self._attached = (cache, events)
+        cache.builder = self.build
         if self.watch_s > 0:
             self._task = asyncio.get_running_loop().create_task(self._watch(),
                                                                 name="manifest-watch")
@@ -199,11 +200,11 @@ class ManifestDiscovery:
         self.last_error = []
         self.reloads += 1
         self.loaded_ns = time.time_ns()
-        state = self._state
-        if state is not None:
-            state.cache.rebuild()
-            state.events.publish(Event(ENTITIES, None, "manifest", "reloaded",
-                                       {"generation": state.cache.generation}))
+        if self._attached is not None:
+            cache, events = self._attached
+            cache.rebuild()
+            events.publish(Event(ENTITIES, None, "manifest", "reloaded",
+                                 EntitiesChanged(cache.generation)))
         log.info("manifest reloaded: %s", manifest.counts())
 
     # ----- status and health -----
@@ -244,7 +245,7 @@ class ManifestDiscovery:
         r = self.report
         if not (r.linked and r.policy == "error" and r.orphans):
             return []
-        es = self._state.cache.local if self._state is not None else EntitySet()
+        es = self._attached[0].local if self._attached is not None else EntitySet()
         by_fqn = {a.node_fqn: a.id for a in es.apps.values() if a.node_fqn}
         return [{
             "code": "unmanifested_nodes",

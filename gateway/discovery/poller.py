@@ -9,18 +9,18 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..ros import portcensus
-from ..ros.bridge import RosBridge
-from ..ros.census import Census, take_census
-from ..ros.graph import GraphSnapshot
-from ..ros.graph_query import take_snapshot
-from ..ros.topics import SamplePool
+from ..ros.dds.bridge import RosBridge
+from ..ros.graph.census import Census, take_census
+from ..ros.graph.graph_query import take_snapshot
+from ..ros.graph.snapshot import GraphSnapshot
+from ..ros.rejoin import portcensus
+from ..ros.rejoin.frozen_loop import FrozenLoop, bound_and_discovered
+from ..ros.rejoin.unseen import CHECK_EVERY_S, UnseenParticipants
+from ..ros.topics.pool import SamplePool
 from .cache import EntityCache
-from .frozen_loop import FrozenLoop, bound_and_discovered
 from .graph_wake import GraphWake
 from .readiness import Readiness
 from .runclock import RunClock
-from .unseen import CHECK_EVERY_S, UnseenParticipants
 
 log = logging.getLogger(__name__)
 
@@ -92,14 +92,14 @@ class GraphPoller:
         self.readiness = Readiness(getattr(bridge, "created", time.monotonic()),
                                    closed=portcensus.closed_world(os.environ))
         self._census: Census | None = None
-        self._local: int | None = None  # participants bound on this host (ros/portcensus.py)
+        self._local: int | None = None  # participants bound on this host (ros/rejoin/portcensus.py)
         self._local_why: str | None = None  # why they could not be counted
-        self.unseen = UnseenParticipants()  # bound here but not discovered (unseen.py)
+        self.unseen = UnseenParticipants()  # bound here but not discovered (ros/rejoin/unseen.py)
         self._unseen_checked = 0.0
-        self.frozen = FrozenLoop(bridge)  # resumed but not rediscovered: rejoin (frozen_loop.py)
+        self.frozen = FrozenLoop(bridge)  # resumed, not rediscovered (ros/rejoin/frozen_loop.py)
         self._last: GraphSnapshot | None = None
         self._task: asyncio.Task[None] | None = None
-        # Called on the event loop with each changed snapshot (e.g. ros/callbuild.py's
+        # Called on the event loop with each changed snapshot (e.g. ros/calls/callbuild.py's
         # prefetch); a listener must not block, and its errors are logged, not raised.
         self.graph_listeners: list[Callable[[GraphSnapshot], Any]] = []
 
@@ -134,7 +134,7 @@ class GraphPoller:
 
     async def _check_unseen(self) -> None:
         """Compare the participants bound on this host with those discovered; warn once when
-        some stay unseen past the window (unseen.py)."""
+        some stay unseen past the window (ros/rejoin/unseen.py)."""
         domain_id = getattr(self.bridge, "domain_id", None)
         if domain_id is None or self._local_why is not None:
             return  # the ports cannot be counted here

@@ -1,7 +1,7 @@
 """Readiness: discovery is done once every DDS participant found has its nodes known (pure).
 
-What the graph tells (ros/census.py): the DDS participants discovered (one `ros_discovery_info`
-writer each) and whether each of them has its nodes known (a named `/rosout` publisher; no
+What the graph tells (ros/graph/census.py): the DDS participants discovered (one
+`ros_discovery_info` writer each) and whether each of them has its nodes known (a named `/rosout` publisher; no
 unnamed one). Participants not discovered at all cannot be known: the gateway's participant
 announces itself at start (Fast DDS: 5 announcements 100 ms apart) and every local participant
 answers, and one that missed those (or answers late on a loaded machine) is heard at its next
@@ -17,8 +17,8 @@ staying unchanged for SETTLE_S; CAP_S after the start it is ready in any case. T
 measured on a clock that stops while the gateway waits for a CPU (runclock.py), the cap on the
 wall clock: a saturated machine delays readiness, up to the cap, instead of ending it early.
 
-The participants bound on this host (ros/portcensus.py, the gateway's own included) are a lower
-bound: the census is not complete while fewer participants are discovered, however quiet the
+The participants bound on this host (ros/rejoin/portcensus.py, the gateway's own included) are a
+lower bound: the census is not complete while fewer participants are discovered, however quiet the
 graph (DDS tells of a local participant up to about 2 s after the gateway's start, in bursts;
 without this bound the gateway was ready with some of a 14-process robot missing). When only
 this host's participants can be discovered at all (`closed`: ROS_AUTOMATIC_DISCOVERY_RANGE=

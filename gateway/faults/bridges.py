@@ -268,8 +268,8 @@ class RosBridges:
         gid = bytes(gid)
         fqn = self._gids.get(gid)
         if fqn is None:
-            from ..ros.discovery_info import tracker_of
-            from ..ros.nameless import UNNAMED, endpoint_fqn
+            from ..ros.graph.discovery_info import tracker_of
+            from ..ros.graph.nameless import UNNAMED, endpoint_fqn
 
             tracker = tracker_of(self.node)
             owner_of = tracker.owner_of if tracker is not None else None

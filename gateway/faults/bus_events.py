@@ -1,15 +1,19 @@
-"""The bus events of fault changes, with the payload fault triggers evaluate (pure)."""
+"""The bus events of fault changes: what the recorder and fault triggers read of each (pure)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from ..events import FAULTS, Event
+from ..events import FAULTS, Event, Payload
+from .batch import FaultBatch
 from .model import FaultRecord, severity_label
 
 # fault stream event type -> bus change word
 FAULT_CHANGES = {"fault_confirmed": "created", "fault_updated": "updated",
                  "fault_cleared": "cleared"}
+QUIET = "changed"  # the change word of a change the fault stream does not show
 
 
 def fault_payload(f: FaultRecord, event_type: str) -> dict[str, Any]:
@@ -24,7 +28,22 @@ def fault_payload(f: FaultRecord, event_type: str) -> dict[str, Any]:
     return out
 
 
-def fault_event(f: FaultRecord, event_type: str, entity: tuple[str, str] | None) -> Event:
+@dataclass(frozen=True)
+class FaultChange(Payload):
+    """One committed fault change: the fault as committed, whether it was confirmed now, and
+    the fault stream's event type (None: a change the stream does not show, muted or silent)."""
+
+    fault: FaultRecord
+    confirmed_now: bool
+    event_type: str | None
+
+    def body(self) -> dict[str, Any] | None:
+        """What a fault trigger evaluates; None for a change the stream does not show."""
+        return None if self.event_type is None else fault_payload(self.fault, self.event_type)
+
+
+def fault_event(f: FaultRecord, event_type: str | None, entity: tuple[str, str] | None,
+                confirmed_now: bool) -> Event[FaultChange]:
     """The bus event of one fault change; the entity is the first source's app (else the
     source's last name segment)."""
     if entity is not None:
@@ -33,5 +52,21 @@ def fault_event(f: FaultRecord, event_type: str, entity: tuple[str, str] | None)
         entity_id = f.sources[0].rstrip("/").rsplit("/", 1)[-1] or None
     else:
         entity_id = None
-    return Event(FAULTS, entity_id, f.code, FAULT_CHANGES.get(event_type, "updated"),
-                 fault_payload(f, event_type))
+    change = QUIET if event_type is None else FAULT_CHANGES.get(event_type, "updated")
+    return Event(FAULTS, entity_id, f.code, change, FaultChange(f, confirmed_now, event_type))
+
+
+def batch_events(batch: FaultBatch, faults: Mapping[str, FaultRecord],
+                 entity_of: Callable[[FaultRecord], tuple[str, str] | None],
+                 ) -> Iterator[Event[FaultChange]]:
+    """A committed batch's bus events: one per stream event, in stream order, then one per
+    changed fault the stream does not show (muted, or a change no event names)."""
+    shown: set[str] = set()
+    for event_type, code, _auto in batch.events:
+        shown.add(code)
+        fault = faults[code]
+        yield fault_event(fault, event_type, entity_of(fault), event_type == "fault_confirmed")
+    captured = set(batch.captures)
+    for code, fault in batch.changed.items():
+        if code not in shown:
+            yield fault_event(fault, None, entity_of(fault), code in captured)

@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..ros.samples import sample_to_json
+from ..ros.topics.samples import sample_to_json
 from .model import CLEARED, FaultRecord
 from .snapshots import SnapshotConfig, select_topics, stored_frame
 from .store import FaultStore
 from .writer import StoreWriter
 
 if TYPE_CHECKING:
-    from ..state import GatewayState
+    from ..http.state import GatewayState
 
 log = logging.getLogger(__name__)
 

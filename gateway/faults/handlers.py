@@ -6,34 +6,32 @@ from typing import Any
 
 from aiohttp import web
 
-from ..errors import SERVICE_UNAVAILABLE, ApiError, not_found
+from ..errors import not_found
 from ..http import hot
 from ..http.jsonutil import JSON_TYPE, dumps, json_response
 from ..http.resource_helpers import federation, resolve_entity
 from ..http.routes import ENTITY_PARAM, Registry
-from ..locks.guard import guard_fault_sources
+from ..http.state import GatewayState, state_of
 from ..model.entities import Entity
 from ..model.roles import Role
 from ..model.timestamps import iso
-from ..state import ClearFilter, GatewayState, state_of
+from .keys import FAULT_SERVICE
 from .model import CLEARED, parse_status_filter
 from .scope import in_scope
 from .service import FaultService
+from .wire import FAULTS
 
 
-def service(state: GatewayState) -> FaultService:
-    """The running fault service; 503 before ROS is up."""
-    svc = state.faults
-    if svc is None:
-        raise ApiError(503, SERVICE_UNAVAILABLE, "The fault manager is not running")
-    return svc
+def service(request: web.Request) -> FaultService:
+    """The fault service of a request's app."""
+    return request.app[FAULT_SERVICE]
 
 
 def _statuses(request: web.Request) -> frozenset[str]:
     value = request.query.get("status")
     statuses = parse_status_filter(value)
     if statuses is None:
-        err = state_of(request).wire.faults.bad_status_filter(value)
+        err = state_of(request).serializer(FAULTS).bad_status_filter(value)
         # on an entity route the reference names the entity too (`app_id`, `area_id`, ...)
         err.parameters = {**(err.parameters or {}), **{
             k: v for k, v in request.match_info.items() if k in ENTITY_PARAM.values()}}
@@ -45,12 +43,12 @@ def _flag(request: web.Request, name: str) -> bool:
     return request.query.get(name, "").lower() in ("true", "1", "yes")
 
 
-def owners(state: GatewayState, entity: Entity) -> list[str]:
+def owners(svc: FaultService, entity: Entity) -> list[str]:
     """Node names an entity owns (its member apps), and sources of its plugin entities."""
-    out = [a.node_fqn for a in state.cache.entities.member_apps(entity) if a.node_fqn]
-    plugins = state.plugins  # docs/plugins.md: faults plugins raise
-    if plugins is not None and plugins.owners:
-        out += plugins.fault_sources(entity, state.cache.entities)
+    entities = svc.state.cache.entities
+    out = [a.node_fqn for a in entities.member_apps(entity) if a.node_fqn]
+    for sources in svc.hooks.entity_sources:  # docs/plugins.md: faults plugins raise
+        out += sources(entity, entities)
     return out
 
 
@@ -61,20 +59,20 @@ def _cached(body: bytes) -> web.Response:
 async def list_all(request: web.Request) -> web.Response:
     """All faults with correlation metadata."""
     state = state_of(request)
-    svc = service(state)
+    svc = service(request)
     fed = federation(state)  # aggregation: every peer's faults too (no X-Vendor-No-Fan-Out)
     key = ("all", request.query_string)
     alone = fed is None or fed.answers_alone(request)
     if alone:  # a local body holds while the fault state does
         cached = svc.bodies.get(key, svc.generation)
         if cached is not None:
-            _offer_all(state, request, svc, key)
+            _offer_all(state, request, svc, fed, key)
             return _cached(cached)
 
     def local() -> dict[str, Any]:
         faults = svc.visible(svc.select(_statuses(request)))
         engine = svc.engine
-        wire = state.wire.faults
+        wire = state.serializer(FAULTS)
         items = [wire.list_item(f) for f in faults]
         counts = {"muted_count": len(engine.muted), "cluster_count": engine.cluster_count()}
         body: dict[str, Any] = {"items": items, state.xv: wire.list_vendor(len(items), **counts),
@@ -89,22 +87,21 @@ async def list_all(request: web.Request) -> web.Response:
         return await fed.merged_response(
             request, "faults", lambda: svc.generation, "faults",
             lambda: fed.merge_global_faults(request, local()))
-    _offer_all(state, request, svc, key)
+    _offer_all(state, request, svc, fed, key)
     return _cached(svc.bodies.put(key, svc.generation, dumps(local())))
 
 
-def _offer_all(state: GatewayState, request: web.Request, svc: FaultService,
+def _offer_all(state: GatewayState, request: web.Request, svc: FaultService, fed: Any,
                key: tuple[str, str]) -> None:
     """list_all's local body for the fast path: without aggregation, or with it to requests
     this gateway answers alone (no peer, or already on the fan-out path: a robot's answer to
     its primary's fan-out read)."""
-    fed = state.federation
     if fed is None:
         hot.offer(state, request, _hot_all(state, svc, key))
         return
 
     def probe(r: hot.HasHeaders) -> bytes | None:
-        if state.faults is not svc or state.federation is not fed or not fed.answers_alone(r):
+        if federation(state) is not fed or not fed.answers_alone(r):
             return None
         return svc.bodies.cached(key, svc.generation)
 
@@ -114,7 +111,7 @@ def _offer_all(state: GatewayState, request: web.Request, svc: FaultService,
 def _hot_all(state: GatewayState, svc: FaultService, key: tuple[str, str]) -> hot.Probe:
     """list_all's cached body while the fault state holds, for the fast path (http/hot.py)."""
     def probe() -> bytes | None:
-        if state.faults is not svc or state.federation is not None:
+        if federation(state) is not None:
             return None
         return svc.bodies.cached(key, svc.generation)
 
@@ -123,11 +120,10 @@ def _hot_all(state: GatewayState, svc: FaultService, key: tuple[str, str]) -> ho
 
 async def clear_all(request: web.Request) -> web.Response:
     """Clear every fault, skipping those a registered filter protects (e.g. locked entities)."""
-    state = state_of(request)
-    svc = service(state)
+    svc = service(request)
     # predicates (request, fault_code, sources) -> True when the fault must be skipped
     # (e.g. its entity is locked by another client)
-    filters: list[ClearFilter] = state.fault_clear_filters
+    filters = svc.hooks.clear_filters
     codes = [f.code for f in svc.faults.values() if f.status != CLEARED
              and not any(skip(request, f.code, list(f.sources)) for skip in filters)]
     svc.clear(codes, scope=set(codes) if filters else None)
@@ -136,24 +132,17 @@ async def clear_all(request: web.Request) -> web.Response:
 
 
 async def stream(request: web.Request) -> web.StreamResponse:
-    """Server-sent fault events."""
-    state = state_of(request)
-    svc = service(state)
+    """Server-sent fault events (and the peers' on an aggregating gateway: FaultStream.relay)."""
+    svc = service(request)
     assert svc.stream is not None
-    fed = federation(state)  # aggregation: healthy peers' streams relayed while we serve one
-    if fed is None:
-        return await svc.stream.serve(request)
-    if fed.no_fan_out(request):  # this gateway's own events only, even while relays run
-        return await svc.stream.serve(request, local_only=True)
-    with fed.relay.attached(svc.stream.publish_relayed):
-        return await svc.stream.serve(request)
+    return await svc.stream.serve(request)
 
 
 async def list_entity(request: web.Request) -> web.Response:
     """Faults whose every reporting source the entity owns."""
     state = state_of(request)
     entity = resolve_entity(request)
-    svc = service(state)
+    svc = service(request)
     fed = federation(state)  # aggregation: the faults peers hold for this entity
     peers = fed.contributors(request, entity) if fed is not None else []
     key = (entity.kind, entity.id, request.query_string)
@@ -162,10 +151,10 @@ async def list_entity(request: web.Request) -> web.Response:
         cached = svc.bodies.get(key, generation)
         if cached is not None:
             return _cached(cached)
-    wire = state.wire.faults
+    wire = state.serializer(FAULTS)
 
     def local() -> list[dict[str, Any]]:
-        return [wire.list_item(f) for f in svc.select(_statuses(request), owners(state, entity))]
+        return [wire.list_item(f) for f in svc.select(_statuses(request), owners(svc, entity))]
 
     if peers:  # with the read cache the merged bytes are served again until a change
         return await fed.merged_response(
@@ -181,10 +170,10 @@ async def list_entity(request: web.Request) -> web.Response:
 def _scoped(request: web.Request) -> tuple[GatewayState, Entity, FaultService, Any]:
     state = state_of(request)
     entity = resolve_entity(request)
-    svc = service(state)
+    svc = service(request)
     code = request.match_info["fault_code"]
     fault = svc.get(code)
-    if fault is None or not in_scope(fault.sources, owners(state, entity)):
+    if fault is None or not in_scope(fault.sources, owners(svc, entity)):
         raise not_found(f"Fault '{code}' not found on {entity.type} '{entity.id}'",
                         entity_id=entity.id, fault_code=code)
     return state, entity, svc, fault
@@ -194,9 +183,9 @@ async def get_fault(request: web.Request) -> web.Response:
     """Fault detail with status flags, extended data and freeze frames."""
     state, _entity, svc, fault = _scoped(request)
     frames = await svc.frames(fault.code)
-    body = state.wire.faults.detail(fault, frames, svc.correlation_of(fault.code))
+    body = state.serializer(FAULTS).detail(fault, frames, svc.correlation_of(fault.code))
     # Rosbag entries (docs/recorder.md): provider(state, entity, fault) -> snapshot entries.
-    for provide in state.fault_snapshot_providers:
+    for provide in svc.hooks.snapshot_providers:
         body["environment_data"]["snapshots"].extend(provide(state, _entity, fault))
     return json_response(body)
 
@@ -204,8 +193,8 @@ async def get_fault(request: web.Request) -> web.Response:
 async def clear_fault(request: web.Request) -> web.Response:
     """Clear one fault of the entity (its correlated symptoms only within the entity)."""
     state, entity, svc, fault = _scoped(request)
-    guard_fault_sources(request, entity, fault.sources)  # a locked member refuses
-    own = owners(state, entity)
+    svc.hooks.guard_clear(request, entity, fault.sources)  # a locked member refuses
+    own = owners(svc, entity)
     scope = {f.code for f in svc.faults.values() if in_scope(f.sources, own)}
     svc.clear([fault.code], scope=scope)
     await svc.settled()
@@ -214,14 +203,13 @@ async def clear_fault(request: web.Request) -> web.Response:
 
 async def clear_entity(request: web.Request) -> web.Response:
     """Clear every fault in the entity's scope."""
-    state = state_of(request)
     entity = resolve_entity(request)
-    svc = service(state)
-    own = owners(state, entity)
+    svc = service(request)
+    own = owners(svc, entity)
     scope = {f.code for f in svc.faults.values() if in_scope(f.sources, own)}
     codes = sorted(c for c in scope if svc.faults[c].status != CLEARED)
-    guard_fault_sources(request, entity,  # any locked member refuses the clear
-                        [s for c in codes for s in svc.faults[c].sources])
+    svc.hooks.guard_clear(request, entity,  # any locked member refuses the clear
+                          [s for c in codes for s in svc.faults[c].sources])
     svc.clear(codes, scope=scope)
     await svc.settled()
     return web.Response(status=204)

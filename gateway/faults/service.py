@@ -10,32 +10,37 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ..events import FAULTS
+from ..http.settings import SseSettings
+from ..process.settings import ProcessSettings
 from . import manager, views
 from .batch import FaultBatch
 from .bodies import BodyCache
 from .bridges import RosBridges
-from .bus_events import fault_event
+from .bus_events import batch_events
 from .capture import FrameCapture
 from .correlation import CorrelationConfig, CorrelationConfigError, CorrelationEngine, load_config
+from .hooks import FaultHooks
 from .manager import Change, DebounceConfig
 from .model import CLEARED, CONFIRMED, PREFAILED, FaultRecord, Report
 from .reporter import ACK_TOPIC, QUEUE_DEPTH, REPORT_TOPIC, decode_reports, encode_ack
 from .scope import in_scope
+from .settings import CorrelationSettings, FaultSettings, SnapshotSettings
 from .snapshots import SnapshotConfig, SnapshotConfigError
 from .snapshots import load_config as load_snapshot_config
 from .store import FaultStore, StoreBatch
 from .stream import FaultStream, SseSlots
-from .upkeep import action_topics_loop, dedup_prune_loop, entity_of
+from .upkeep import EntityIndex, action_topics_loop, dedup_prune_loop
+from .wire import FAULTS as FAULTS_WIRE
 from .writer import StoreWriter, log_write_failure, write_timed
 
 if TYPE_CHECKING:
-    from ..state import GatewayState
+    from ..http.state import GatewayState
 
 log = logging.getLogger(__name__)
 
@@ -46,39 +51,42 @@ FLUSH_BUDGET_S = 0.002  # and about this much loop time per flush (the rest foll
 Item = tuple[str | None, int, Report]
 
 
-def _settings_debounce(s: Any) -> DebounceConfig:
+def _settings_debounce(f: FaultSettings) -> DebounceConfig:
     return DebounceConfig(
-        confirmation_threshold=s["faults.confirmation_threshold"],
-        healing_enabled=s["faults.healing_enabled"],
-        healing_threshold=s["faults.healing_threshold"],
-        critical_immediate_confirm=s["faults.critical_immediate_confirm"],
-        auto_confirm_after_sec=s["faults.auto_confirm_after_sec"],
+        confirmation_threshold=f.confirmation_threshold,
+        healing_enabled=f.healing_enabled,
+        healing_threshold=f.healing_threshold,
+        critical_immediate_confirm=f.critical_immediate_confirm,
+        auto_confirm_after_sec=f.auto_confirm_after_sec,
     ).validated()
 
 
 class FaultService:
     """Owns every fault; all methods run on the event loop unless marked otherwise."""
 
-    def __init__(self, state: GatewayState) -> None:
+    def __init__(self, state: GatewayState, slots: SseSlots) -> None:
         s = state.settings
-        self.state = state
+        self.state, self.slots = state, slots  # the stream slots, shared with push delivery
+        self.hooks = FaultHooks()  # clear filters and guards, snapshot providers (locks, ...)
+        self.entity_index = EntityIndex()
         self.xv: str = state.xv
-        self.wire = state.wire  # gateway/wire: the profile's fault shapes
-        self.cfg = _settings_debounce(s)
-        self.snapshots_enabled: bool = s["snapshots.enabled"]
-        self.retain_on_clear: bool = s["snapshots.retain_on_clear"]
-        self.snapshot_timeout_s: float = s["snapshots.timeout_sec"]
+        self.wire = state.serializer(FAULTS_WIRE)  # the profile's fault shapes
+        self.cfg = _settings_debounce(s.typed(FaultSettings.from_settings))
+        snap = s.typed(SnapshotSettings.from_settings)
+        self.snapshots_enabled: bool = snap.enabled
+        self.retain_on_clear: bool = snap.retain_on_clear
+        self.snapshot_timeout_s: float = snap.timeout_sec
         try:
-            self.snap_cfg = load_snapshot_config(s["snapshots.config_file"],
-                                                 s.get("snapshots.default_topics"),
-                                                 s["snapshots.entity_default"])
+            self.snap_cfg = load_snapshot_config(snap.config_file, snap.default_topics,
+                                                 snap.entity_default)
         except SnapshotConfigError as exc:
             log.error("setting 'snapshots.config_file': %s; capturing default topics only", exc)
-            self.snap_cfg = SnapshotConfig(entity_default=s["snapshots.entity_default"])
+            self.snap_cfg = SnapshotConfig(entity_default=snap.entity_default)
         corr = CorrelationConfig()
-        if s["correlation.config_file"]:
+        correlation_file = s.typed(CorrelationSettings.from_settings).config_file
+        if correlation_file:
             try:
-                corr = load_config(s["correlation.config_file"])
+                corr = load_config(correlation_file)
             except CorrelationConfigError as exc:
                 log.error("setting 'correlation.config_file': %s; correlation is off", exc)
         self.engine = CorrelationEngine(corr)
@@ -94,8 +102,7 @@ class FaultService:
         self._inbox: list[Item] = []
         self._rx: list[str] = []  # report texts, filled by the executor thread
         self._rx_lock = threading.Lock()
-        self._rx_scheduled = False
-        self._flush_scheduled = False
+        self._rx_scheduled = self._flush_scheduled = False
         self._committing = False  # a flush's commit is in flight: the next flush waits for it
         self._pending: set[asyncio.Future[Any]] = set()  # commits not yet done
         self._unpublished = 0  # events committed or in flight but not yet published
@@ -111,20 +118,17 @@ class FaultService:
     async def start(self) -> None:
         """Open the database, subscribe, start the background tasks."""
         s = self.state.settings
-        store = await self.writer.open(s["state_dir"], self.state.storage)
+        fs = s.typed(FaultSettings.from_settings)
+        store = await self.writer.open(s.typed(ProcessSettings.from_settings).state_dir,
+                                       self.state.storage)
         self.faults, self.dedup, corr = await self.writer.call(FaultStore.load_state)
         self.engine.load_state(corr)
         event_seq = await self.writer.call(FaultStore.get_meta, "event_seq", 0)
-        slots = self.state.sse_slots
-        if slots is None:
-            slots = self.state.sse_slots = SseSlots(s["sse.max_clients"])
+        slots = self.slots
         # Event ids survive restarts: ids are handed out only below the stored reservation
         # (relayed events reserve a block through the writer thread).
-        self.stream = FaultStream(slots, s["sse.keepalive_sec"], int(event_seq),
-                                  persist=self._persist_event_seq)
-        health = self.state.health
-        health["x-vendor-sse"] = slots.health
-        health["x-vendor-fault-manager"] = self.health
+        self.stream = FaultStream(slots, s.typed(SseSettings.from_settings).keepalive_sec,
+                                  int(event_seq), persist=self._persist_event_seq)
         bridge = self.state.bridge
         await bridge.run(self._create_ros, what="creating the fault report subscription")
         loop = bridge.loop
@@ -136,15 +140,14 @@ class FaultService:
         self.bridges = RosBridges(
             bridge.node, submit,
             self._node_fqns,
-            rosout=s["faults.rosout_bridge.enabled"],
-            diagnostics=s["faults.diagnostics_bridge.enabled"],
-            actions=s["faults.action_bridge.enabled"],
-            diagnostics_topic=s["faults.diagnostics_bridge.topic"],
-            code_map={k: str(v) for k, v in
-                      s.section("faults.diagnostics_bridge.code_map.").items()},
-            rosout_cooldown_s=s["faults.rosout_bridge.cooldown_sec"],
-            rosout_code_tags=s["faults.rosout_bridge.code_tags"],
-            report_canceled=s["faults.action_bridge.report_canceled"],
+            rosout=fs.rosout_bridge_enabled,
+            diagnostics=fs.diagnostics_bridge_enabled,
+            actions=fs.action_bridge_enabled,
+            diagnostics_topic=fs.diagnostics_bridge_topic,
+            code_map={k: str(v) for k, v in fs.diagnostics_bridge_code_map.items()},
+            rosout_cooldown_s=fs.rosout_bridge_cooldown_sec,
+            rosout_code_tags=fs.rosout_bridge_code_tags,
+            report_canceled=fs.action_bridge_report_canceled,
             log_node=bridge.call_node)
         await bridge.run(self.bridges.start, what="creating the fault bridge subscriptions")
         self._spawn(action_topics_loop(self.state, self.bridges))
@@ -197,8 +200,12 @@ class FaultService:
         if self.bridges is not None:
             self.bridges.stop()
 
-    async def on_shutdown(self, app: Any) -> None:
-        """aiohttp on_shutdown: end open fault streams so the server stops without waiting."""
+    def health_blocks(self) -> dict[str, Callable[[], Any]]:
+        """The /health blocks: the stream slots and the fault manager."""
+        return {"x-vendor-sse": self.slots.health, "x-vendor-fault-manager": self.health}
+
+    async def shutdown(self) -> None:
+        """End open fault streams so the server stops without waiting."""
         if self.stream is not None:
             self.stream.end_all()
 
@@ -468,7 +475,7 @@ class FaultService:
         for event_type, code, auto in batch.events:
             fault = self.faults[code]
             out.append((event_type, views.event(self.wire, event_type, fault, now,
-                                                entity_of(self.state, fault), auto)))
+                                                self.entity_index.entity_of(self.state.cache.entities, fault), auto)))
         return out
 
     def _publish(self, batch: FaultBatch, events: list[tuple[str, dict[str, Any]]]) -> None:
@@ -476,18 +483,15 @@ class FaultService:
         self._unpublished -= len(events)
         self.stream.publish_many(events)  # one wake-up per client for the whole batch
         self.stats["events_published"] += len(events)
-        if self.state.events.has_listeners(FAULTS):  # triggers (gateway/push)
-            for event_type, code, _auto in batch.events:
-                fault = self.faults[code]
-                self.state.events.publish(
-                    fault_event(fault, event_type, entity_of(self.state, fault)))
         if self.snapshots_enabled:
             for code in batch.captures:
                 self.capture.start(code)
-        # Recorder hook (docs/recorder.md): listener(fault, confirmed_now) per changed fault.
-        for listener in self.state.fault_listeners:
-            for code, fault in batch.changed.items():
-                listener(fault, code in batch.captures)
+        bus = self.state.events
+        if bus.has_listeners(FAULTS):  # the recorder, fault triggers
+            entities = self.state.cache.entities
+            for event in batch_events(batch, self.faults,
+                                      lambda f: self.entity_index.entity_of(entities, f)):
+                bus.publish(event)
 
     # clearing -------------------------------------------------------------------------------
     def clear(self, codes: Iterable[str], scope: Collection[str] | None = None) -> list[str]:

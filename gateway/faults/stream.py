@@ -8,7 +8,7 @@ import logging
 import math
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -16,7 +16,7 @@ from aiohttp import hdrs, web
 
 from ..errors import SERVICE_UNAVAILABLE, ApiError
 from ..http.jsonutil import dumps
-from ..state import STATE
+from ..http.state import STATE
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +101,20 @@ async def keepalive_ticks(interval_s: float, tick: Callable[[], bool | None]) ->
 def chunk(raw: bytes) -> bytes:
     """raw framed as one HTTP/1.1 chunk (Transfer-Encoding: chunked)."""
     return b"%x\r\n%b\r\n" % (len(raw), raw)
+
+
+class PeerRelay(Protocol):
+    """Peers' fault events relayed into a stream while a local client is attached: installed
+    by the federation feature on an aggregating gateway (federation/install.py)."""
+
+    def wanted_by(self, request: web.Request, /) -> bool:
+        """False when the client asked for this gateway's own events alone."""
+        ...
+
+    def attached(self, publish: Callable[[str, Any], int], /,
+                 ) -> contextlib.AbstractContextManager[None]:
+        """Relays open while the context lasts, each relayed event handed to `publish`."""
+        ...
 
 
 class ClientQueue(Protocol):
@@ -193,6 +207,20 @@ class FaultStream:
         self._keepalive: asyncio.Task[None] | None = None
         self._outbox: deque[_Pending] = deque()  # frames being delivered, in publish order
         self._pumping = False
+        self.relay: PeerRelay | None = None  # peers' events, on an aggregating gateway
+
+    @contextlib.contextmanager
+    def following_peers(self, request: web.Request) -> Iterator[bool]:
+        """While one local client is served: peers' events relayed in (when a relay is
+        installed and the client wants them); yields whether this client takes them."""
+        relay = self.relay
+        if relay is None:
+            yield True  # nothing is relayed: no event to keep from the client either
+        elif not relay.wanted_by(request):
+            yield False
+        else:
+            with relay.attached(self.publish_relayed):
+                yield True
 
     def reserve(self, n: int) -> int:
         """Make room for n more ids; the value to store (in the caller's transaction). The
@@ -327,9 +355,13 @@ class FaultStream:
             frames.insert(0, refetch_frame(last_event_id, oldest, self.last_id, self.start_id))
         return frames
 
-    async def serve(self, request: web.Request, local_only: bool = False) -> web.StreamResponse:
-        """The SSE response for one client until it disconnects (503 past the cap); a
-        local_only client gets no events relayed from peers."""
+    async def serve(self, request: web.Request) -> web.StreamResponse:
+        """The SSE response for one client until it disconnects (503 past the cap), with the
+        peers' events while it lasts unless it asked for this gateway's own alone."""
+        with self.following_peers(request) as relayed:
+            return await self._serve(request, local_only=not relayed)
+
+    async def _serve(self, request: web.Request, local_only: bool) -> web.StreamResponse:
         if not self.slots.acquire():
             raise ApiError(503, SERVICE_UNAVAILABLE,
                            f"Too many SSE clients (sse.max_clients={self.slots.max_clients})",

@@ -10,10 +10,12 @@ from typing import TYPE_CHECKING, Any
 from .bridges import ACTION_STATUS_SUFFIX, RosBridges
 from .model import FaultRecord
 from .scope import owns
+from .settings import FaultSettings
 from .store import FaultStore
 
 if TYPE_CHECKING:
-    from ..state import GatewayState
+    from ..http.state import GatewayState
+    from ..model.entities import EntitySet
 
 log = logging.getLogger(__name__)
 
@@ -22,23 +24,29 @@ ACTION_REFRESH_S = 1.0
 
 
 
-def entity_of(state: GatewayState, fault: FaultRecord) -> tuple[str, str] | None:
-    """The app owning the fault's first source, resolved now (fixed in the event)."""
-    if not fault.sources:
-        return None
-    entities = state.cache.entities
-    gen, index = state.fault_entity_index  # rebuilt when the entity set changes
-    if gen != entities.generation or not index:
-        index = {a.node_fqn: a.id for a in entities.apps.values() if a.node_fqn}
-        state.fault_entity_index = (entities.generation, index)
-    source = fault.sources[0]
-    app_id = index.get(source)
-    if app_id is None:
-        owners = [fqn for fqn in index if owns(fqn, source)]
-        if not owners:
+class EntityIndex:
+    """Node name -> app id of the current entity set, rebuilt when its generation changes."""
+
+    def __init__(self) -> None:
+        self._generation = -1
+        self._apps: dict[str, str] = {}
+
+    def entity_of(self, entities: EntitySet, fault: FaultRecord) -> tuple[str, str] | None:
+        """The app owning the fault's first source, resolved now (fixed in the event)."""
+        if not fault.sources:
             return None
-        app_id = index[max(owners, key=len)]
-    return "app", app_id
+        index = self._apps
+        if self._generation != entities.generation or not index:
+            index = {a.node_fqn: a.id for a in entities.apps.values() if a.node_fqn}
+            self._generation, self._apps = entities.generation, index
+        source = fault.sources[0]
+        app_id = index.get(source)
+        if app_id is None:
+            owners = [fqn for fqn in index if owns(fqn, source)]
+            if not owners:
+                return None
+            app_id = index[max(owners, key=len)]
+        return "app", app_id
 
 
 async def action_topics_loop(state: GatewayState, bridges: RosBridges | None) -> None:
@@ -62,7 +70,8 @@ async def action_topics_loop(state: GatewayState, bridges: RosBridges | None) ->
 
 async def dedup_prune_loop(svc: Any) -> None:
     """Forget reporter sequence numbers older than faults.dedup_retention_sec."""
-    retention_ns = int(svc.state.settings["faults.dedup_retention_sec"] * 1e9)
+    retention_ns = int(svc.state.settings.typed(FaultSettings.from_settings).dedup_retention_sec
+                       * 1e9)
     while True:
         await asyncio.sleep(DEDUP_PRUNE_INTERVAL_S)
         cutoff = time.time_ns() - retention_ns

@@ -11,7 +11,7 @@ from .wire import SpecFaults
 
 def _faults(wire: Any) -> SpecFaults:
     # A bare vendor key (e.g. "x-vendor") renders the spec profile.
-    return SpecFaults(wire) if isinstance(wire, str) else wire.faults
+    return SpecFaults(wire) if isinstance(wire, str) else wire
 
 
 def list_item(wire: Any, f: FaultRecord) -> dict[str, Any]:

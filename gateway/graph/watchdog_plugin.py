@@ -35,7 +35,7 @@ def _event_node(sample: Any) -> str | None:
         return None
     import orjson
 
-    from ..ros.samples import sample_to_json
+    from ..ros.topics.samples import sample_to_json
 
     try:
         return str(orjson.loads(sample_to_json(PARAMETER_EVENT_TYPE, sample.data))["node"])

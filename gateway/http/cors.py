@@ -16,8 +16,9 @@ from aiohttp.typedefs import Handler, Middleware
 
 from ..errors import ApiError
 from ..settings.config import ConfigError, Settings
-from ..state import GatewayState
 from .middleware import error_response
+from .settings import CorsSettings
+from .state import GatewayState
 
 # Response headers a browser script may read: downloads, 201/202 locations, rate limits.
 EXPOSED = ("Content-Disposition", "Content-Range", "Content-Length", "Location", "Retry-After",
@@ -45,19 +46,20 @@ class CorsPolicy:
     @classmethod
     def from_settings(cls, settings: Settings) -> CorsPolicy | None:
         """The policy, or None when CORS is off; ConfigError for '*' with credentials."""
-        origins = [_origin(o) for o in settings["cors.allowed_origins"]]
+        cors = settings.typed(CorsSettings.from_settings)
+        origins = [_origin(o) for o in cors.allowed_origins]
         if not origins:
             return None
         any_origin = "*" in origins
-        credentials = bool(settings["cors.allow_credentials"])
+        credentials = cors.allow_credentials
         if any_origin and credentials:
             raise ConfigError("setting 'cors.allow_credentials': cannot be true while "
                               "cors.allowed_origins contains '*'; list the origins")
-        methods = tuple(dict.fromkeys(m.strip().upper() for m in settings["cors.allowed_methods"]))
+        methods = tuple(dict.fromkeys(m.strip().upper() for m in cors.allowed_methods))
         vendor_header = f"X-{settings.vendor.capitalize()}-No-Fan-Out"
-        headers = tuple(dict.fromkeys([*settings["cors.allowed_headers"], vendor_header]))
+        headers = tuple(dict.fromkeys([*cors.allowed_headers, vendor_header]))
         return cls(frozenset(o for o in origins if o != "*"), any_origin, methods, headers,
-                   credentials, int(settings["cors.max_age_seconds"]))
+                   credentials, cors.max_age_seconds)
 
     def allows(self, origin: str) -> bool:
         """Whether requests from this origin may be read cross-origin: byte for byte one of

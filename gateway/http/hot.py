@@ -36,7 +36,7 @@ from .hotwire import WireRequest
 from .jsonutil import JSON_TYPE
 
 if TYPE_CHECKING:
-    from ..state import GatewayState
+    from .state import GatewayState
 
 Probe = Callable[[], bytes | None]
 
@@ -100,7 +100,7 @@ class HotAnswers:
 
     def _settings_clear(self, merged: bool) -> bool:
         """Whether no setting or stop adds per-request work the fast path would skip."""
-        forwarder = self._state.forwarder
+        forwarder = self._state.forward
         if self._guard.all_checks or (not merged and forwarder is not None
                                       and not forwarder.forwards_nothing()):
             return False
@@ -118,7 +118,7 @@ class HotAnswers:
         if self._guard.all_checks or self._state.drain.stopping:
             return None
         if probe is not None:
-            forwarder = self._state.forwarder
+            forwarder = self._state.forward
             if forwarder is not None and not forwarder.forwards_nothing():
                 return None
             body = probe()

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 from aiohttp import web
+
+from ..process.settings import ServerSettings
+
+if TYPE_CHECKING:
+    from ..settings.config import Settings
 
 JSON_TYPE = "application/json"
 _OPTS = orjson.OPT_NON_STR_KEYS
@@ -60,9 +65,9 @@ def max_json_body(request: web.Request) -> int:
     return request.app.get(JSON_BODY_LIMIT, DEFAULT_MAX_JSON_BODY)
 
 
-def json_body_limit(settings: Any) -> int:
+def json_body_limit(settings: Settings) -> int:
     """The JSON body limit the settings give (server.max_json_body_bytes)."""
-    return int(settings.get("server.max_json_body_bytes", DEFAULT_MAX_JSON_BODY))
+    return settings.typed(ServerSettings.from_settings).max_json_body_bytes
 
 
 def body_too_large(size: int, limit: int) -> Exception:

@@ -15,6 +15,7 @@ from aiohttp.web_urldispatcher import MatchInfoError
 
 from ..errors import ApiError, bad_request, http_layer_error, os_error, storage_error
 from ..model.ids import invalid_id_reason
+from ..process.settings import ServerSettings
 from ..process.storage import StorageWriteError
 from .clientlog import client_warning
 from .jsonutil import JSON_TYPE, dumps
@@ -22,7 +23,7 @@ from .ranges import RangeError, parse_range
 from .routes import API_PREFIX, ENTITY_PARAM
 
 if TYPE_CHECKING:
-    from ..state import GatewayState
+    from .state import GatewayState
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +120,7 @@ def error_answer(request: web.BaseRequest, exc: Exception, vendor: str) -> web.S
 def make_middleware(state: GatewayState) -> Any:  # noqa: C901 - counts its inner middleware
     """The gateway's single middleware; state gives vendor, max URI length, routes and guard."""
     vendor = state.settings.vendor
-    max_uri = state.settings["server.max_uri_length"]
+    max_uri = state.settings.typed(ServerSettings.from_settings).max_uri_length
     routes = state.route_table
     guard = state.guard
     drain = state.drain  # bounded stop (cli.serve)
@@ -187,7 +188,7 @@ def make_middleware(state: GatewayState) -> Any:  # noqa: C901 - counts its inne
                             match_info[param], reason,
                             param if route.extra.get("nested_discovery") else None)
                 # Aggregation: requests for peer-owned entities and items go to the peer.
-                forward = state.forwarder
+                forward = state.forward
                 if forward is not None:
                     answer = await drain.run(forward(request, route), False)
                     if answer is not None:

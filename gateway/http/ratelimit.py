@@ -22,9 +22,10 @@ from aiohttp.typedefs import Handler, Middleware
 
 from ..errors import ApiError
 from ..settings.config import ConfigError
-from ..state import GatewayState
 from .middleware import error_response
 from .routes import API_PREFIX
+from .settings import RateLimitSettings
+from .state import GatewayState
 
 
 class TokenBucket:
@@ -205,16 +206,17 @@ def make_prepare_hook() -> Callable[[web.Request, web.StreamResponse], Awaitable
     return _headers
 
 
-def install(app: web.Application, state: GatewayState) -> None:
-    """Rate limiting as an outer middleware, when rate_limiting.enabled."""
+def install(app: web.Application, state: GatewayState,
+            peek: Callable[[web.Request], object | None] | None) -> None:
+    """Rate limiting as an outer middleware, when rate_limiting.enabled; `peek` gives the
+    subject of a request's valid bearer token (the auth runtime's)."""
     s = state.settings
-    if not s["rate_limiting.enabled"]:
+    rl = s.typed(RateLimitSettings.from_settings)
+    if not rl.enabled:
         return
-    limiter = RateLimiter(s["rate_limiting.global_requests_per_minute"],
-                          s["rate_limiting.client_requests_per_minute"],
-                          parse_endpoint_limits(s["rate_limiting.endpoint_limits"]),
-                          s["rate_limiting.max_tracked_clients"], time.monotonic())
-    auth = state.auth
-    key = client_key(auth.peek if auth is not None else None)
+    limiter = RateLimiter(rl.global_requests_per_minute, rl.client_requests_per_minute,
+                          parse_endpoint_limits(rl.endpoint_limits), rl.max_tracked_clients,
+                          time.monotonic())
+    key = client_key(peek)
     app.middlewares.insert(0, make_middleware(limiter, key, s.vendor))
     app.on_response_prepare.append(make_prepare_hook())

@@ -9,9 +9,9 @@ from aiohttp import web
 
 from ..errors import not_found
 from ..model.entities import ENTITY_PARAM, SINGULAR, Entity, EntitySet
-from ..state import GatewayState, state_of
 from . import hot
 from .routes import API_PREFIX, entity_type_of
+from .state import GatewayState, state_of
 
 
 def entities(request: web.Request) -> EntitySet:
@@ -59,7 +59,7 @@ def href(path: str) -> str:
 
 def federation(state: GatewayState) -> Any:
     """The federation service (aggregation on), else None."""
-    return state.federation
+    return state.aggregation
 
 
 def entity_ref(state: GatewayState, entity: Entity) -> dict[str, Any]:

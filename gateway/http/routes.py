@@ -14,6 +14,8 @@ from ..model.roles import Role
 
 API_PREFIX = "/api/v1"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+# (state, entity) -> this gateway's own items of a collection for the entity
+LocalItems = Callable[[Any, Any], Awaitable[list[dict[str, Any]]]]
 
 
 _PARAM = re.compile(r"\{([a-z_]+)\}")
@@ -76,6 +78,7 @@ class Registry:
     def __init__(self, vendor: str = "vendor") -> None:
         self.vendor = vendor
         self.routes: list[Route] = []
+        self.local_items: dict[str, LocalItems] = {}  # collection -> its local item lister
 
     def add(self, method: str, path: str, handler: Handler, *, role: Role = Role.VIEWER,
             summary: str = "", **kw: Any) -> Route:
@@ -94,6 +97,11 @@ class Registry:
         for et in types:
             path = f"/{et}/{{{ENTITY_PARAM[et]}}}{suffix}"
             self.add(method, path, handler, tag=tag or et, **kw)
+
+    def lists_items(self, collection: str, items: LocalItems) -> None:
+        """Declare how a collection lists this gateway's own items of an entity (the fleet
+        forwarder resolves a bare item id across peers with it, spec item-id rule 6)."""
+        self.local_items[collection] = items
 
     def __iter__(self) -> Iterator[Route]:
         return iter(self.routes)

@@ -9,10 +9,11 @@ from aiohttp import http_exceptions, web, web_protocol, web_server
 from aiohttp.web_request import BaseRequest
 
 from ..errors import http_layer_error
-from ..state import STATE
+from ..process.settings import ServerSettings
 from . import hot, hotwire
 from .clientlog import LIMITER, client_warning
 from .jsonutil import JSON_TYPE, dumps
+from .state import STATE
 
 # Large enough that the gateway's own URI limit (setting server.max_uri_length) answers 414.
 MAX_LINE = 65536
@@ -72,7 +73,7 @@ class GatewayRunner(web.AppRunner):
         state = self.app[STATE]
         handler = hot.install(self.app, server.request_handler, state.guard, state)
         server.request_handler = handler
-        if isinstance(handler, hot.HotAnswers) and state.settings["server.hot_wire"] \
-                and hotwire.available():
+        hot_wire = state.settings.typed(ServerSettings.from_settings).hot_wire
+        if isinstance(handler, hot.HotAnswers) and hot_wire and hotwire.available():
             cast(_Server, server).hot_answers = handler  # its class set above
         return server

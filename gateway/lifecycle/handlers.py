@@ -3,6 +3,7 @@ force-shutdown (202)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -13,10 +14,11 @@ from ..errors import ApiError, vendor_error
 from ..http.jsonutil import json_response
 from ..http.resource_helpers import federation, href, local_member_apps, resolve_entity
 from ..http.routes import Registry
+from ..http.state import GatewayState, state_of
 from ..locks.guard import guard_members
 from ..model.entities import SINGULAR, Entity
 from ..model.roles import Role
-from ..state import GatewayState, state_of
+from ..ros.settings import RosServiceSettings
 from .plans import FORCE_RESTART, FORCE_SHUTDOWN, RESTART, SHUTDOWN, START
 from .provider import (
     Busy,
@@ -38,24 +40,45 @@ def node_of(app: Entity) -> str | None:
     return app.node_fqn or app.bound_fqn
 
 
-def provider(state: GatewayState) -> LifecycleProvider:
-    """The built-in provider (created once ROS is up)."""
-    prov = state.lifecycle
-    if prov is None:
-        caller = state.service_caller
-        if caller is None:
-            raise vendor_error(503, "x-vendor-ros2-node-unavailable",
-                               "The ROS connection is not running yet")
-        prov = state.lifecycle = LifecycleProvider(
-            caller, float(state.settings["service_call_timeout_sec"]))
-    return prov
+class LifecycleControl:
+    """The built-in provider, made on its first use (it calls over the running ROS side)."""
+
+    def __init__(self, state: GatewayState) -> None:
+        self.state = state
+        self.made: LifecycleProvider | None = None
+
+    def provider(self) -> LifecycleProvider:
+        """The provider, made now if no request needed it before."""
+        prov = self.made
+        if prov is None:
+            s = self.state.settings
+            prov = self.made = LifecycleProvider(
+                self.state.service_caller,
+                s.typed(RosServiceSettings.from_settings).service_call_timeout_sec)
+        return prov
+
+    def latest(self, app_id: str) -> dict[str, Any] | None:
+        """The latest transition of an app, for its status body (None when never requested)."""
+        record = self.made.records.get(app_id) if self.made is not None else None
+        return record.body() if record is not None else None
+
+    async def start(self) -> None:
+        """Nothing to start: the provider is made on first use."""
+
+    async def shutdown(self) -> None:
+        """Nothing streams."""
+
+    def health_blocks(self) -> dict[str, Callable[[], Any]]:
+        """No /health block."""
+        return {}
+
+    async def stop(self) -> None:
+        """Cancel running transitions."""
+        if self.made is not None:
+            await self.made.close()
 
 
-def latest(state: GatewayState, app_id: str) -> dict[str, Any] | None:
-    """The latest transition of an app, for its status body (None when never requested)."""
-    prov = state.lifecycle
-    record = prov.records.get(app_id) if prov is not None else None
-    return record.body() if record is not None else None
+LIFECYCLE: web.AppKey[LifecycleControl] = web.AppKey("lifecycle", LifecycleControl)
 
 
 def _managed_apps(state: GatewayState, entity: Entity) -> tuple[list[Entity], list[str]]:
@@ -84,8 +107,7 @@ def _plain_node(state: GatewayState, entity: Entity, reasons: list[str]) -> ApiE
         entity_id=entity.id, reasons=reasons)
 
 
-async def _request(state: GatewayState, app: Entity, transition: str) -> TransitionRecord:
-    prov = provider(state)
+async def _request(prov: LifecycleProvider, app: Entity, transition: str) -> TransitionRecord:
     fqn = node_of(app) or ""
     try:
         return await prov.request(app.id, fqn, transition)
@@ -123,7 +145,7 @@ def handler(transition: str) -> Any:
         refused: list[tuple[Entity, ApiError]] = []
         for app in apps:  # a component: each managed app on its own; refusals are reported
             try:
-                records.append(await _request(state, app, transition))
+                records.append(await _request(request.app[LIFECYCLE].provider(), app, transition))
             except ApiError as err:
                 if entity.kind == "apps":
                     raise
@@ -145,16 +167,10 @@ def handler(transition: str) -> Any:
 
 
 def install(app: web.Application, state: GatewayState) -> None:
-    """Cancel running transitions at shutdown."""
+    """The lifecycle control (its running transitions cancelled when the feature services
+    stop, app.feature_services)."""
     state.features.add("lifecycle")
-
-    async def lifecycle(app: web.Application) -> Any:
-        yield
-        prov = state.lifecycle
-        if prov is not None:
-            await prov.close()
-
-    app.cleanup_ctx.append(lifecycle)
+    app[LIFECYCLE] = LifecycleControl(state)  # stopped with the feature services
 
 
 def register(reg: Registry) -> None:

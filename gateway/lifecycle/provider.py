@@ -80,7 +80,7 @@ class LifecycleProvider:
         """The node's primary state id; Unavailable when it does not answer."""
         from lifecycle_msgs.srv import GetState
 
-        from ..ros.services import CallError
+        from ..ros.calls.services import CallError
 
         try:
             resp = await self.caller.call(f"{fqn}/get_state", GET_STATE, GetState.Request(),
@@ -122,7 +122,7 @@ class LifecycleProvider:
         from lifecycle_msgs.msg import Transition
         from lifecycle_msgs.srv import ChangeState
 
-        from ..ros.services import CallError
+        from ..ros.calls.services import CallError
 
         for step in record.steps:
             request = ChangeState.Request(transition=Transition(id=step.transition_id))

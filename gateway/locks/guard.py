@@ -23,7 +23,6 @@ from aiohttp import web
 from ..auth.enforce import claims_of
 from ..events import LOCKS, Event
 from ..http.routes import ENTITY_PARAM, ENTITY_TYPES, Route
-from ..state import STATE
 from .rules import (
     Lock,
     LockConfig,
@@ -33,12 +32,15 @@ from .rules import (
     resolve_config,
 )
 from .settings import LockSettings
+from .wire import LOCKS as LOCK_WIRE
 
 if TYPE_CHECKING:
-    from ..state import GatewayState
+    from ..http.state import GatewayState
 
 log = logging.getLogger(__name__)
 
+# The manifest's per-entity `lock` block source: (kind, entity_id) -> the block or None.
+EntityConfig = Callable[[str, str], dict[str, Any] | None]
 CLIENT_HEADER = "X-Client-Id"
 # Path words under an entity whose writes count as another lock collection.
 COLLECTION_ALIASES = {"status": "modes"}  # lifecycle control changes the entity's mode
@@ -127,31 +129,23 @@ def owner_subject(request: web.Request) -> str | None:
 
 def guard_members(request: web.Request, via: Any, collection: str, members: Any) -> None:
     """Handlers' call: refuse (409) a write through a parent that reaches locked members."""
-    svc = request.app[STATE].locks
+    svc = request.app.get(LOCK_SERVICE)
     if svc is not None and svc.enabled:
         svc.check_members(request, via, collection, members)
 
 
-def guard_fault_sources(request: web.Request, via: Any, sources: Any) -> None:
-    """Handlers' call: refuse (409) a fault clear through a parent that reaches locked apps."""
-    svc = request.app[STATE].locks
-    if svc is not None and svc.enabled and not svc.quiet():
-        svc.check_members(request, via, "faults", svc.source_apps(sources))
-
-
-def config_source(settings: LockSettings, state: GatewayState
+def config_source(settings: LockSettings, entity_config: EntityConfig | None
                   ) -> Callable[[str, str], LockConfig]:
-    """Resolution: per-entity block (if a source is installed), then per-type, then global.
+    """Resolution: per-entity block (if a source is given), then per-type, then global.
 
-    The per-entity source is `state.lock_entity_config`: (kind, entity_id) -> the manifest
-    `lock` block ({required_scopes, breakable, max_expiration}) or None.
+    The per-entity source (a manifest's, discovery/pipeline.py): (kind, entity_id) -> the
+    manifest `lock` block ({required_scopes, breakable, max_expiration}) or None.
     """
     global_max = settings.default_max_expiration_s
     per_type = settings.per_type()
 
     def config_of(kind: str, entity_id: str) -> LockConfig:
-        source = state.lock_entity_config
-        block = source(kind, entity_id) if source is not None else None
+        block = entity_config(kind, entity_id) if entity_config is not None else None
         required, breakable = per_type.get(kind, ((), True))
         return resolve_config(block, required, breakable, global_max)
 
@@ -161,11 +155,12 @@ def config_source(settings: LockSettings, state: GatewayState
 class LockService:
     """The lock manager of a running gateway: guard check, clear filter, sweep, events."""
 
-    def __init__(self, state: GatewayState) -> None:
+    def __init__(self, state: GatewayState, entity_config: EntityConfig | None = None) -> None:
         self.state = state
+        self.entity_config = entity_config  # the manifest's per-entity `lock` blocks
         self.settings = state.settings.typed(LockSettings.from_settings)
         self.enabled = self.settings.enabled
-        self.manager = LockManager(config_source(self.settings, state))
+        self.manager = LockManager(config_source(self.settings, entity_config))
         self._targets: dict[Route, WriteTarget | None] = {}
         self._task: asyncio.Task[None] | None = None
         self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
@@ -198,7 +193,7 @@ class LockService:
             self.manager.check(target, request.headers.get(CLIENT_HEADER), time.time(),
                                subject_of(request))
         except LockError as err:
-            raise self.state.wire.locks.error(err) from None
+            raise self.state.serializer(LOCK_WIRE).error(err) from None
 
     def check_members(self, request: web.Request, via: Any, collection: str,
                       members: Any) -> None:
@@ -222,7 +217,7 @@ class LockService:
                 refused.append((member, err))
         if not refused:
             return
-        error = self.state.wire.locks.error(refused[0][1])
+        error = self.state.serializer(LOCK_WIRE).error(refused[0][1])
         names = [member for member, _ in refused]
         error.message = (f"{error.message}; {via.kind[:-1]} '{via.id}' reaches "
                          f"{'member' if len(names) == 1 else 'members'} "
@@ -252,7 +247,13 @@ class LockService:
 
     def _any_required(self) -> bool:
         return (any(required for _kind, required, _breakable in self.settings.defaults)
-                or self.state.lock_entity_config is not None)
+                or self.entity_config is not None)
+
+    def guard_clear(self, request: web.Request, via: Any, sources: Any) -> None:
+        """The fault manager's clear guard: refuse (409) a clear through a parent that reaches
+        locked apps."""
+        if not self.quiet():
+            self.check_members(request, via, "faults", self.source_apps(sources))
 
     def clear_filter(self, request: web.Request, code: str, sources: list[str]) -> bool:
         """Global fault clear: skip a fault when any reporting source's app refuses the write."""
@@ -330,6 +331,15 @@ class LockService:
         if self.enabled and self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._sweep_loop())
 
+    async def shutdown(self) -> None:
+        """Nothing streams."""
+
+    def health_blocks(self) -> dict[str, Callable[[], Any]]:
+        """The x-vendor-locks block of /health (locking on)."""
+        if not self.enabled:
+            return {}
+        return {"x-vendor-locks": lambda: {"held": len(self.manager.locks)}}
+
     async def stop(self) -> None:
         """Stop the sweep and the expiry timers."""
         for handle in self._timers.values():
@@ -342,3 +352,6 @@ class LockService:
             except asyncio.CancelledError:
                 pass
             self._task = None
+
+
+LOCK_SERVICE: web.AppKey[LockService] = web.AppKey("lock_service", LockService)

@@ -9,23 +9,26 @@ from aiohttp import web
 
 from federation import locks as peer_locks
 
+from ..discovery.keys import DISCOVERY
 from ..errors import invalid_parameter
+from ..faults.keys import FAULT_SERVICE
 from ..http.jsonutil import json_response
 from ..http.resource_helpers import envelope, federation, resolve_entity
 from ..http.routes import Registry
+from ..http.state import GatewayState, state_of
 from ..model.roles import Role
-from ..state import GatewayState, state_of
-from .guard import CLIENT_HEADER, LockService, owner_subject, subject_of
+from .guard import CLIENT_HEADER, LOCK_SERVICE, LockService, owner_subject, subject_of
 from .rules import LockError, check_client_id
+from .wire import LOCKS
 
 CA = ("components", "apps")
 
 
-def service(state: GatewayState) -> LockService:
+def service(request: web.Request) -> LockService:
     """The lock service; 501 when locking is disabled."""
-    svc = state.locks
-    if svc is None or not svc.enabled:
-        raise state.wire.errors.feature_absent("locks", "Set locking.enabled to true")
+    svc = request.app[LOCK_SERVICE]
+    if not svc.enabled:
+        raise state_of(request).wire.errors.feature_absent("locks", "Set locking.enabled to true")
     return svc
 
 
@@ -45,12 +48,12 @@ def _client(request: web.Request) -> str:
     try:
         return check_client_id(request.headers.get(CLIENT_HEADER))
     except LockError as err:
-        raise state_of(request).wire.locks.error(err) from None
+        raise state_of(request).serializer(LOCKS).error(err) from None
 
 
 async def acquire(request: web.Request) -> web.Response:
     """Lock the entity (201); break_lock replaces a breakable lock of another client."""
-    svc = service(state_of(request))
+    svc = service(request)
     entity = resolve_entity(request)
     client = _client(request)
     body = await _json(request)
@@ -69,7 +72,7 @@ async def acquire(request: web.Request) -> web.Response:
                                        subject_of(request), dry_run)
         except LockError as err:
             err.entity_id = err.entity_id or entity.id
-            raise state_of(request).wire.locks.error(err) from None
+            raise state_of(request).serializer(LOCKS).error(err) from None
 
     fed = federation(state_of(request))
     held: list[peer_locks.PeerLock] = []
@@ -93,7 +96,7 @@ async def acquire(request: web.Request) -> web.Response:
     svc.arm(lock)
     svc.publish(lock, "acquired")
     location = f"{request.path.rstrip('/')}/{lock.id}"
-    answer = state_of(request).wire.locks.lock(lock, client, subject_of(request))
+    answer = state_of(request).serializer(LOCKS).lock(lock, client, subject_of(request))
     if held or unlocked:  # a lock on an entity other gateways contribute to
         answer[state_of(request).xv] = {"gateways": ["local", *(p.gateway for p in held)],
                                         **({"unlocked_on": unlocked} if unlocked else {})}
@@ -105,10 +108,10 @@ async def acquire(request: web.Request) -> web.Response:
 async def list_locks(request: web.Request) -> web.Response:
     """The entity's lock (at most one); X-Client-Id sets `owned`."""
     state = state_of(request)
-    svc = service(state)
+    svc = service(request)
     entity = resolve_entity(request)
     client = request.headers.get(CLIENT_HEADER)
-    items = [state.wire.locks.lock(lk, client, owner_subject(request))
+    items = [state.serializer(LOCKS).lock(lk, client, owner_subject(request))
              for lk in svc.manager.entity_locks(entity.kind, entity.id)]
     return json_response(envelope(state, items, entity.id))
 
@@ -119,20 +122,20 @@ def _lock_id(request: web.Request) -> str:
 
 async def get_lock(request: web.Request) -> web.Response:
     """One lock of the entity."""
-    svc = service(state_of(request))
+    svc = service(request)
     entity = resolve_entity(request)
     try:
         lock = svc.manager.get(entity.kind, entity.id, _lock_id(request))
     except LockError as err:
-        raise state_of(request).wire.locks.error(err, _lock_id(request)) from None
+        raise state_of(request).serializer(LOCKS).error(err, _lock_id(request)) from None
     client = request.headers.get(CLIENT_HEADER)
-    return json_response(state_of(request).wire.locks.lock(lock, client,
+    return json_response(state_of(request).serializer(LOCKS).lock(lock, client,
                                                            owner_subject(request)))
 
 
 async def extend(request: web.Request) -> web.Response:
     """Move the expiry to now plus lock_expiration (204)."""
-    svc = service(state_of(request))
+    svc = service(request)
     entity = resolve_entity(request)
     client = _client(request)
     body = await _json(request)
@@ -142,7 +145,7 @@ async def extend(request: web.Request) -> web.Response:
         lock = svc.manager.extend(entity.kind, entity.id, _lock_id(request), client,
                                   body["lock_expiration"], time.time(), subject_of(request))
     except LockError as err:
-        raise state_of(request).wire.locks.error(err, _lock_id(request)) from None
+        raise state_of(request).serializer(LOCKS).error(err, _lock_id(request)) from None
     svc.arm(lock)
     svc.publish(lock, "extended")
     fed = federation(state_of(request))
@@ -154,14 +157,14 @@ async def extend(request: web.Request) -> web.Response:
 
 async def release(request: web.Request) -> web.Response:
     """Release a lock the caller holds (204)."""
-    svc = service(state_of(request))
+    svc = service(request)
     entity = resolve_entity(request)
     client = _client(request)
     try:
         lock = svc.manager.release(entity.kind, entity.id, _lock_id(request), client,
                                    time.time(), subject_of(request))
     except LockError as err:
-        raise state_of(request).wire.locks.error(err, _lock_id(request)) from None
+        raise state_of(request).serializer(LOCKS).error(err, _lock_id(request)) from None
     svc.disarm(lock)
     svc.publish(lock, "released")
     held = svc.peer_locks.pop(lock.id, None)
@@ -172,24 +175,20 @@ async def release(request: web.Request) -> web.Response:
 
 
 def install(app: web.Application, state: GatewayState) -> None:
-    """The lock service: guard check on every write, global fault-clear filter, sweep task."""
-    svc = LockService(state)
-    state.locks = svc
+    """The lock service (its sweep runs with the feature services, app.feature_services): guard
+    check on every write, the fault manager's clear filter and guard."""
+    disc = app.get(DISCOVERY)  # manifest modes: per-entity lock blocks
+    svc = LockService(state, disc.lock_block if disc is not None else None)
+    app[LOCK_SERVICE] = svc
     if not svc.enabled:
         state.features.discard("locks")  # root capability `locking` false; routes answer 501
         return
     state.features.add("locks")
-    state.health["x-vendor-locks"] = lambda: {
-        "held": len(svc.manager.locks)}
+    state.health.update(svc.health_blocks())  # its place in /health: before the ROS side's
     state.guard.add(svc.check, writes_only=True, quiet=svc.quiet)
-    state.fault_clear_filters.append(svc.clear_filter)
-
-    async def lifecycle(app: web.Application) -> Any:
-        await svc.start()
-        yield
-        await svc.stop()
-
-    app.cleanup_ctx.append(lifecycle)
+    hooks = app[FAULT_SERVICE].hooks
+    hooks.clear_filters.append(svc.clear_filter)
+    hooks.clear_guards.append(svc.guard_clear)
 
 
 def register(reg: Registry) -> None:

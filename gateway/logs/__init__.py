@@ -1,1 +1,1 @@
-"""Logs: the /logs collection over the /rosout ring (gateway/ros/rosout.py), handlers and wire shapes."""
+"""Logs: the /logs collection over the /rosout ring (ros/topics/rosout.py), handlers and wire shapes."""

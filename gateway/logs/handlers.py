@@ -6,22 +6,23 @@ from typing import Any
 
 from aiohttp import web
 
-from ..errors import ApiError, bad_request, invalid_parameter
+from ..errors import bad_request, invalid_parameter
 from ..http.jsonutil import json_response
 from ..http.resource_helpers import envelope, federation, local_member_apps, resolve_entity
 from ..http.routes import Registry
+from ..http.state import GatewayState, state_of
 from ..model.entities import Entity
 from ..model.roles import Role
-from ..ros.rosout import (
+from ..ros.topics.rosout import (
     SEVERITIES,
     entry,
     logger_to_node,
     select,
     severity_rank,
 )
-from ..state import GatewayState, state_of
 from ..wire.bodies import read_object
 from ..wire.entities import aggregation
+from .wire import LOGS
 
 DEFAULT_CONFIG = {"severity_filter": "debug", "max_entries": 100}
 MAX_ENTRIES = 10000
@@ -63,13 +64,19 @@ def validate_config(body: Any, current: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _configs(state: GatewayState) -> dict[tuple[str, str], dict[str, Any]]:
-    return state.log_configuration
+class LogConfigurations:
+    """Each entity's log configuration (PUT .../logs/configuration), kept in memory."""
+
+    def __init__(self) -> None:
+        self.by_entity: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def of(self, entity: Entity) -> dict[str, Any]:
+        """The entity's log configuration (defaults until a PUT)."""
+        return self.by_entity.get((entity.kind, entity.id), DEFAULT_CONFIG)
 
 
-def config_of(state: GatewayState, entity: Entity) -> dict[str, Any]:
-    """The entity's log configuration (defaults until a PUT)."""
-    return _configs(state).get((entity.kind, entity.id), DEFAULT_CONFIG)
+LOG_CONFIGURATIONS: web.AppKey[LogConfigurations] = web.AppKey("log_configurations",
+                                                                LogConfigurations)
 
 
 def members_of(state: GatewayState, entity: Entity) -> tuple[list[str], bool]:
@@ -83,9 +90,7 @@ async def list_logs(request: web.Request) -> web.Response:
     state = state_of(request)
     entity = resolve_entity(request)
     rosout = state.rosout
-    if rosout is None:
-        raise ApiError(503, "service-unavailable", "The ROS connection is not running")
-    config = config_of(state, entity)
+    config = request.app[LOG_CONFIGURATIONS].of(entity)
     floor, context = _query_filters(request, config["severity_filter"])
     loggers, records = rosout.snapshot()
     node_fqns = frozenset(n.fqn for n in state.cache.graph.nodes)
@@ -95,7 +100,7 @@ async def list_logs(request: web.Request) -> web.Response:
                    if context in r.logger or context in nodes.get(r.logger, "")]
     members, prefix = members_of(state, entity)
     picked = select(records, nodes, members, prefix, floor, config["max_entries"])
-    items = [state.wire.logs.entry(entry(r, nodes[r.logger])) for r in picked]
+    items = [state.serializer(LOGS).entry(entry(r, nodes[r.logger])) for r in picked]
     fed = federation(state)
     peers = fed.contributors(request, entity) if fed is not None else []
     if peers:  # the newest max_entries of every gateway's entries, oldest first
@@ -124,17 +129,16 @@ def _query_filters(request: web.Request, configured: str) -> tuple[str, str]:
 
 async def get_log_configuration(request: web.Request) -> web.Response:
     """severity_filter and max_entries of the entity."""
-    state = state_of(request)
     entity = resolve_entity(request)
-    return json_response(dict(config_of(state, entity)))
+    return json_response(dict(request.app[LOG_CONFIGURATIONS].of(entity)))
 
 
 async def put_log_configuration(request: web.Request) -> web.Response:
     """Change severity_filter and/or max_entries (204)."""
-    state = state_of(request)
     entity = resolve_entity(request)
     body = await read_object(request)  # an empty body changes nothing (as {})
-    _configs(state)[(entity.kind, entity.id)] = validate_config(body, config_of(state, entity))
+    configs = request.app[LOG_CONFIGURATIONS]
+    configs.by_entity[(entity.kind, entity.id)] = validate_config(body, configs.of(entity))
     return web.Response(status=204)
 
 

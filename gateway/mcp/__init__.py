@@ -8,18 +8,21 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ..state import GatewayState
+from ..http.state import GatewayState
+from .settings import McpSettings
 
 __all__ = ["install"]
 
 
 def install(app: web.Application, state: GatewayState) -> None:
     """Route /mcp when `mcp.enabled` (the default); the SDK loads on its first request."""
-    if not state.settings["mcp.enabled"]:
+    if not state.settings.typed(McpSettings.from_settings).enabled:
         return
+    from ..auth.enforce import AUTH
+    from ..bulk_data.keys import BULK_DATA
     from .service import PATH, McpService
 
-    service = McpService(state)
+    service = McpService(state, app.get(AUTH), app.get(BULK_DATA))
     # POST only: the transport is stateless, so there is no session to DELETE and no
     # server-initiated stream to GET (the router answers both 405, as the MCP spec allows).
     app.router.add_post(PATH, service.handle)

@@ -7,13 +7,16 @@ import ssl
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import orjson
 from aiohttp import ClientSession, ClientTimeout, TCPConnector
 
 from ..http.routes import API_PREFIX, ENTITY_TYPES
+
+if TYPE_CHECKING:
+    from ..bulk_data.handlers import BulkData
 
 USER_AGENT = "diag-gateway-mcp"
 SCOPE_KEY = "diag.rest"  # the ASGI scope key the gateway's /mcp handler puts the caller's Rest in
@@ -68,8 +71,9 @@ def error_of(status: int, body: bytes) -> RestError:
 class Rest:
     """REST calls to one gateway with one caller's credentials.
 
-    `session` is shared and owned by whoever made it; `local` is the serving gateway's state
-    when the tools run inside it (richer recording summaries), None over the network.
+    `session` is shared and owned by whoever made it; `recordings` is the serving gateway's
+    bulk data (its recorder) when the tools run inside it (richer recording summaries), None
+    over the network.
     """
 
     session: ClientSession
@@ -78,7 +82,7 @@ class Rest:
     client_id: str = "mcp"
     timeout_s: float = 30.0
     ssl_context: ssl.SSLContext | bool | None = None
-    local: Any = None
+    recordings: BulkData | None = None
     extra_headers: Mapping[str, str] = field(default_factory=dict)
 
     async def call(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,

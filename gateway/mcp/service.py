@@ -11,15 +11,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import ClientSession, web
 
 from ..errors import ApiError
 from ..http.middleware import error_response
-from ..state import GatewayState
+from ..http.state import GatewayState
+from ..process.settings import ServerSettings
 from .asgi import serve as serve_asgi
 from .rest import CURRENT, SCOPE_KEY, Rest, loopback_session
+
+if TYPE_CHECKING:
+    from ..auth.enforce import AuthRuntime
+    from ..bulk_data.handlers import BulkData
+from .settings import McpSettings
 
 log = logging.getLogger(__name__)
 PATH = "/mcp"
@@ -28,10 +34,12 @@ PATH = "/mcp"
 class McpService:
     """The SDK server, its session manager's lifetime, and the loopback client session."""
 
-    def __init__(self, state: GatewayState) -> None:
-        self.state = state
-        self.page_size = int(state.settings["mcp.page_size"])
-        self.timeout_s = float(state.settings["mcp.request_timeout_sec"])
+    def __init__(self, state: GatewayState, auth: AuthRuntime | None,
+                 recordings: BulkData | None) -> None:
+        self.state, self.auth, self.recordings = state, auth, recordings
+        mcp = state.settings.typed(McpSettings.from_settings)
+        self.page_size = mcp.page_size
+        self.timeout_s = mcp.request_timeout_sec
         self._lock = asyncio.Lock()
         self._manager: Any = None
         self._task: asyncio.Task[None] | None = None
@@ -81,9 +89,9 @@ class McpService:
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
-            s = self.state.settings
-            if s["server.tls.client_ca_file"]:  # mutual TLS: present the server's certificate
-                ctx.load_cert_chain(s["server.tls.cert_file"], s["server.tls.key_file"])
+            srv = self.state.settings.typed(ServerSettings.from_settings)
+            if srv.tls_client_ca_file:  # mutual TLS: present the server's certificate
+                ctx.load_cert_chain(srv.tls_cert_file, srv.tls_key_file)
             self._ssl = ctx
         return self._ssl
 
@@ -92,7 +100,7 @@ class McpService:
         transport = request.transport
         sock = transport.get_extra_info("sockname") if transport else None
         host, port = (sock[0], sock[1]) if isinstance(sock, tuple) else (
-            "127.0.0.1", self.state.settings["server.port"])
+            "127.0.0.1", self.state.settings.typed(ServerSettings.from_settings).port)
         tls = transport is not None and transport.get_extra_info("sslcontext") is not None
         host = f"[{host}]" if ":" in str(host) else host
         assert self._session is not None
@@ -100,11 +108,11 @@ class McpService:
                     authorization=request.headers.get("Authorization"),
                     client_id=request.headers.get("X-Client-Id", "mcp"),
                     timeout_s=self.timeout_s,
-                    ssl_context=self._client_ssl() if tls else False, local=self.state)
+                    ssl_context=self._client_ssl() if tls else False, recordings=self.recordings)
 
     def check_caller(self, request: web.Request) -> None:
         """401 before any MCP work: a bad token always, no token where auth covers reads."""
-        rt = self.state.auth
+        rt = self.auth
         if rt is None or not rt.enabled or rt.mode == "none":
             return
         if "Authorization" in request.headers or rt.needs_token("GET"):

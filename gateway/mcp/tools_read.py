@@ -154,11 +154,11 @@ def register(add: Callable[..., Any], env: ToolEnv) -> None:  # noqa: C901 - cou
             raise ToolFailure(f"404 resource-not-found: no recording {recording_id!r} "
                               f"visible from {entity}")
         out = found[0]
-        local = env.rest(ctx).local
-        if local is not None and getattr(local, "recorder", None) is not None:
+        bulk = env.rest(ctx).recordings
+        if bulk is not None and bulk.recorder is not None:
             from .recording import summarize
 
-            detail = await asyncio.to_thread(summarize, local.recorder, recording_id,
+            detail = await asyncio.to_thread(summarize, bulk.recorder, recording_id,
                                              max(0.1, min(around_sec, 60.0)))
             if detail is not None:
                 out.update(detail)

@@ -11,22 +11,23 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from federation.local import provide
-
 from ..errors import ApiError, invalid_parameter, not_found, vendor_error
 from ..http import hot
 from ..http.jsonutil import json_body_limit, json_response
 from ..http.resource_helpers import envelope, href, list_collection, resolve_entity
 from ..http.routes import Registry
+from ..http.state import GatewayState, state_of
 from ..locks.guard import guard_members
 from ..model.entities import Entity
 from ..model.items import ItemLookupError, MemberItem, assign_ids, resolve
 from ..model.roles import Role
+from ..process.settings import ProcessSettings
 from ..push.publishers import service_completed, watch_execution
-from ..ros.actions import ActionManager, Execution
-from ..ros.callbuild import ServiceTypeBuilds
-from ..ros.interface_paths import SETTING as INTERFACE_PATHS
-from ..ros.message import (
+from ..ros.calls.actions import ActionManager, Execution
+from ..ros.calls.callbuild import ServiceTypeBuilds
+from ..ros.calls.services import CallError, ServiceCaller
+from ..ros.interfaces.interface_paths import SETTING as INTERFACE_PATHS
+from ..ros.interfaces.message import (
     UnknownTypeError,
     action_schemas,
     field_type_map,
@@ -34,8 +35,7 @@ from ..ros.message import (
     message_to_dict,
     service_schemas,
 )
-from ..ros.services import CallError, ServiceCaller
-from ..state import GatewayState, state_of
+from ..ros.settings import RosServiceSettings
 from ..wire.bodies import (
     build_message,
     check_type_override,
@@ -43,6 +43,7 @@ from ..wire.bodies import (
     execution_request,
     read_object,
 )
+from .wire import OPERATIONS
 
 # Longest budget a request's own `timeout` may ask for.
 MAX_TIMEOUT_S = 3600.0
@@ -132,7 +133,7 @@ def _type_info(op: OpRef) -> tuple[dict[str, Any], dict[str, Any]] | None:
 def operation_item(state: GatewayState, op: OpRef, entity_id: str) -> dict[str, Any]:
     """One operation description (list item; the detail wraps it in `item`)."""
     info = _type_info(op)
-    return state.wire.operations.item(op, entity_id, *(info or ()))
+    return state.serializer(OPERATIONS).item(op, entity_id, *(info or ()))
 
 
 def local_items(state: GatewayState, entity: Entity) -> list[dict[str, Any]]:
@@ -144,9 +145,6 @@ def local_items(state: GatewayState, entity: Entity) -> list[dict[str, Any]]:
 
 async def _local_items(state: GatewayState, entity: Entity) -> list[dict[str, Any]]:
     return local_items(state, entity)
-
-
-provide("operations", _local_items)
 
 
 async def list_operations(request: web.Request) -> web.Response:
@@ -163,17 +161,11 @@ async def get_operation(request: web.Request) -> web.Response:
 
 
 def _actions(state: GatewayState) -> ActionManager:
-    actions = state.actions
-    if actions is None:
-        raise ApiError(503, "service-unavailable", "The ROS connection is not running")
-    return actions
+    return state.actions
 
 
 def _caller(state: GatewayState) -> ServiceCaller:
-    caller = state.service_caller
-    if caller is None:
-        raise ApiError(503, "service-unavailable", "The ROS connection is not running")
-    return caller
+    return state.service_caller
 
 
 def request_timeout(body: dict[str, Any], default: float) -> float:
@@ -188,6 +180,11 @@ def request_timeout(body: dict[str, Any], default: float) -> float:
     return float(value)
 
 
+def call_budget(state: GatewayState) -> float:
+    """The budget of a service or action call (setting `service_call_timeout_sec`)."""
+    return state.settings.typed(RosServiceSettings.from_settings).service_call_timeout_sec
+
+
 def state_directory(setting: str) -> str:
     """The gateway's state directory (setting `state_dir`, else the default)."""
     from ..process.statefiles import default_state_dir
@@ -196,14 +193,15 @@ def state_directory(setting: str) -> str:
 
 
 async def built_type(state: GatewayState, op: OpRef, missing: str, timeout: float) -> Any:
-    """The class of a service type built from its server's description (ros/callbuild.py);
+    """The class of a service type built from its server's description (ros/calls/callbuild.py);
     503 while it builds, 501 naming the reason and the setting when it cannot be built."""
     reason = missing
-    if op.kind == "service" and state.bridge is not None:
+    if op.kind == "service":
         builds = state.service_type_builds
         if builds is None:
             builds = state.service_type_builds = ServiceTypeBuilds(
-                state.bridge, state_directory(state.settings["state_dir"]))
+                state.bridge, state_directory(
+                    state.settings.typed(ProcessSettings.from_settings).state_dir))
             state.bridge.closers.append(builds.close)
         status, why = await builds.ensure(op.type, op.path, timeout)
         if status == "built":
@@ -234,7 +232,7 @@ def _location(entity: Entity, op: OpRef, exec_id: str) -> str:
 
 def execution_body(state: GatewayState, ex: Execution) -> dict[str, Any]:
     """An execution's status in the wire profile (gateway/operations/wire.py)."""
-    return state.wire.operations.execution(ex)
+    return state.serializer(OPERATIONS).execution(ex)
 
 
 async def start_execution(request: web.Request) -> web.Response:
@@ -244,7 +242,7 @@ async def start_execution(request: web.Request) -> web.Response:
     op = find_operation(state, entity, request.match_info["op_id"])
     guard_members(request, entity, "operations", op.member_ids)  # a locked member refuses
     body = await read_object(request)
-    timeout = request_timeout(body, state.settings["service_call_timeout_sec"])
+    timeout = request_timeout(body, call_budget(state))
     try:
         cls = import_type(op.type)
     except UnknownTypeError as exc:
@@ -260,7 +258,7 @@ async def start_execution(request: web.Request) -> web.Response:
     fields, override = execution_request(body, op.kind, field_type_map(cls.Goal))
     check_type_override(override, op.type)
     where = {f"ros2_{op.kind}": op.path}
-    wire = state.wire.operations
+    wire = state.serializer(OPERATIONS)
     goal = _build(cls.Goal, fields, op, envelope_key(body, op.kind))
     actions = _actions(state)
     try:
@@ -289,7 +287,7 @@ async def _call_service(state: GatewayState, op: OpRef, cls: Any, body: dict[str
         response = await caller.call(op.path, op.type, msg, timeout)
     except CallError as exc:
         service_completed(state, member, op.path, False)
-        raise state.wire.operations.start_error(op.kind, exc, operation_id=op.id,
+        raise state.serializer(OPERATIONS).start_error(op.kind, exc, operation_id=op.id,
                                                 ros2_service=op.path) from None
     service_completed(state, member, op.path, True)
     xv = {"ros2_service": op.path, "ros2_type": op.type}
@@ -304,7 +302,7 @@ def _hot_call(state: GatewayState, op: OpRef, cls: Any) -> hot.Call:
 
     async def run(request: web.BaseRequest) -> web.Response:
         body = await read_object(request, limit=json_body_limit(state.settings))
-        timeout = request_timeout(body, state.settings["service_call_timeout_sec"])
+        timeout = request_timeout(body, call_budget(state))
         return await _call_service(state, op, cls, body, timeout)
 
     def call(request: web.BaseRequest) -> hot.Answer | None:
@@ -365,12 +363,12 @@ async def control_execution(request: web.Request) -> web.Response:
     if capability != "stop":
         why = ("does not apply to a running execution" if capability in INAPPLICABLE
                else "is unknown")
-        raise state.wire.operations.capability_refused(capability, why)
-    timeout = request_timeout(body, state.settings["service_call_timeout_sec"])
+        raise state.serializer(OPERATIONS).capability_refused(capability, why)
+    timeout = request_timeout(body, call_budget(state))
     try:
         await _actions(state).cancel(ex, timeout)
     except CallError as exc:
-        raise state.wire.operations.call_error(exc, ros2_action=op.path) from None
+        raise state.serializer(OPERATIONS).call_error(exc, ros2_action=op.path) from None
     return json_response(execution_body(state, ex), status=202,
                          headers={"Location": _location(entity, op, ex.id)})
 
@@ -380,19 +378,20 @@ async def delete_execution(request: web.Request) -> web.Response:
     state, entity, op, ex = _execution(request)
     guard_members(request, entity, "operations", op.member_ids)  # a locked member refuses
     actions = _actions(state)
-    timeout = state.settings["service_call_timeout_sec"]
+    timeout = call_budget(state)
     try:
-        if state.wire.operations.keep_after_delete:
+        if state.serializer(OPERATIONS).keep_after_delete:
             await actions.cancel(ex, timeout)
         else:
             await actions.remove(ex, timeout)
     except CallError as exc:
-        raise state.wire.operations.call_error(exc, ros2_action=op.path) from None
+        raise state.serializer(OPERATIONS).call_error(exc, ros2_action=op.path) from None
     return web.Response(status=204)
 
 
 def register(reg: Registry) -> None:
     """Declare the operation routes (execution routes first: op ids may span '/')."""
+    reg.lists_items("operations", _local_items)
     ms = {"multi_segment": ("op_id",)}
     reg.entity_routes("GET", "/operations", list_operations, response="ListEnvelope",
                       summary="List operations (services and actions)")

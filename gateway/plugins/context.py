@@ -5,11 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from aiohttp import web
+
+from ..bulk_data.keys import BULK_DATA
 from ..events import Event
+from ..faults.keys import FAULT_SERVICE
+from ..http.resource_helpers import federation
 from ..model.entities import Entity, EntitySet
+from ..push.keys import PUSH_DELIVERY
+from .calls import Caller
 
 if TYPE_CHECKING:
-    from ..state import GatewayState
+    from ..http.state import GatewayState
 
 
 def plugin_source(plugin: str, kind: str, entity_id: str) -> str:
@@ -28,8 +35,9 @@ def parse_plugin_source(source: str) -> tuple[str, str, str] | None:
 class PluginContext:
     """One per plugin; valid from set_context() until shutdown()."""
 
-    def __init__(self, state: GatewayState, name: str) -> None:
-        self._state = state
+    def __init__(self, state: GatewayState, app: web.Application, name: str,
+                 caller: Caller) -> None:
+        self._state, self._app, self._caller = state, app, caller
         self.name = name
 
     @property
@@ -64,13 +72,13 @@ class PluginContext:
     def fans_out(self, request: Any) -> bool:
         """Whether a plugin route's answer may include fleet peers' (aggregation on, and the
         caller did not ask for this gateway's answer alone)."""
-        fed = self._state.federation
+        fed = federation(self._state)
         return fed is not None and not fed.no_fan_out(request)
 
     async def peer_reads(self, kind: str, entity_id: str, suffix: str) -> list[tuple[str, Any]]:
         """(peer, JSON) of `GET /{kind}/{id}{suffix}` on each fleet peer contributing the
         entity (empty without aggregation)."""
-        fed = self._state.federation
+        fed = federation(self._state)
         if fed is None:
             return []
         from federation.reads import peer_reads
@@ -79,7 +87,7 @@ class PluginContext:
 
     def fleet_app_id(self, peer: str, app_id: str) -> str:
         """The fleet id of an app as a peer names it."""
-        fed = self._state.federation
+        fed = federation(self._state)
         return app_id if fed is None else str(fed.rename(peer, app_id))
 
     def is_local_app(self, app_id: str) -> bool:
@@ -98,10 +106,7 @@ class PluginContext:
     # faults ---------------------------------------------------------------------------------
     def report_faults(self, reports: Iterable[Any]) -> bool:
         """Hand faults.model.Report values to the fault manager; False when it is not running."""
-        svc = self._state.faults
-        if svc is None:
-            return False
-        svc.submit(list(reports))
+        self._app[FAULT_SERVICE].submit(list(reports))
         return True
 
     def fault_source(self, entity_id: str, kind: str = "apps") -> str:
@@ -125,8 +130,7 @@ class PluginContext:
 
     def faults(self) -> list[Any]:
         """Every fault record the fault manager holds."""
-        svc = self._state.faults
-        return list(svc.faults.values()) if svc is not None else []
+        return list(self._app[FAULT_SERVICE].faults.values())
 
     # ROS ------------------------------------------------------------------------------------
     async def ros_query(self, fn: Callable[..., Any], *args: Any, timeout: float = 5.0) -> Any:
@@ -142,23 +146,17 @@ class PluginContext:
     async def node_parameters(self, node_fqn: str) -> dict[str, Any]:
         """Every parameter value of a node (ros.parameters errors when it does not answer)."""
         store = self._state.parameters
-        if store is None:
-            raise RuntimeError("the gateway's ROS connection is not running")
         return {p.name: p.value for p in await store.params(node_fqn)}
 
     def parameters_set_here(self, node_fqn: str) -> dict[str, Any]:
         """The values this gateway itself last set on a node's parameters (by name)."""
-        store = self._state.parameters
-        written = store.written.get(node_fqn, {}) if store is not None else {}
+        written = self._state.parameters.written.get(node_fqn, {})
         return {name: value for name, (value, _) in written.items()}
 
     async def call_service(self, name: str, type_name: str, request: Any,
                            timeout: float = 2.0) -> Any:
         """Call a ROS service (e.g. lifecycle_msgs/srv/GetState) with a timeout."""
-        caller = self._state.service_caller
-        if caller is None:
-            raise RuntimeError("the gateway's ROS connection is not running")
-        return await caller.call(name, type_name, request, timeout)
+        return await self._state.service_caller.call(name, type_name, request, timeout)
 
     def topic_stats(self, topic: str) -> Any:
         """Receive statistics of a pooled topic (ros.topics.TopicStats) or None."""
@@ -170,9 +168,9 @@ class PluginContext:
 
     def bulk_data_file(self, category: str, upload_id: str) -> Any:
         """Path of an uploaded bulk-data file, or None."""
-        store = self._state.uploads
-        up = store.get(category, upload_id) if store is not None else None
-        return store.path(up) if store is not None and up is not None else None
+        store = self._app[BULK_DATA].uploads
+        up = store.get(category, upload_id)
+        return store.path(up) if up is not None else None
 
     # events and health ----------------------------------------------------------------------
     def publish(self, event: Event) -> None:
@@ -189,15 +187,13 @@ class PluginContext:
         if not collection.startswith("x-"):
             raise ValueError(f"sampled collection {collection!r} must carry the 'x-' prefix")
         name = collection.replace("x-vendor", f"x-{self.vendor}")
-        plugins = self._state.plugins
-        assert plugins is not None  # the plugin manager made this context
-        caller = plugins.caller(self.name)
+        caller = self._caller
 
         async def provide(state: Any, entity: Entity) -> Any:
             return await caller(sampler, entity.kind, entity.id, entity_id=entity.id,
                                 what=f"sampler {name}")
 
-        self._state.push_collections[name] = provide
+        self._app[PUSH_DELIVERY].collections[name] = provide
 
     def add_health(self, key: str, provider: Callable[[], Any]) -> None:
         """Add a block to /health (`x-vendor` in key becomes the vendor word)."""

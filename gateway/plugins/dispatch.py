@@ -12,8 +12,8 @@ from ..errors import bad_request, not_found
 from ..http.jsonutil import json_response, read_json_body
 from ..http.resource_helpers import envelope, resolve_entity
 from ..http.routes import Handler, Registry, entity_type_of
+from ..http.state import state_of
 from ..model.entities import KINDS
-from ..state import state_of
 from . import entity_faults, entity_lifecycle, entity_logs, entity_scripts
 from .api import DATA, FAULTS, INTROSPECTION, LIFECYCLE, LOGS, OPERATIONS, SCRIPTS
 from .manager import PluginManager

@@ -10,6 +10,7 @@ from ..errors import not_found
 from ..faults import views
 from ..faults.model import CLEARED, parse_status_filter
 from ..faults.scope import in_scope
+from ..faults.wire import FAULTS as FAULT_WIRE
 from ..http.jsonutil import json_response
 from ..http.resource_helpers import envelope
 from .api import FAULTS
@@ -53,14 +54,14 @@ async def _from_provider(s: Served, provider: Any) -> web.StreamResponse:
 async def _from_manager(s: Served) -> web.StreamResponse:
     from ..faults.handlers import service
 
-    svc = service(s.state)
+    svc = service(s.request)
     own = sources(s)
-    wire = s.state.wire  # the same shapes as every other entity's faults
+    wire = s.state.serializer(FAULT_WIRE)  # the same shapes as every other entity's faults
     if s.action == "list":
         value = s.request.query.get("status")
         statuses = parse_status_filter(value)
         if statuses is None:
-            raise wire.faults.bad_status_filter(value)
+            raise wire.bad_status_filter(value)
         items = [views.list_item(wire, f) for f in svc.select(statuses, own)]
         return json_response(envelope(s.state, items, s.eid))
     scope = {f.code for f in svc.faults.values() if in_scope(f.sources, own)}

@@ -6,8 +6,8 @@ from aiohttp import web
 
 from ..http.jsonutil import json_response
 from ..http.resource_helpers import envelope
-from ..logs.handlers import config_of
-from ..ros.rosout import SEVERITIES
+from ..logs.handlers import LOG_CONFIGURATIONS
+from ..ros.topics.rosout import SEVERITIES
 from .api import LOGS
 from .served import Served
 
@@ -34,7 +34,7 @@ async def serve(s: Served) -> web.StreamResponse | None:
     provider = s.provider(LOGS)
     if provider is None or not hasattr(provider, "list_logs"):
         return None
-    config = config_of(s.state, s.entity)
+    config = s.request.app[LOG_CONFIGURATIONS].of(s.entity)
     entries = await s.call(provider.list_logs, s.eid, entity_id=s.eid)
     items = pick(entries, config["severity_filter"], int(config["max_entries"]))
     return json_response(envelope(s.state, items, s.eid))

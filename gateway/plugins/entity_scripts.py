@@ -15,6 +15,7 @@ from ..errors import ApiError, bad_request, invalid_parameter, not_found
 from ..http.jsonutil import json_response
 from ..http.resource_helpers import envelope, href
 from ..scripts.handlers import refuse_anonymous
+from ..scripts.wire import SCRIPTS as SCRIPT_WIRE
 from .api import SCRIPTS
 from .served import Served, compact, items_of
 
@@ -93,7 +94,7 @@ async def serve(s: Served) -> web.StreamResponse | None:
         return json_response(_script(s, await _find(s, provider, script_id)))
     if s.action == "delete":
         if not hasattr(provider, "delete_script"):
-            raise s.state.wire.scripts.error(
+            raise s.state.serializer(SCRIPT_WIRE).error(
                 409, "script-managed", f"Script '{script_id}' is managed by plugin "
                 f"'{s.owner.name}' and cannot be deleted", script_id=script_id)
         await call(provider.delete_script, eid, script_id, entity_id=eid)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .api import ENTRY_POINT_GROUP, PLUGIN_API_VERSION, PROVIDER_KINDS, Plugin
+from .settings import PluginSettings
 
 log = logging.getLogger(__name__)
 
@@ -33,11 +34,6 @@ class Failure:
 
     name: str
     reason: str
-
-
-def plugin_config(settings: Any, name: str) -> dict[str, Any]:
-    """The `plugins.<name>.*` settings, keys without the prefix."""
-    return dict(settings.section(f"plugins.{name}."))
 
 
 def find(name: str, group: str = ENTRY_POINT_GROUP) -> Callable[[], Any] | None:
@@ -84,9 +80,10 @@ def _capture(out: list[Any], name: str, config: dict[str, Any]) -> None:
         out.append(exc)
 
 
-def load_all(names: Iterable[str], settings: Any,
+def load_all(names: Iterable[str], settings: PluginSettings,
              timeout_s: float = LOAD_TIMEOUT_S) -> tuple[list[Loaded], list[Failure]]:
-    """Load each named plugin; one that fails (or hangs in configure) is reported, not fatal."""
+    """Load each named plugin, configured with its `plugins.<name>.*` settings; one that fails
+    (or hangs in configure) is reported, not fatal."""
     loaded: list[Loaded] = []
     failures: list[Failure] = []
     seen: set[str] = set()
@@ -99,7 +96,7 @@ def load_all(names: Iterable[str], settings: Any,
             continue
         done: list[Any] = []
         worker = threading.Thread(  # daemon: a plugin hanging in configure never holds exit
-            target=_capture, args=(done, name, plugin_config(settings, name)),
+            target=_capture, args=(done, name, settings.config(name)),
             name=f"load-{name}", daemon=True)
         worker.start()
         worker.join(timeout_s)

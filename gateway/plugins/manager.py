@@ -22,9 +22,10 @@ from .api import INTROSPECTION, UPDATES, PluginRoute
 from .calls import Caller
 from .context import PluginContext
 from .loader import Failure, Loaded, load_all
+from .settings import PluginSettings
 
 if TYPE_CHECKING:
-    from ..state import GatewayState
+    from ..http.state import GatewayState
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +38,9 @@ class PluginManager:
 
     def __init__(self, settings: Any) -> None:
         self.settings = settings
-        self.timeout_s = float(settings["plugin_call_timeout_sec"])
-        self.loaded, self.failures = load_all(settings["plugins"], settings)
+        plugins = settings.typed(PluginSettings.from_settings)
+        self.timeout_s = plugins.plugin_call_timeout_sec
+        self.loaded, self.failures = load_all(plugins.plugins, plugins)
         self.callers = {p.name: Caller(p.name, self.timeout_s) for p in self.loaded}
         self.contexts: dict[str, PluginContext] = {}
         self.owners: dict[tuple[str, str], str] = {}  # (kind, id) -> plugin
@@ -123,7 +125,7 @@ class PluginManager:
         self.failures.append(Failure(p.name, reason))
 
     # lifecycle ------------------------------------------------------------------------------
-    async def start(self, state: GatewayState) -> None:
+    async def start(self, state: GatewayState, app: web.Application) -> None:
         """Give each plugin its context, start it, and begin merging plugin entities."""
         self._state = state
         state.health_warnings.append(self.warnings)
@@ -131,7 +133,7 @@ class PluginManager:
         if self.loaded:  # a plugin may be an https client with aiohttp's default contexts
             await client_tls.ensure_ca()
         for p in list(self.loaded):
-            ctx = self.contexts[p.name] = PluginContext(state, p.name)
+            ctx = self.contexts[p.name] = PluginContext(state, app, p.name, self.callers[p.name])
             caller = self.callers[p.name]
             try:
                 await caller(p.plugin.set_context, ctx, what="set_context")
@@ -249,3 +251,6 @@ def _normalize(result: Any) -> dict[str, list[dict[str, Any]]]:
         out[kind] = [dict(i) for i in items if isinstance(i, dict)
                      and isinstance(i.get("id"), str) and ENTITY_ID.match(i["id"])]
     return out
+
+
+PLUGINS: web.AppKey[PluginManager] = web.AppKey("plugins", PluginManager)

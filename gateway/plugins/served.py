@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from ..http.state import GatewayState
 from ..model.entities import Entity
-from ..state import GatewayState
 from .calls import Caller
 
 if TYPE_CHECKING:

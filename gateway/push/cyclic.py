@@ -14,7 +14,7 @@ from .cadence import DeliveryCount, next_due
 from .model import Subscription, iso_ms
 from .rules import INTERVALS
 from .sse import data_frame, error_frame
-from .wire import payload_items
+from .wire import PUSH, payload_items
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ class CyclicSampler:
         if items is None:
             return None
         return data_frame({"timestamp": stamp,
-                           "payload": self.state.wire.push.collection_payload(col, items)})
+                           "payload": self.state.serializer(PUSH).collection_payload(col, items)})
 
     def _data_frame(self, sub: Subscription, stamp: str) -> bytes | None:
         resolved = self.engine.topics.resolved(sub)
@@ -133,7 +133,7 @@ class CyclicSampler:
         if entry is None:
             return None
         from ..resources.data_reads import reads_of  # the JSON cache data reads use
-        from ..ros.samples import sample_to_json
+        from ..ros.topics.samples import sample_to_json
 
         sample = entry.sample
         if sample is None:  # peek returns only entries holding a sample
@@ -153,19 +153,15 @@ class CyclicSampler:
             from ..faults.handlers import owners
             from ..faults.model import DEFAULT_FILTER
 
-            svc = state.faults
-            if svc is None:
-                return None
-            return [views.list_item(state.wire, f)
-                    for f in svc.select(DEFAULT_FILTER, owners(state, entity))]
+            svc = self.engine.faults
+            return [views.list_item(svc.wire, f)
+                    for f in svc.select(DEFAULT_FILTER, owners(svc, entity))]
         if col == "logs":
-            from ..logs.handlers import config_of, members_of
-            from ..ros.rosout import entry, logger_to_node, select
+            from ..logs.handlers import members_of
+            from ..ros.topics.rosout import entry, logger_to_node, select
 
             rosout = state.rosout
-            if rosout is None:
-                return None
-            config = config_of(state, entity)
+            config = self.engine.log_configs.of(entity)
             loggers, records = rosout.snapshot()
             fqns = frozenset(n.fqn for n in state.cache.graph.nodes)
             nodes = {name: logger_to_node(name, fqns) for name in loggers}
@@ -192,7 +188,7 @@ class CyclicSampler:
 
                 items = (await local_items(self.state, entity))[0]
             else:
-                provider = self.state.push_collections.get(col)
+                provider = self.engine.collections.get(col)
                 if provider is None:
                     return
                 value = await provider(self.state, entity)  # a plugin sampler: any JSON

@@ -10,23 +10,29 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SERVICE_UNAVAILABLE, ApiError
-from ..events import DATA, FAULTS, LOCKS, LOGS, OPERATIONS, UPDATES, Event
+from ..events import DATA, FAULTS, LOCKS, LOGS, OPERATIONS, UPDATES, Event, body_of
 from ..http.jsonutil import dumps
+from ..http.settings import SseSettings
 from ..model.resource_uris import topic_matches
 from ..model.runids import new_id
 from ..process.storage import StorageWriteError, log_write_failure
 from ..process.waits import wait_event
+from ..ros.topics.rosout import ReceivedLog, severity_rank
 from .cadence import DeliveryCount
 from .model import ACTIVE, TERMINATED, Subscription, Trigger, envelope
 from .orphans import OrphanClock
+from .publishers import LogView
 from .rules import SubscriptionSpec, TriggerSpec, trigger_create
+from .settings import TriggerSettings
 from .sse import Channel, SseHub, data_frame, error_frame
 from .store import TriggerStore
 from .topics import TopicWatch
 from .wire import payload_items
 
 if TYPE_CHECKING:
-    from ..state import GatewayState
+    from ..faults.service import FaultService
+    from ..http.state import GatewayState
+    from .service import PushDelivery
 
 log = logging.getLogger(__name__)
 
@@ -47,33 +53,34 @@ KIND_OF = {"data": DATA, "faults": FAULTS, "operations": OPERATIONS, "updates": 
 class PushEngine:
     """Owns every subscription and trigger of this gateway; runs on the event loop."""
 
-    def __init__(self, state: GatewayState, hub: SseHub, topics: TopicWatch) -> None:
-        s = state.settings
+    def __init__(self, state: GatewayState, hub: SseHub, topics: TopicWatch,
+                 delivery: PushDelivery) -> None:
+        sse = state.settings.typed(SseSettings.from_settings)
+        trig = state.settings.typed(TriggerSettings.from_settings)
         self.state = state
+        self.faults = delivery.faults
+        self.collections = delivery.collections  # plugins' `x-` collections
+        self.log_configs = delivery.log_configs
         self.hub = hub
         self.topics = topics
-        self.max_subscriptions: int = s["sse.max_subscriptions"]
-        self.max_duration: int = s["sse.max_duration_sec"]
-        self.triggers_enabled = bool(s.get("triggers.enabled", True))
-        max_triggers = s.get("triggers.max_triggers", 1000)
-        if isinstance(max_triggers, bool) or not isinstance(max_triggers, int) \
-                or not 1 <= max_triggers <= 100000:
-            log.warning("setting 'triggers.max_triggers' %r is out of range; using 1000",
-                        max_triggers)
-            max_triggers = 1000
-        self.max_triggers: int = max_triggers
-        self.restore = s.get("triggers.on_restart_behavior", "reset") == "restore"
+        self.max_subscriptions: int = sse.max_subscriptions
+        self.max_duration: int = sse.max_duration_sec
+        self.triggers_enabled = trig.enabled
+        self.max_triggers: int = trig.max_triggers  # its range is checked at load
+        self.restore = trig.on_restart_behavior == "restore"
         self.subscriptions: dict[str, Subscription] = {}
         self.triggers: dict[str, Trigger] = {}
         self._by_topic: dict[str, list[Trigger]] = {}  # rebuilt when topic bindings change
         self._indexed = (-1, -1)  # (topic watch version, trigger set version)
         self._trigger_version = 0
         self._observed: dict[str, int] = {}  # triggers per observed event kind
+        self._listening: dict[str, Callable[[], None]] = {}  # kind -> unsubscribe
+        self._logs = LogView(state)
         self._members: dict[tuple[str, str], tuple[int, frozenset[str]]] = {}
         self._unsubscribe: list[Callable[[], None]] = []
         self._tasks: list[asyncio.Task[Any]] = []
-        self.store = TriggerStore(_store_path(state), getattr(state, "storage", None))
-        self.orphans = OrphanClock(float(s.get("triggers.orphan_grace_sec", 10.0)))
+        self.store: TriggerStore  # opened by start(): beside the fault database, once open
+        self.orphans = OrphanClock(trig.orphan_grace_sec)
         # trigger id -> (ended trigger, until when its undelivered events are kept)
         self.parked: dict[str, tuple[Trigger, float]] = {}
         self._work = asyncio.Event()  # set when a subscription, trigger or parked one comes
@@ -85,11 +92,11 @@ class PushEngine:
 
     # lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
-        """Listen to the bus, load persistent triggers, start the timers."""
-        bus = self.state.events
-        self._unsubscribe.append(bus.subscribe([FAULTS, OPERATIONS, UPDATES, LOGS, DATA],
-                                               self._on_event))
-        self._unsubscribe.append(bus.subscribe([LOCKS], self._on_lock))
+        """Open the trigger store, listen to the bus, load persistent triggers, start the
+        timers."""
+        self.store = TriggerStore(_store_path(self.state, self.faults),
+                                  getattr(self.state, "storage", None))
+        self._unsubscribe.append(self.state.events.subscribe([LOCKS], self._on_lock))
         try:
             if self.restore:
                 self._load()
@@ -107,8 +114,9 @@ class PushEngine:
 
     async def stop(self) -> None:
         """Stop timers, end streams, store previous values."""
-        for off in self._unsubscribe:
+        for off in [*self._unsubscribe, *self._listening.values()]:
             off()
+        self._listening.clear()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -215,16 +223,24 @@ class PushEngine:
         self._trigger_version += 1
         if trigger_id is None:  # created on an existing entity (a restored one may wait)
             self.orphans.saw((trig.entity_type, trig.entity_id))
-        kind = KIND_OF.get(trig.collection, trig.collection)
-        self._observed[kind] = self._observed.get(kind, 0) + 1
+        self._observe(trig, 1)
         if spec.ref.collection == "data":
             self.topics.want(trig, trig.entity_type, trig.entity_id, spec.ref.path,
                              events=True)
         return trig
 
+    def _observe(self, trig: Trigger, delta: int) -> None:
+        """Count the triggers of its kind; the engine hears a kind on the bus only while a
+        trigger observes it (a publisher builds nothing while nobody listens)."""
+        kind = KIND_OF.get(trig.collection, trig.collection)
+        count = self._observed[kind] = self._observed.get(kind, 0) + delta
+        if count > 0 and kind in KIND_OF.values() and kind not in self._listening:
+            self._listening[kind] = self.state.events.subscribe([kind], self._on_event)
+        elif count <= 0 and kind in self._listening:
+            self._listening.pop(kind)()
+
     def observes(self, kind: str) -> bool:
-        """Whether any trigger observes changes of this kind (publishers may skip work; safe
-        to call from the executor thread)."""
+        """Whether any trigger observes changes of this kind."""
         return self._observed.get(kind, 0) > 0
 
     def triggers_of(self, entity_type: str, entity_id: str) -> list[Trigger]:
@@ -239,8 +255,7 @@ class PushEngine:
         trig.status = TERMINATED
         self.topics.drop(trig)
         self._trigger_version += 1
-        kind = KIND_OF.get(trig.collection, trig.collection)
-        self._observed[kind] = self._observed.get(kind, 1) - 1
+        self._observe(trig, -1)
         if trig.spec.persistent:
             try:
                 self.store.delete(trig.id)
@@ -316,7 +331,14 @@ class PushEngine:
             log.info("restored %d persistent triggers", len(self.triggers))
 
     # events ---------------------------------------------------------------------------------
-    def _on_event(self, event: Event) -> None:
+    def _on_event(self, event: Event[Any]) -> None:
+        entity_id = event.entity_id
+        if isinstance(event.payload, ReceivedLog):  # the ROS side knows no entities
+            entity_id, body = self._logs.view(event.payload)
+        else:
+            body = body_of(event)
+        if body is None:
+            return  # nothing to observe: a change the fault stream does not show, a bad sample
         now = time.time()
         if event.kind == DATA:
             candidates: Iterable[Trigger] = tuple(self._data_index().get(event.resource, ()))
@@ -330,39 +352,37 @@ class PushEngine:
             if trig.expired(now):
                 self.remove_trigger(trig, terminated=True)
                 continue
-            if event.kind != DATA and not self._matches(trig, event):
+            if event.kind != DATA and not self._matches(trig, event, entity_id, body):
                 continue
             self.evaluated += 1
-            if trig.evaluate(event.payload):
+            if trig.evaluate(body):
                 if not frame:
-                    frame.append(data_frame(envelope(event.payload, now)))
+                    frame.append(data_frame(envelope(body, now)))
                 self._fire(trig, frame[0], now)
 
-    def _matches(self, trig: Trigger, event: Event) -> bool:
+    def _matches(self, trig: Trigger, event: Event[Any], entity_id: str | None,
+                 body: Any) -> bool:
         path = trig.spec.ref.path
         if path and not (topic_matches("/" + event.resource.strip("/"), path)
                          or path.strip("/") == str(event.resource).strip("/")):
             return False
         if event.kind == UPDATES:
             return True  # updates are server-scoped: every entity's trigger observes them
-        if event.entity_id is None:
+        if entity_id is None:
             return False
-        if event.entity_id not in self.members(trig.entity_type, trig.entity_id):
+        if entity_id not in self.members(trig.entity_type, trig.entity_id):
             return False
         if event.kind == LOGS:
-            return self._log_passes(trig, event)
+            return self._log_passes(trig, body)
         return True
 
-    def _log_passes(self, trig: Trigger, event: Event) -> bool:
-        from ..logs.handlers import config_of
-        from ..ros.rosout import severity_rank
-
+    def _log_passes(self, trig: Trigger, body: Any) -> bool:
         entity = self.state.cache.entities.get(trig.entity_type, trig.entity_id)
-        if entity is None or not isinstance(event.payload, dict):
+        if entity is None or not isinstance(body, dict):
             return False
-        floor = config_of(self.state, entity)["severity_filter"]
+        floor = self.log_configs.of(entity)["severity_filter"]
         try:
-            return severity_rank(event.payload.get("severity", "debug")) >= severity_rank(floor)
+            return severity_rank(body.get("severity", "debug")) >= severity_rank(floor)
         except KeyError:
             return False
 
@@ -533,13 +553,12 @@ class PushEngine:
                 **self.hub.health()}
 
 
-def _store_path(state: GatewayState) -> Path | None:
+def _store_path(state: GatewayState, faults: FaultService) -> Path | None:
     """triggers.storage.path, else triggers.db beside the fault database (memory without one)."""
-    configured = state.settings.get("triggers.storage.path", "")
+    configured = state.settings.typed(TriggerSettings.from_settings).storage_path
     if configured:
         return Path(str(configured)).expanduser()
-    faults = state.faults
-    store = getattr(faults, "store", None)
+    store = faults.store
     waiting = getattr(store, "waiting", None)  # the fault database opens once it can be written
     if waiting is not None:
         return Path(waiting.directory) / "triggers.db"

@@ -11,38 +11,33 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ApiError, invalid_parameter
-from ..events import DATA, Event
+from ..events import DATA, Event, body_of
 from ..faults.model import FAILED, Report
 from ..model.runids import new_id
 from ..process.storage import StorageWriteError, log_write_failure
 from .fault_rules import SEVERITIES, Rule, crossed, extract, from_record, parse_rule
+from .settings import FaultTriggerSettings
 from .topics import TopicWatch
 
 if TYPE_CHECKING:
-    from ..state import GatewayState
+    from ..faults.service import FaultService
+    from ..http.state import GatewayState
 
 log = logging.getLogger(__name__)
 
-MIN_POLL_MS = 50
 STORE = "fault-triggers"  # the rules file's name in storage health and 507 messages
 
 
 class FaultTriggerEngine:
     """Rules by id; DATA events latch them at once, a poll re-reports crossed ones."""
 
-    def __init__(self, state: GatewayState, topics: TopicWatch) -> None:
-        s = state.settings
-        self.state = state
+    def __init__(self, state: GatewayState, topics: TopicWatch, faults: FaultService) -> None:
+        ft = state.settings.typed(FaultTriggerSettings.from_settings)
+        self.state, self.faults = state, faults
         self.topics = topics
-        self.enabled = bool(s.get("fault_triggers.enabled", True))
-        poll = s.get("fault_triggers.poll_interval_ms", 1000)
-        if isinstance(poll, bool) or not isinstance(poll, (int, float)) or poll < MIN_POLL_MS:
-            log.warning("setting 'fault_triggers.poll_interval_ms' %r: using the floor %d ms",
-                        poll, MIN_POLL_MS)
-            poll = MIN_POLL_MS
-        self.poll_s = float(poll) / 1000.0
-        storage = s.get("fault_triggers.storage.path", "")
-        self.path = Path(str(storage)).expanduser() if storage else None
+        self.enabled = ft.enabled
+        self.poll_s = ft.poll_interval_ms / 1000.0  # at least 50 ms, checked at load
+        self.path = Path(ft.storage_path).expanduser() if ft.storage_path else None
         self.rules: dict[str, Rule] = {}
         self._off: Any = None
         self._task: asyncio.Task[None] | None = None
@@ -56,7 +51,7 @@ class FaultTriggerEngine:
         stored = self._load()
         if self.path is not None:  # a full disk at start: /health names the store at once
             await asyncio.to_thread(self.state.storage.check, STORE, self.path.parent)
-        cap = int(self.state.settings.get("fault_triggers.max_rules", 1000))
+        cap = self.state.settings.typed(FaultTriggerSettings.from_settings).max_rules
         if len(stored) > cap:
             log.warning("setting 'fault_triggers.max_rules': %d stored rules, %d kept",
                         len(stored), cap)
@@ -125,11 +120,11 @@ class FaultTriggerEngine:
             self._clear(rule)
 
     # evaluation -----------------------------------------------------------------------------
-    def _on_sample(self, event: Event) -> None:
+    def _on_sample(self, event: Event[Any]) -> None:
         for rule in tuple(self.rules.values()):
             if not rule.active or self.topics.topic_of(rule) != event.resource:
                 continue
-            value = extract(event.payload, rule.pointer, event.resource)
+            value = extract(body_of(event), rule.pointer, event.resource)
             if value is None:
                 continue  # unreadable: hold state
             rule.value = value
@@ -159,18 +154,14 @@ class FaultTriggerEngine:
         return app.node_fqn if app is not None and app.node_fqn else rule.app_id
 
     def _report(self, rule: Rule) -> None:
-        svc = self.state.faults
-        if svc is None:
-            return
+        svc = self.faults
         value = rule.value if rule.value is not None else rule.threshold
         svc.submit([Report(rule.fault_code, FAILED, SEVERITIES[rule.severity],
                            rule.description(value), self._source(rule))])
         self.reports += 1
 
     def _clear(self, rule: Rule) -> None:
-        svc = self.state.faults
-        if svc is None:
-            return
+        svc = self.faults
         svc.clear([rule.fault_code], scope=())  # no correlation cascade
         self.clears += 1
 

@@ -6,25 +6,24 @@ from typing import Any
 
 from aiohttp import web
 
-from ..errors import SERVICE_UNAVAILABLE, ApiError, not_found
+from ..errors import not_found
 from ..http.jsonutil import json_response, read_json_body
 from ..http.resource_helpers import href, resolve_entity
 from ..http.routes import Registry
+from ..http.state import state_of
 from ..model.roles import Role
-from ..state import state_of
 from .fault_engine import FaultTriggerEngine
 from .fault_rules import Rule, check_capacity
+from .keys import PUSH_DELIVERY
+from .settings import FaultTriggerSettings
 
 
 def _engine(request: web.Request) -> FaultTriggerEngine:
     state = state_of(request)
-    if not state.settings.get("fault_triggers.enabled", True):
+    if not state.settings.typed(FaultTriggerSettings.from_settings).enabled:
         raise state.wire.errors.feature_absent("fault-triggers",
                                                "Set fault_triggers.enabled to true")
-    engine = state.fault_triggers
-    if engine is None:
-        raise ApiError(503, SERVICE_UNAVAILABLE, "The fault-trigger engine is not running yet")
-    return engine
+    return request.app[PUSH_DELIVERY].fault_triggers
 
 
 async def create(request: web.Request) -> web.Response:
@@ -32,7 +31,8 @@ async def create(request: web.Request) -> web.Response:
     engine = _engine(request)
     app = resolve_entity(request)
     body = await read_json_body(request)
-    check_capacity(len(engine.rules), int(state_of(request).settings["fault_triggers.max_rules"]))
+    check_capacity(len(engine.rules),
+                   state_of(request).settings.typed(FaultTriggerSettings.from_settings).max_rules)
     rule = engine.create(app, body)
     return json_response(rule.body(), status=201,
                          headers={"Location": href(f"{app.path}/fault-triggers/{rule.id}")})

@@ -1,74 +1,57 @@
-"""Publishers feeding the bus from /rosout, action goals and parameter events."""
+"""Publishers feeding the bus from action goals and parameter events; the view of a log."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from typing import TYPE_CHECKING, Any
 
-from ..events import CONFIGURATIONS, LOGS, OPERATIONS, Event
+from ..events import CONFIGURATIONS, OPERATIONS, Event
+from ..ros.topics.rosout import ReceivedLog, entry, logger_to_node
 
 if TYPE_CHECKING:
-    from ..state import GatewayState
+    from ..http.state import GatewayState
 
 log = logging.getLogger(__name__)
 
 
 def operation_event(app_id: str | None, goal_id: str, action: str, status: str,
-                    change: str) -> Event:
+                    change: str) -> Event[dict[str, Any]]:
     """The bus event of an action goal's status change."""
     return Event(OPERATIONS, app_id, action, change,
                  {"goal_id": goal_id, "action_path": action, "status": status})
 
 
-class LogTap:
-    """Hands /rosout entries from the executor thread to the bus, one loop wake-up per batch."""
+class LogView:
+    """What a log trigger sees of a received /rosout record: its app and the spec's entry."""
 
     def __init__(self, state: GatewayState) -> None:
         self.state = state
-        self._lock = threading.Lock()
-        self._batch: list[Any] = []
-        self._scheduled = False
-        self._index: tuple[int, dict[str, str]] = (-1, {})
+        self._nodes: tuple[object, frozenset[str]] = (None, frozenset())  # graph, node fqns
+        self._apps: tuple[int, dict[str, str]] = (-1, {})  # entity generation, fqn -> app
 
-    def __call__(self, record: Any) -> None:  # executor thread
-        engine = self.state.push
-        if engine is None or not self.state.events.has_listeners(LOGS) \
-                or not engine.observes(LOGS):
-            return
-        loop = self.state.bridge.loop
-        if loop is None:
-            return
-        with self._lock:
-            self._batch.append(record)
-            if self._scheduled:
-                return
-            self._scheduled = True
-        loop.call_soon_threadsafe(self._drain)
+    def view(self, received: ReceivedLog) -> tuple[str | None, dict[str, Any]]:
+        """(owning app id or None, log entry body) against the current graph and entities."""
+        record = received.record
+        node = logger_to_node(record.logger, self._node_fqns())
+        payload = entry(record, node)
+        payload["id"] = f"log_{record.seq}"
+        return self._app_index().get(node), payload
 
-    def _drain(self) -> None:
-        from ..ros.rosout import entry, logger_to_node
-
-        with self._lock:
-            batch, self._batch = self._batch, []
-            self._scheduled = False
+    def _node_fqns(self) -> frozenset[str]:
         graph = self.state.cache.graph
-        fqns = frozenset(n.fqn for n in graph.nodes)
-        apps = self._apps()
-        for record in batch:
-            node = logger_to_node(record.logger, fqns)
-            payload = entry(record, node)
-            payload["id"] = f"log_{record.seq}"
-            self.state.events.publish(Event(LOGS, apps.get(node), str(record.seq), "created",
-                                            payload, record.stamp_ns))
+        seen, fqns = self._nodes
+        if seen is not graph:
+            fqns = frozenset(n.fqn for n in graph.nodes)
+            self._nodes = (graph, fqns)
+        return fqns
 
-    def _apps(self) -> dict[str, str]:
+    def _app_index(self) -> dict[str, str]:
         entities = self.state.cache.entities
-        gen, index = self._index
+        gen, index = self._apps
         if gen != entities.generation:
             index = {a.node_fqn: a.id for a in entities.apps.values() if a.node_fqn}
-            self._index = (entities.generation, index)
+            self._apps = (entities.generation, index)
         return index
 
 

@@ -7,13 +7,14 @@ from typing import Any
 
 from aiohttp import web
 
-from ..errors import SERVICE_UNAVAILABLE, ApiError, not_found
+from ..errors import not_found
 from ..http.jsonutil import json_response, read_json_body
 from ..http.resource_helpers import href, resolve_entity
 from ..http.routes import Registry
+from ..http.state import state_of
 from ..model.roles import Role
-from ..state import state_of
 from .engine import PushEngine
+from .keys import PUSH_DELIVERY
 from .model import Subscription
 from .rules import subscription_create, subscription_update
 
@@ -21,11 +22,8 @@ TYPES = ("components", "apps", "functions")
 
 
 def engine_of(request: web.Request) -> PushEngine:
-    """The running push engine; 503 before ROS is up."""
-    engine = state_of(request).push
-    if engine is None:
-        raise ApiError(503, SERVICE_UNAVAILABLE, "Push delivery is not running yet")
-    return engine
+    """The push engine of a request's app."""
+    return request.app[PUSH_DELIVERY].engine
 
 
 def _find(request: web.Request) -> tuple[PushEngine, Subscription]:
@@ -54,7 +52,7 @@ async def create(request: web.Request) -> web.Response:
     engine = engine_of(request)
     entity = resolve_entity(request)
     body = await read_json_body(request)
-    providers = state.push_collections
+    providers = request.app[PUSH_DELIVERY].collections
     spec = subscription_create(body, entity.kind, entity.id, engine.max_duration,
                                {name: True for name in providers})
     sub = engine.create_subscription(spec, request.headers.get("X-Client-Id"), time.time())

@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..events import DATA, Event
 from ..model.resource_uris import topic_matches
 
 if TYPE_CHECKING:
-    from ..state import GatewayState
+    from ..http.state import GatewayState
 
 log = logging.getLogger(__name__)
 
@@ -28,16 +27,16 @@ class _Want:
 class TopicWatch:
     """Resolves observed topic paths on their entities and pins those topics in the pool.
 
-    Samples of topics that a trigger or fault trigger observes are converted once and published
-    on the bus as DATA events; topics only sampled by cyclic subscriptions are just kept fresh.
+    The pool publishes the samples of topics that a trigger or fault trigger observes on the
+    bus as DATA events (converted once, when first read); topics only sampled by cyclic
+    subscriptions are just kept fresh.
     """
 
     def __init__(self, state: GatewayState) -> None:
         self.state = state
         self._wants: dict[object, _Want] = {}
         self.watched: dict[str, str] = {}  # topic -> type pinned in the pool
-        self.evented: set[str] = set()
-        self.samples_published = 0
+        self.evented: set[str] = set()  # watched topics whose samples go on the bus
         self.version = 0  # bumped whenever a want is resolved, added or dropped
         self._pending: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()  # one reconcile at a time (pins are counted)
@@ -96,8 +95,6 @@ class TopicWatch:
         pool = self.state.pool
         if pool is None:
             return
-        if pool.listener is None:
-            pool.listener = self._on_sample
         needed: dict[str, str] = {}
         evented: set[str] = set()
         for want in list(self._wants.values()):
@@ -122,20 +119,5 @@ class TopicWatch:
         for topic in [t for t in self.watched if t not in needed]:
             del self.watched[topic]
             pool.unwatch(topic)
-
-    def _on_sample(self, topic: str, type_name: str, sample: Any) -> None:
-        """Pool callback on the loop: one converted DATA event per sample of evented topics."""
-        if topic not in self.evented:
-            return
-        import orjson
-
-        from ..ros.samples import sample_to_json
-
-        try:
-            payload = orjson.loads(sample_to_json(type_name, sample.data))
-        except Exception:
-            log.debug("sample of %s could not be converted", topic, exc_info=True)
-            return
-        self.samples_published += 1
-        self.state.events.publish(Event(DATA, None, topic, "sample", payload,
-                                        sample.received_ns))
+        for topic in self.watched:
+            pool.publish_samples(topic, self.state.events if topic in evented else None)

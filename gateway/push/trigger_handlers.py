@@ -11,8 +11,8 @@ from ..errors import ApiError, not_found
 from ..http.jsonutil import json_response, read_json_body
 from ..http.resource_helpers import href, resolve_entity
 from ..http.routes import Registry, entity_type_of
+from ..http.state import state_of
 from ..model.roles import Role
-from ..state import state_of
 from .engine import PushEngine
 from .model import ACTIVE, Trigger
 from .rules import trigger_create, trigger_update

@@ -11,28 +11,27 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from federation.local import provide
-
 from ..errors import ApiError, invalid_parameter, not_found, vendor_error
 from ..http.jsonutil import dumps, json_response
 from ..http.resource_helpers import list_collection, resolve_entity
 from ..http.routes import Registry
+from ..http.state import GatewayState, state_of
 from ..locks.guard import guard_members
 from ..model.entities import Entity
 from ..model.ids import split_qualified
 from ..model.roles import Role
-from ..ros.described import DescribedTypes
-from ..ros.graph import INFRA_TOPICS, is_hidden_topic
-from ..ros.interface_paths import SETTING as INTERFACE_PATHS
-from ..ros.message import (
+from ..ros.graph.snapshot import INFRA_TOPICS, is_hidden_topic
+from ..ros.interfaces.described import DescribedTypes
+from ..ros.interfaces.interface_paths import SETTING as INTERFACE_PATHS
+from ..ros.interfaces.message import (
     MessageFieldError,
     UnknownTypeError,
     default_value,
     import_type,
     type_schema,
 )
-from ..ros.samples import sample_to_json
-from ..state import GatewayState, state_of
+from ..ros.settings import RosServiceSettings
+from ..ros.topics.samples import sample_to_json
 from ..wire.bodies import (
     build_data_message,
     check_type_override,
@@ -40,6 +39,7 @@ from ..wire.bodies import (
     read_object,
     validation_error,
 )
+from ..wire.data import DATA
 from .data_reads import reads_of
 
 # Samples above this size are converted off the event loop.
@@ -62,6 +62,11 @@ class TopicRef:
         if self.publish and self.subscribe:
             return "both"
         return "publish" if self.publish else "subscribe"
+
+
+def sample_budget(state: GatewayState) -> float:
+    """How long a read waits for a first sample (setting `topic_sample_timeout_sec`)."""
+    return state.settings.typed(RosServiceSettings.from_settings).topic_sample_timeout_sec
 
 
 def entity_topics(state: GatewayState, entity: Entity) -> dict[str, TopicRef]:
@@ -113,7 +118,7 @@ def data_item(state: GatewayState, ref: TopicRef) -> dict[str, Any]:
     """One data list item in the wire profile (gateway/wire/data.py); a type the gateway
     cannot serve is marked (`type_available: false` and the setting that fixes it)."""
     info = type_info(ref.type)
-    item: dict[str, Any] = state.wire.data.item(ref, info)
+    item: dict[str, Any] = state.serializer(DATA).item(ref, info)
     if info is None and ref.type:
         item[state.xv].update(unserved_type_vendor(ref.type))
     return item
@@ -153,9 +158,6 @@ async def _local_items(state: GatewayState, entity: Entity) -> list[dict[str, An
     return local_items(state, entity)
 
 
-provide("data", _local_items)
-
-
 async def list_data(request: web.Request) -> web.Response:
     """Topics of an entity (aggregated over member apps, and over peers with aggregation)."""
     return await list_collection(request, "data", local_items)
@@ -182,7 +184,7 @@ def unlisted_topic(state: GatewayState, data_id: str, declared: str | None = Non
                    ) -> TopicRef | None:
     """A topic the entity lacks, for profiles that address any path (its graph type, else the
     declared one); None otherwise."""
-    if not state.wire.data.address_any_topic:
+    if not state.serializer(DATA).address_any_topic:
         return None
     topic = data_id if data_id.startswith("/") else "/" + data_id
     info = state.cache.graph.topics.get(topic)
@@ -199,12 +201,12 @@ async def read_data(request: web.Request) -> web.Response:
     try:
         ref = find_topic(state, entity, data_id)
     except ApiError:
-        if not state.wire.data.address_any_topic:
+        if not state.serializer(DATA).address_any_topic:
             raise
         found = unlisted_topic(state, data_id)
         if found is None:  # nothing on the graph: metadata only (reference behaviour)
             topic = data_id if data_id.startswith("/") else "/" + data_id
-            xv = state.wire.data.read_vendor(entity.id, topic, "", None, None)
+            xv = state.serializer(DATA).read_vendor(entity.id, topic, "", None, None)
             xv["status"] = "metadata_only"
             return json_response({"id": topic, "data": {}, state.xv: xv})
         ref = found
@@ -220,11 +222,11 @@ async def read_data(request: web.Request) -> web.Response:
     else:
         try:
             sample, entry = await state.pool.latest(
-                ref.topic, ref.type, state.settings["topic_sample_timeout_sec"])
+                ref.topic, ref.type, sample_budget(state))
         except UnknownTypeError as exc:
             return await _read_described(state, entity, ref, exc)
     info = state.cache.graph.topics.get(ref.topic)
-    xv = state.wire.data.read_vendor(entity.id, ref.topic, ref.type, info,
+    xv = state.serializer(DATA).read_vendor(entity.id, ref.topic, ref.type, info,
                                      type_info_json(ref.type))
     if sample is None:
         xv["status"] = "metadata_only"
@@ -252,14 +254,14 @@ async def _read_described(state: GatewayState, entity: Entity, ref: TopicRef,
     """A read of a type the gateway lacks, from the description a node serves (REP-2011);
     503 while it is fetched, 501 when no node describes it."""
     described = described_types(state)
-    timeout = state.settings["topic_sample_timeout_sec"]
+    timeout = sample_budget(state)
     await _described_ready(described, ref, f"Cannot read {ref.topic}", exc, timeout)
     try:
         js, received_ns = await described.latest(ref.topic, ref.type, timeout)
     except (RuntimeError, OSError, ValueError) as failed:  # the rmw refused the reader
         raise type_unavailable(ref.type, f"Cannot read {ref.topic}", failed,
                                topic=ref.topic) from None
-    xv = state.wire.data.read_vendor(entity.id, ref.topic, ref.type,
+    xv = state.serializer(DATA).read_vendor(entity.id, ref.topic, ref.type,
                                      state.cache.graph.topics.get(ref.topic), None)
     xv["type_source"] = "type_description"
     if js is None:
@@ -290,7 +292,7 @@ async def _write_described(state: GatewayState, entity: Entity, ref: TopicRef,
     """A write of a type the gateway lacks, encoded from the description a node serves."""
     described = described_types(state)
     await _described_ready(described, ref, f"Cannot publish on {ref.topic}", exc,
-                           state.settings["topic_sample_timeout_sec"])
+                           sample_budget(state))
     try:
         matched = await described.publish(ref.topic, ref.type, fields)
     except MessageFieldError as bad:
@@ -332,7 +334,7 @@ async def write_data(request: web.Request) -> web.Response:
         check_data_type(declared)
         found = unlisted_topic(state, data_id, declared)
         if found is None:
-            raise state.wire.data.unlisted_write(missing, data_id) from None
+            raise state.serializer(DATA).unlisted_write(missing, data_id) from None
         ref = found
     guard_members(request, entity, "data", ref.member_ids)  # a locked member refuses
     body = await read_object(request, empty_ok=False)
@@ -352,6 +354,7 @@ async def write_data(request: web.Request) -> web.Response:
 
 def register(reg: Registry) -> None:
     """Declare the data routes."""
+    reg.lists_items("data", _local_items)
     reg.entity_routes("GET", "/data", list_data, response="DataList", summary="List data items")
     reg.entity_routes("GET", "/data/{data_id}", read_data, multi_segment=("data_id",),
                       response="DataRead", summary="Read the newest sample of a topic")

@@ -29,8 +29,8 @@ from ..http import hot
 
 if TYPE_CHECKING:
     from ..discovery.cache import EntityCache
-    from ..ros.topics import Sample, SamplePool, _Entry
-    from ..state import GatewayState
+    from ..http.state import GatewayState
+    from ..ros.topics.pool import Sample, SamplePool, _Entry
 
 # Bodies (one per reader's view of a topic) and sample JSONs kept; past it, a store restarts.
 MAX_BODIES = 4096

@@ -18,9 +18,9 @@ from ..http.resource_helpers import (
     resolve_entity,
 )
 from ..http.routes import ENTITY_PARAM, ENTITY_TYPES, Registry
+from ..http.state import GatewayState, state_of
 from ..model import relations
 from ..model.entities import Entity
-from ..state import GatewayState, state_of
 
 NESTED = {"nested_discovery": True}  # invalid and unknown ids worded per type (medkit)
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from ..discovery.keys import DISCOVERY
 from ..http.jsonutil import json_response
 from ..http.routes import Registry
 from ..model.roles import Role
-from ..state import state_of
 
 
 async def manifest_status(request: web.Request) -> web.Response:
     """Manifest discovery status (inactive in runtime_only mode)."""
-    disc = state_of(request).discovery
+    disc = request.app.get(DISCOVERY)
     if disc is not None:
         return json_response(disc.status())
     from ..discovery.pipeline import inactive_status  # the manifest stack: only when used

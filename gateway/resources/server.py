@@ -9,16 +9,21 @@ from aiohttp import web
 
 from .. import __version__
 from .._fast import MSGCONV_IMPL
+from ..auth.settings import AuthSettings
+from ..discovery.keys import DISCOVERY
+from ..discovery.settings import DiscoverySettings
 from ..errors import not_found
 from ..http import hot
 from ..http.jsonutil import JSON_TYPE, dumps, json_response
 from ..http.openapi import build, project
 from ..http.resource_helpers import entities, federation
 from ..http.routes import API_PREFIX, ENTITY_TYPES, Registry
+from ..http.settings import DocsSettings
+from ..http.state import GatewayState, state_of
 from ..operations.handlers import entity_operations
-from ..ros.embedded import ros_versions
-from ..ros.samples import implementation as sample_implementation
-from ..state import GatewayState, state_of
+from ..process.settings import ServerSettings
+from ..ros.dds.embedded import ros_versions
+from ..ros.topics.samples import implementation as sample_implementation
 from .data import entity_topics
 
 API_VERSION = "1.0.0"
@@ -57,10 +62,12 @@ async def root(request: web.Request) -> web.Response:
     }
     s = state.settings
     if "auth" in state.features:
-        body["auth"] = {"enabled": True, "algorithm": s["auth.jwt_algorithm"],
-                        "require_auth_for": s["auth.require_auth_for"]}
+        auth = s.typed(AuthSettings.from_settings)
+        body["auth"] = {"enabled": True, "algorithm": auth.jwt_algorithm,
+                        "require_auth_for": auth.require_auth_for}
     if "tls" in state.features:
-        body["tls"] = {"enabled": True, "min_version": s["server.tls.min_version"]}
+        body["tls"] = {"enabled": True,
+                       "min_version": s.typed(ServerSettings.from_settings).tls_min_version}
     return json_response(body)
 
 
@@ -121,10 +128,10 @@ async def health(request: web.Request) -> web.Response:
     executor = state.bridge.health()
     executor["graph_events_received"] = state.poller.events
     es = state.cache.entities
-    disc = state.discovery  # manifest-backed modes (discovery/pipeline.py)
+    disc = request.app.get(DISCOVERY)  # manifest-backed modes (discovery/pipeline.py)
     # Readiness: entity lists are complete only once discovery settled after the start.
     ready = state.poller.ready.is_set()
-    # The DDS side does not hear the graph (discovery/hearing.py): degraded, with the reason.
+    # The DDS side does not hear the graph (ros/rejoin/hearing.py): degraded, with the reason.
     hearing = getattr(state.bridge, "hearing", None)
     deaf = hearing.state.reason if hearing is not None and hearing.deaf else None
     storage = state.storage.failing()  # stores whose writes fail (process/storage.py)
@@ -138,7 +145,7 @@ async def health(request: web.Request) -> web.Response:
         "warnings": _warnings(state) + (disc.warnings() if disc is not None else []) + (
             [] if deaf is None else [_deaf_warning(deaf)]) + [f.warning() for f in storage],
         "discovery": {
-            "mode": state.settings["discovery.mode"],
+            "mode": state.settings.typed(DiscoverySettings.from_settings).mode,
             "strategy": "runtime",
             "pipeline": {
                 "layers": ["runtime"],
@@ -166,13 +173,13 @@ async def health(request: web.Request) -> web.Response:
 
 
 def _document(state: GatewayState) -> dict[str, Any]:
-    if not state.settings["docs.enabled"]:
+    if not state.settings.typed(DocsSettings.from_settings).enabled:
         raise state.wire.errors.feature_absent(
             "docs", "Set docs.enabled to true")
     if state.openapi is None:
         state.openapi = state.wire.docs.finish(build(
             state.registry, vendor=state.vendor, version=__version__,
-            with_roles=bool(state.settings.get("auth.enabled", False))))
+            with_roles=state.settings.typed(AuthSettings.from_settings).enabled))
     return state.openapi
 
 

@@ -9,10 +9,11 @@ from aiohttp import web
 from ..http.jsonutil import json_response
 from ..http.resource_helpers import resolve_entity
 from ..http.routes import Registry
+from ..http.state import GatewayState, state_of
 from ..lifecycle.plans import TRANSITIONS
 from ..model.entities import Entity
-from ..ros.services import CallError
-from ..state import GatewayState, state_of
+from ..ros.calls.services import CallError
+from ..ros.settings import RosServiceSettings
 
 GET_STATE_TYPE = "lifecycle_msgs/srv/GetState"
 ACTIVE = 3  # lifecycle_msgs/msg/State PRIMARY_STATE_ACTIVE
@@ -48,11 +49,9 @@ async def _lifecycle(state: GatewayState, app: Entity) -> dict[str, Any] | None:
     from lifecycle_msgs.srv import GetState
 
     caller = state.service_caller
-    if caller is None:
-        return {"state": "unknown", "error": "the ROS connection is not running"}
+    budget = state.settings.typed(RosServiceSettings.from_settings).parameter_service_timeout_sec
     try:
-        response = await caller.call(service, GET_STATE_TYPE, GetState.Request(),
-                                     state.settings["parameter_service_timeout_sec"])
+        response = await caller.call(service, GET_STATE_TYPE, GetState.Request(), budget)
     except CallError as exc:
         return {"state": "unknown", "error": str(exc)}
     return {"state": response.current_state.label, "state_id": int(response.current_state.id)}
@@ -69,8 +68,9 @@ async def app_status(request: web.Request) -> web.Response:
     if lifecycle is not None:
         xv["lifecycle"] = lifecycle
         state_id = lifecycle.get("state_id", -1)
-    from ..lifecycle.handlers import latest  # the last lifecycle control request, while polling it
-    transition = latest(state, entity.id)
+    from ..lifecycle.handlers import LIFECYCLE  # the last control request, while polling it
+    control = request.app.get(LIFECYCLE)
+    transition = control.latest(entity.id) if control is not None else None
     if transition is not None:
         xv.setdefault("lifecycle", {})["transition"] = transition
     body: dict[str, Any] = {"id": entity.id, "status": readiness(online, state_id)}

@@ -12,8 +12,8 @@ from aiohttp import web
 
 from ..errors import not_implemented
 from ..http.routes import Registry
+from ..http.state import state_of
 from ..model.roles import Role
-from ..state import state_of
 from ..wire.errors import FEATURE_ABSENT
 
 ALL = ("areas", "components", "apps", "functions")

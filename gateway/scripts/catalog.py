@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from ..auth.settings import AuthSettings
 from ..process.storage import StorageHealth
 from ..schemacheck import safeschema
 from ..settings.safeyaml import BoundedSafeLoader
@@ -71,7 +72,8 @@ class Script:
 
 def anonymous_callers(settings: Any) -> bool:
     """Whether callers without a token reach the write routes (auth off, or required for none)."""
-    return not settings["auth.enabled"] or settings["auth.require_auth_for"] == "none"
+    auth = settings.typed(AuthSettings.from_settings)
+    return not auth.enabled or auth.require_auth_for == "none"
 
 
 ANONYMOUS_REFUSED = ("Scripts cannot be uploaded or run anonymously: turn on auth (auth.enabled) "

@@ -11,17 +11,18 @@ from typing import Any
 
 from aiohttp import web
 
+from ..discovery.keys import DISCOVERY
 from ..errors import ApiError, bad_request, invalid_parameter, not_found
 from ..http.jsonutil import json_response
 from ..http.multipart import body_parts
 from ..http.resource_helpers import envelope, href, resolve_entity
 from ..http.routes import Registry
+from ..http.state import GatewayState, state_of
 from ..model.entities import Entity
 from ..model.roles import Role
-from ..schemacheck import schema_worker
+from ..ros.settings import RosSettings
 from ..schemacheck.safeschema import problems_off_loop
 from ..settings.secretfiles import forbid_inspection
-from ..state import GatewayState, state_of
 from .catalog import (
     ANONYMOUS_REFUSED,
     FORMATS,
@@ -36,8 +37,9 @@ from .catalog import (
 )
 from .childenv import child_environment, ros_environment
 from .runner import FORCED, STOP, CapacityReached, Execution, NotRunning
-from .service import ScriptService
+from .service import SCRIPT_SERVICE, ScriptService
 from .settings import ScriptSettings
+from .wire import SCRIPTS
 
 log = logging.getLogger(__name__)
 
@@ -46,18 +48,18 @@ META_LIMIT = 65536  # bytes of an upload's metadata field
 EXECUTION_TYPES = ("now", "on_restart", "now_and_on_restart", "once_on_restart")
 
 
-def service(state: GatewayState) -> ScriptService:
+def service(request: web.Request) -> ScriptService:
     """The script service; 501 without a backend."""
-    svc = state.scripts
-    if svc is None or not svc.enabled:
-        raise state.wire.errors.feature_absent(
+    svc = request.app[SCRIPT_SERVICE]
+    if not svc.enabled:
+        raise state_of(request).wire.errors.feature_absent(
             "scripts", "Set scripts.scripts_dir to a directory of managed scripts")
     return svc
 
 
 def _context(request: web.Request) -> tuple[GatewayState, ScriptService, Entity]:
     state = state_of(request)
-    svc = service(state)
+    svc = service(request)
     return state, svc, resolve_entity(request)
 
 
@@ -69,7 +71,7 @@ def _script_body(entity: Entity, sc: Script) -> dict[str, Any]:
 
 def _vendor(request: web.Request, status: int, code: str, message: str,
             **params: Any) -> ApiError:
-    return state_of(request).wire.scripts.error(status, code, message, **params)
+    return state_of(request).serializer(SCRIPTS).error(status, code, message, **params)
 
 
 async def list_scripts(request: web.Request) -> web.Response:
@@ -224,11 +226,12 @@ async def start_execution(request: web.Request) -> web.Response:
             await asyncio.get_running_loop().run_in_executor(None, grant, sc, user.gid)
         except (OSError, ScriptError) as exc:  # the run then fails and its record says why
             log.warning("script %s: cannot give the run user access: %s", sc.id, exc)
+    domain_id = state.settings.typed(RosSettings.from_settings).domain_id
     try:
         record = await runner.start(
             sc.id, entity.kind, entity.id,
             [*user.prefix, *command(sc, parameters, relative=user.gid is not None)],
-            run_env({**child_environment(), **ros_environment(state.settings["ros.domain_id"]),
+            run_env({**child_environment(), **ros_environment(domain_id),
                      **user.env}, sc, parameters, entity.kind,
                     entity.id, exec_id),
             timeout, cwd=str(sc.path.parent), execution_id=exec_id)
@@ -297,9 +300,10 @@ async def delete_execution(request: web.Request) -> web.Response:
 
 
 def install(app: web.Application, state: GatewayState) -> None:
-    """The script service (uploads loaded, executions killed at shutdown)."""
-    svc = ScriptService(state)
-    state.scripts = svc
+    """The script service (uploads loaded; executions killed when the feature services stop,
+    app.feature_services)."""
+    disc = app.get(DISCOVERY)  # manifest modes: the manifest's scripts
+    svc = app[SCRIPT_SERVICE] = ScriptService(state, disc.script_entries if disc else None)
     if not svc.enabled:
         state.features.discard("scripts")  # root capability `scripts` false; routes answer 501
         return
@@ -317,18 +321,7 @@ def install(app: web.Application, state: GatewayState) -> None:
     if anonymous_callers(state.settings) and svc.settings.allow_anonymous:
         log.warning("scripts.allow_anonymous is on with auth off (or auth.require_auth_for="
                     "none): anyone who reaches this gateway can upload and run code on it")
-    runner = svc.runner
-    state.health["x-vendor-scripts"] = lambda: {
-        "running": runner.running(), "max_concurrent_executions": runner.max_concurrent,
-        "executions_kept": len(runner.executions), "uploaded": len(svc.uploaded),
-        "containment": runner.containment.kind}
-
-    async def lifecycle(app: web.Application) -> Any:
-        yield
-        await svc.runner.close()
-        await schema_worker.close()  # parameter validations in worker processes
-
-    app.cleanup_ctx.append(lifecycle)
+    state.health.update(svc.health_blocks())  # its place in /health: before the ROS side's
 
 
 def register(reg: Registry) -> None:

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aiohttp import web
+
 from ..errors import not_found
 from ..model.entities import Entity
+from ..process.settings import ProcessSettings
+from ..schemacheck import schema_worker
 from ..settings.config import ConfigError
 from .catalog import (
     RunAs,
@@ -27,7 +32,7 @@ from .runner import Runner
 from .settings import ScriptSettings
 
 if TYPE_CHECKING:
-    from ..state import GatewayState
+    from ..http.state import GatewayState
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +40,10 @@ log = logging.getLogger(__name__)
 class ScriptService:
     """Managed and uploaded scripts of this gateway and their executions."""
 
-    def __init__(self, state: GatewayState) -> None:
+    def __init__(self, state: GatewayState,
+                 definitions: Callable[[], list[Any]] | None = None) -> None:
         s = state.settings
+        self.definitions = definitions  # the manifest's `scripts` block (discovery/pipeline.py)
         cfg = self.settings = s.typed(ScriptSettings.from_settings)
         self.state = state
         self.scripts_dir = cfg.scripts_dir
@@ -49,12 +56,13 @@ class ScriptService:
         refusal = root_refusal(self.enabled, os.geteuid(), cfg.run_as_user, cfg.allow_root)
         if refusal is not None:
             raise ConfigError(refusal)
-        self.uploads = UploadStore(cfg.upload_dir or default_upload_root(s["state_dir"]),
+        state_dir = s.typed(ProcessSettings.from_settings).state_dir
+        self.uploads = UploadStore(cfg.upload_dir or default_upload_root(state_dir),
                                    self.run_as.gid, state.storage)
         self.uploaded: dict[str, Script] = {}
         self._managed: list[Script] = []
         self._scan_key: Any = None
-        containment = Containment(runs_dir(s["state_dir"]), use_cgroup=True,
+        containment = Containment(runs_dir(state_dir), use_cgroup=True,
                                   storage=state.storage) if self.enabled \
             else Containment(None, use_cgroup=False)
         self.runner = Runner(cfg.max_concurrent_executions, cfg.max_execution_history,
@@ -64,6 +72,28 @@ class ScriptService:
     def enabled(self) -> bool:
         """A backend exists: a scripts directory is configured."""
         return self.scripts_dir is not None
+
+    async def start(self) -> None:
+        """Nothing to start: install() loaded the uploads."""
+
+    async def shutdown(self) -> None:
+        """Nothing streams."""
+
+    def health_blocks(self) -> dict[str, Callable[[], Any]]:
+        """The x-vendor-scripts block of /health (a backend configured)."""
+        if not self.enabled:
+            return {}
+        runner = self.runner
+        return {"x-vendor-scripts": lambda: {
+            "running": runner.running(), "max_concurrent_executions": runner.max_concurrent,
+            "executions_kept": len(runner.executions), "uploaded": len(self.uploaded),
+            "containment": runner.containment.kind}}
+
+    async def stop(self) -> None:
+        """Kill running executions; end the parameter validation workers."""
+        if self.enabled:
+            await self.runner.close()
+            await schema_worker.close()
 
     def load(self) -> None:
         """Read the stored uploads."""
@@ -84,7 +114,7 @@ class ScriptService:
         extra: list[Script] = []
         # The manifest's `scripts` block: entries {id, name, description, path, format,
         # timeout_sec, entity_filter, env, args, parameters_schema}.
-        source = self.state.script_definitions
+        source = self.definitions
         for entry in (source() if source is not None else ()):
             try:
                 extra.append(managed_from(entry, Path(entry["path"]), entry["id"]))
@@ -107,3 +137,6 @@ class ScriptService:
                 return sc
         raise not_found(f"Script '{script_id}' not found on {entity.type} '{entity.id}'",
                         entity_id=entity.id, script_id=script_id)
+
+
+SCRIPT_SERVICE: web.AppKey[ScriptService] = web.AppKey("script_service", ScriptService)

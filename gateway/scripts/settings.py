@@ -1,10 +1,35 @@
-"""The scripts feature's settings as plain values (`scripts.*` in the settings table)."""
+"""The scripts feature's settings (`scripts.*` in the settings table), read once."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+from ..settings.typed import TableSettings
+
+if TYPE_CHECKING:
+    from ..settings.config import Settings
+
+
+@dataclass(frozen=True)
+class ScriptKeys(TableSettings):
+    """The `scripts.*` settings as the table holds them."""
+
+    PREFIX = "scripts."
+
+    scripts_dir: str
+    allow_uploads: bool
+    allow_anonymous: bool
+    run_as_user: str
+    allow_root: bool
+    upload_dir: str
+    max_file_size_mb: int
+    max_concurrent_executions: int
+    default_timeout_sec: int
+    max_execution_history: int
+    stop_grace_sec: float
+    max_output_bytes: int
 
 
 @dataclass(frozen=True)
@@ -26,21 +51,19 @@ class ScriptSettings:
     max_output_bytes: int = 1048576
 
     @classmethod
-    def from_settings(cls, s: Any) -> ScriptSettings:
+    def from_settings(cls, s: Settings) -> ScriptSettings:
         """From the resolved gateway settings (their ranges are checked at load)."""
-        def path(key: str) -> Path | None:
-            return Path(s[key]).expanduser() if s[key] else None
+        k = s.typed(ScriptKeys.from_settings)
+
+        def path(text: str) -> Path | None:
+            return Path(text).expanduser() if text else None
 
         return cls(
-            scripts_dir=path("scripts.scripts_dir"),
-            allow_uploads=bool(s["scripts.allow_uploads"]),
-            allow_anonymous=bool(s["scripts.allow_anonymous"]),
-            run_as_user=str(s["scripts.run_as_user"]),
-            allow_root=bool(s["scripts.allow_root"]),
-            upload_dir=path("scripts.upload_dir"),
-            max_file_bytes=int(float(s["scripts.max_file_size_mb"]) * 1024 * 1024),
-            max_concurrent_executions=int(s["scripts.max_concurrent_executions"]),
-            default_timeout_s=float(s["scripts.default_timeout_sec"]),
-            max_execution_history=int(s["scripts.max_execution_history"]),
-            stop_grace_s=float(s["scripts.stop_grace_sec"]),
-            max_output_bytes=int(s["scripts.max_output_bytes"]))
+            scripts_dir=path(k.scripts_dir), allow_uploads=k.allow_uploads,
+            allow_anonymous=k.allow_anonymous, run_as_user=k.run_as_user,
+            allow_root=k.allow_root, upload_dir=path(k.upload_dir),
+            max_file_bytes=k.max_file_size_mb * 1024 * 1024,
+            max_concurrent_executions=k.max_concurrent_executions,
+            default_timeout_s=float(k.default_timeout_sec),
+            max_execution_history=k.max_execution_history, stop_grace_s=k.stop_grace_sec,
+            max_output_bytes=k.max_output_bytes)

@@ -121,7 +121,7 @@ SETTINGS: tuple[Setting, ...] = (
        minimum=0, maximum=10000),
     _s("discovery.watched_idle_poll_interval_ms", int, 30000,
        "ROS graph poll period of an idle graph while the gateway node's graph guard condition "
-       "is watched (a graph change wakes the poll at once; ros/graph_watch.py); 0: no watch, "
+       "is watched (a graph change wakes the poll at once; ros/graph/graph_watch.py); 0: no watch, "
        "an idle graph is polled every idle_poll_interval_ms",
        minimum=0, maximum=600000),
     _s("discovery.manifest_path", str, "", "manifest file (hybrid and manifest_only modes)"),

@@ -8,14 +8,15 @@ from aiohttp import web
 
 from ..http.jsonutil import json_response, read_json_body
 from ..http.routes import API_PREFIX, Handler, Registry
+from ..http.state import state_of
 from ..model.roles import Role
-from ..state import state_of
 from . import machine
+from .feature import UPDATES
 from .manager import UpdateManager
 
 
 def _manager(request: web.Request) -> UpdateManager:
-    manager = state_of(request).updates
+    manager = request.app[UPDATES].manager
     if manager is None:
         raise state_of(request).wire.errors.feature_absent(
             "updates-backend", "Load an update provider plugin (setting plugins) and keep "

@@ -15,7 +15,7 @@ from . import machine
 from .machine import UpdateStatus
 
 if TYPE_CHECKING:
-    from ..state import GatewayState
+    from ..http.state import GatewayState
 
 log = logging.getLogger(__name__)
 

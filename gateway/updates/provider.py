@@ -27,9 +27,10 @@ METADATA_ONLY = "metadata only"  # sub-progress step of a registration without `
 
 
 def _state_dir(ctx: PluginContext | None) -> Path:
+    from ..process.settings import ProcessSettings
     from ..process.statefiles import default_state_dir
 
-    configured = ctx.settings["state_dir"] if ctx is not None else ""
+    configured = ctx.settings.typed(ProcessSettings.from_settings).state_dir if ctx else ""
     return Path(configured).expanduser() if configured else default_state_dir()
 
 

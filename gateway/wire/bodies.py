@@ -11,7 +11,7 @@ from aiohttp import web
 
 from ..errors import INVALID_REQUEST, ApiError, invalid_parameter
 from ..http.jsonutil import read_limited
-from ..ros.message import MessageFieldError, dict_to_message
+from ..ros.interfaces.message import MessageFieldError, dict_to_message
 
 # Keys that make an execution body an envelope, by operation kind, in precedence order.
 ENVELOPE_KEYS = ("parameters", "goal", "request")

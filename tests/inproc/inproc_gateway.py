@@ -1,5 +1,6 @@
 """The in-process gateway: `gateway.app.make_app` served by aiohttp's test client, its ROS
-side a fake robot (inproc_robot.py) attached through make_app's `ros` lifecycle.
+side a fake robot (inproc_robot.py) attached through make_app's `ros` lifecycle, which
+starts the gateway's feature services in their declared order (app.feature_services).
 
 A test takes the `gateway` fixture (conftest.py, parametrized over both wire profiles,
 `spec` and `medkit`) and runs one scenario against it:
@@ -30,8 +31,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from gateway.app import feature_services, make_app
 from gateway.discovery.cache import EntityCache
 from gateway.discovery.runtime import HostInfo
+from gateway.http.state import STATE, GatewayState
 from gateway.settings.config import load
-from gateway.state import STATE, GatewayState
 from tests.inproc.inproc_robot import (
     HOST,
     FakeActions,
@@ -99,21 +100,19 @@ def robot_lifecycle(nodes: list[FakeNode], bridge: FakeBridge, pool: FakePool,
     """The ROS side of app._ros_lifecycle over the fake robot (make_app's `ros`)."""
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
-        from gateway.ros.parameters import ParameterStore
-        from gateway.ros.rosout import RosoutLog
+        from gateway.ros.calls.parameters import ParameterStore
+        from gateway.ros.topics.rosout import RosoutLog
 
         state = app[STATE]
         s = state.settings
         bridge.start(asyncio.get_running_loop())
-        state.bridge = bridge  # type: ignore[assignment]
-        state.pool = pool  # type: ignore[assignment]
-        state.cache = EntityCache(s["entity_cache.capacity"], HostInfo(HOST, "Linux", "x86_64"))
-        state.cache.apply(snapshot(nodes))
-        state.poller = FakePoller()  # type: ignore[assignment]
-        state.service_caller = caller  # type: ignore[assignment]
-        state.actions = actions  # type: ignore[assignment]
-        state.parameters = ParameterStore(caller, 2.0, 0.0)  # type: ignore[arg-type]
-        rosout = state.rosout = RosoutLog(bridge, s["logs.buffer_size"])  # type: ignore[arg-type]
+        cache = EntityCache(s["entity_cache.capacity"], HostInfo(HOST, "Linux", "x86_64"),
+                            events=state.events)
+        cache.apply(snapshot(nodes))
+        rosout = RosoutLog(bridge, s["logs.buffer_size"])  # type: ignore[arg-type]
+        rosout.publish_records(state.events)  # as app._ros_side: log triggers hear the bus
+        state.attach_ros(bridge, pool, cache, FakePoller(), caller,  # type: ignore[arg-type]
+                         actions, ParameterStore(caller, 2.0, 0.0), rosout)  # type: ignore[arg-type]
         await rosout.start()
         try:
             async with feature_services(app):  # the gateway's own services, in its order

@@ -21,8 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.ros.graph import PARAM_SERVICE_SUFFIXES, GraphSnapshot, NodeInfo, TopicInfo
-from gateway.ros.services import CallFailed, InFlightLimiter, NotAvailable
+from gateway.events import DATA, Event, EventBus
+from gateway.ros.calls.services import CallFailed, InFlightLimiter, NotAvailable
+from gateway.ros.graph.snapshot import PARAM_SERVICE_SUFFIXES, GraphSnapshot, NodeInfo, TopicInfo
+from gateway.ros.topics.pool import DataSample
 
 HOST = "testhost"  # the host component's id (discovery.runtime.HostInfo)
 FLOAT32 = "std_msgs/msg/Float32"
@@ -233,7 +235,7 @@ class FakePool:
     """The sample pool: samples are put in by the test (`put`), writes recorded."""
 
     def __init__(self) -> None:
-        self.listener: Callable[[str, str, FakeSample], None] | None = None
+        self.evented: dict[str, EventBus] = {}  # topics whose samples go on the bus
         self.entries: dict[str, FakeEntry] = {}
         self.published: list[tuple[str, str, Any]] = []
         self.subscribers: dict[str, int] = {}  # topic -> readers a publish reaches
@@ -249,8 +251,10 @@ class FakePool:
         entry = self.entries.setdefault(topic, FakeEntry(topic, type_name))
         self._seq += 1
         entry.sample = FakeSample(data, stamp_ns, stamp_ns, self._seq)
-        if self.listener is not None:  # push delivery (push/topics.py), on the loop
-            self.listener(topic, type_name, entry.sample)
+        events = self.evented.get(topic)
+        if events is not None and events.has_listeners(DATA):  # as SamplePool, on the loop
+            events.publish(Event(DATA, None, topic, "sample",
+                                 DataSample(type_name, entry.sample), stamp_ns))
 
     def find(self, topic: str, type_name: str) -> FakeEntry | None:
         entry = self.entries.get(topic)
@@ -276,6 +280,14 @@ class FakePool:
 
     def unwatch(self, topic: str) -> None:
         self.watched.pop(topic, None)
+        self.evented.pop(topic, None)
+
+    def publish_samples(self, topic: str, events: EventBus | None) -> None:
+        """Publish a pinned topic's samples on the bus (None: stop), as SamplePool does."""
+        if events is None or topic not in self.watched:
+            self.evented.pop(topic, None)
+        else:
+            self.evented[topic] = events
 
     async def latest(self, topic: str, type_name: str, timeout: float
                      ) -> tuple[FakeSample | None, FakeEntry]:
@@ -382,7 +394,7 @@ def _param_service(node: FakeNode, service: str, request: Any) -> Any:
         SetParameters,
     )
 
-    from gateway.ros.parameters import to_msg, value_of
+    from gateway.ros.calls.parameters import to_msg, value_of
 
     params = node.params
     assert params is not None
@@ -425,7 +437,7 @@ class FakeActions:
 
     async def send_goal(self, entity: tuple[str, str], op_id: str, action: str,
                         type_name: str, goal: Any, timeout: float) -> Any:
-        from gateway.ros.actions import Execution
+        from gateway.ros.calls.actions import Execution
 
         self.goals.append(goal)
         ex = Execution(f"goal{len(self.goals)}", entity, op_id, action, type_name)

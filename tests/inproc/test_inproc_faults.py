@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+from gateway.faults.keys import FAULT_SERVICE
 from gateway.faults.model import CRITICAL, ERROR, Report
 from tests.inproc.inproc_gateway import Gw, Runner
 from tests.inproc.inproc_robot import ACTUATOR, FLOAT32, MONITOR, PRESSURE, cdr_float32
@@ -15,7 +16,7 @@ STAMP = 1_700_000_000_000_000_000
 
 async def report(gw: Gw, *reports: Report) -> None:
     """Hand reports to the fault manager and wait for their commit."""
-    faults = gw.state.faults
+    faults = gw.client.app[FAULT_SERVICE]
     assert faults is not None
     faults.submit(reports)
     for _ in range(100):  # the flush runs on the next loop turns
@@ -53,7 +54,7 @@ def test_fault_detail_with_its_freeze_frame(gateway: Runner) -> None:
     async def scenario(gw: Gw) -> None:
         gw.pool.put(PRESSURE, FLOAT32, cdr_float32(42.5), STAMP)
         await report(gw, Report("BRAKE_OVERHEAT", "FAILED", CRITICAL, "too hot", ACTUATOR))
-        faults = gw.state.faults
+        faults = gw.client.app[FAULT_SERVICE]
         assert faults is not None
         for _ in range(100):  # the capture of the app's topics follows the confirmation
             status, body = await gw.json("GET", f"{FAULTS}/BRAKE_OVERHEAT")
@@ -95,7 +96,7 @@ def test_clear_one_fault(gateway: Runner) -> None:
                      Report("PAD_WEAR", "FAILED", CRITICAL, "pads worn", ACTUATOR))
         status, _ = await gw.json("DELETE", f"{FAULTS}/BRAKE_OVERHEAT")
         assert status == 204
-        await gw.state.faults.settled()  # type: ignore[union-attr]
+        await gw.client.app[FAULT_SERVICE].settled()
         status, body = await gw.json("GET", FAULTS)
         assert [i["fault_code"] for i in body["items"]] == ["PAD_WEAR"]
         status, body = await gw.json("GET", f"{FAULTS}?status=cleared")
@@ -111,7 +112,7 @@ def test_clear_all_faults_of_an_entity_only(gateway: Runner) -> None:
                      Report("SENSOR_STALE", "FAILED", CRITICAL, "no data", MONITOR))
         status, _ = await gw.json("DELETE", FAULTS)
         assert status == 204
-        await gw.state.faults.settled()  # type: ignore[union-attr]
+        await gw.client.app[FAULT_SERVICE].settled()
         status, body = await gw.json("GET", "/api/v1/faults")
         assert [i["fault_code"] for i in body["items"]] == ["SENSOR_STALE"]
 

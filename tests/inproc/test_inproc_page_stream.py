@@ -9,6 +9,7 @@ from typing import Any
 
 from aiohttp import ClientResponse
 
+from gateway.faults.keys import FAULT_SERVICE
 from gateway.faults.model import CRITICAL, Report
 from tests.inproc.inproc_gateway import Gw, Runner
 from tests.inproc.inproc_robot import ACTUATOR, FLOAT32, PRESSURE, cdr_float32
@@ -67,7 +68,7 @@ def test_watches_and_faults_on_one_stream(gateway: Runner) -> None:
             name, body = await next_event(resp)
             assert name == "sample" and body["watch"] == 0
             assert body["frame"]["payload"] == {"id": PRESSURE, "data": {"data": 9.5}}
-            faults = gw.state.faults
+            faults = gw.client.app[FAULT_SERVICE]
             assert faults is not None
             faults.submit([Report("BRAKE_OVERHEAT", "FAILED", CRITICAL, "too hot", ACTUATOR)])
             for _ in range(20):  # samples keep coming at the watch's interval
@@ -89,7 +90,7 @@ def test_the_fault_stream_announces_a_new_fault(gateway: Runner) -> None:
     async def scenario(gw: Gw) -> None:
         async with gw.client.get("/api/v1/faults/stream") as resp:
             assert resp.status == 200 and resp.content_type == "text/event-stream"
-            faults = gw.state.faults
+            faults = gw.client.app[FAULT_SERVICE]
             assert faults is not None
             faults.submit([Report("PAD_WEAR", "FAILED", CRITICAL, "pads worn", ACTUATOR)])
             name, body = await next_event(resp)

@@ -25,7 +25,7 @@ from rclpy.action import ActionServer, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from test_msgs.action import Fibonacci
 
-from gateway.ros.actions import RESULT_ASKS
+from gateway.ros.calls.actions import RESULT_ASKS
 from tests.conftest import free_port
 from tests.harness import Gateway, enc
 from tests.integration.own_node import OwnNode

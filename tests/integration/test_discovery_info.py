@@ -36,8 +36,8 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from gateway.demo.robot import ros_env
-from gateway.ros import portcensus
-from gateway.ros.discovery_layout import NodeEntities, ParticipantEntities, encode
+from gateway.ros.graph.discovery_layout import NodeEntities, ParticipantEntities, encode
+from gateway.ros.rejoin import portcensus
 from tests.conftest import free_port
 from tests.harness import Gateway, enc, wait_until
 from tests.integration.own_node import OwnNode

@@ -1,4 +1,4 @@
-"""An idle graph is watched, not polled: a new node is listed at once (ros/graph_watch.py)."""
+"""An idle graph is watched, not polled: a new node is listed at once (ros/graph/graph_watch.py)."""
 
 from __future__ import annotations
 

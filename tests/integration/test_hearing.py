@@ -1,7 +1,7 @@
 """A gateway whose DDS participant goes deaf says so in /health and recovers by itself.
 
 The deafness is real, made by the gateway's test hook (DIAG_GATEWAY_TEST_HOOKS=1,
-gateway/ros/testhooks.py): SIGUSR2 parks every Fast DDS receive thread of the gateway
+gateway/ros/rejoin/testhooks.py): SIGUSR2 parks every Fast DDS receive thread of the gateway
 process, so its participant still sends but processes nothing it is sent (samples, requests,
 announcements); the robot's participants drop off its graph once their 3 s lease runs out,
 and the data it serves goes stale. SIGUSR1 re-joins DDS at once (the hook's rejoin wakes the
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from gateway.discovery.hearing import SILENT_MIN_SAMPLES
+from gateway.ros.rejoin.hearing import SILENT_MIN_SAMPLES
 from tests.conftest import free_port
 from tests.harness import Gateway, enc, wait_until
 

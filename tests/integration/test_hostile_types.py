@@ -33,9 +33,9 @@ from rclpy.parameter import Parameter
 from type_description_interfaces.msg import Field, FieldType, IndividualTypeDescription
 from type_description_interfaces.msg import TypeDescription
 from type_description_interfaces.srv import GetTypeDescription
-from gateway.ros.described import BorrowedTypeSupport
-from gateway.ros._rawtopic import RawTopicWriter
-from gateway.ros.typebuild import description_hash
+from gateway.ros.interfaces.described import BorrowedTypeSupport
+from gateway.ros.dds._rawtopic import RawTopicWriter
+from gateway.ros.interfaces.typebuild import description_hash
 
 def described(name, fields):
     return TypeDescription(type_description=IndividualTypeDescription(type_name=name, fields=[

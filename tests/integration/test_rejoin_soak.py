@@ -1,7 +1,7 @@
 """Ten DDS rejoins under traffic: after each one the gateway still hears everything, and the
 old participant is gone (no thread or graph node left behind).
 
-The gateway runs with its test hooks (DIAG_GATEWAY_TEST_HOOKS=1, gateway/ros/testhooks.py):
+The gateway runs with its test hooks (DIAG_GATEWAY_TEST_HOOKS=1, gateway/ros/rejoin/testhooks.py):
 SIGUSR1 makes it re-join DDS now, as the frozen-participant and hearing checks do (the same
 RosBridge.rejoin). Live through all rejoins: a cyclic subscription (SSE), a fault reporter,
 data reads and writes, service calls and action goals. After each rejoin: a data write made

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from gateway.ros.bridge import RosBridge
-from gateway.ros.loop_client import LoopClient
-from gateway.ros.services import CallTimeout, NotAvailable, ServiceCaller
+from gateway.ros.calls.loop_client import LoopClient
+from gateway.ros.calls.services import CallTimeout, NotAvailable, ServiceCaller
+from gateway.ros.dds.bridge import RosBridge
 
 with warnings.catch_warnings():  # rclpy's type support loads lark, which imports sre_constants
     warnings.simplefilter("ignore", DeprecationWarning)

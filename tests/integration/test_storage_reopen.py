@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from gateway.process.storage import StorageHealth, StorageWriteError
+from gateway.settings.config import load
 from tests.smallfs import fill, free, remount, small_tmpfs
 
 NOW = 1_700_000_000.0
@@ -107,7 +108,7 @@ def test_uploads_script_runs_and_updates_start_on_a_read_only_disk(fs: Path) -> 
         Containment(fs / "state" / "script-runs", use_cgroup=False, storage=health)
         plugin = UpdateProviderPlugin()
         plugin.configure({})
-        plugin.set_context(SimpleNamespace(settings={"state_dir": str(fs / "state")},  # type: ignore[arg-type]
+        plugin.set_context(SimpleNamespace(settings=load(None, [f"state_dir={fs}/state"]),  # type: ignore[arg-type]
                                            storage=health))
         assert failing(health) == {"bulk-data": "read-only", "script-runs": "read-only",
                                    "updates": "read-only"}

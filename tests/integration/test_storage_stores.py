@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from gateway.process.storage import StorageHealth, StorageWriteError
+from gateway.settings.config import load
 from tests.smallfs import fill, free, remount, small_tmpfs
 
 NOW = 1_700_000_000.0
@@ -156,7 +157,7 @@ def test_update_registration_is_not_half_registered(fs: Path) -> None:
     health = StorageHealth()
     plugin = UpdateProviderPlugin()
     plugin.configure({})
-    plugin.set_context(SimpleNamespace(settings={"state_dir": str(fs)},  # type: ignore[arg-type]
+    plugin.set_context(SimpleNamespace(settings=load(None, [f"state_dir={fs}"]),  # type: ignore[arg-type]
                                        storage=health))
     plugin.register_update({"id": "first", "update_name": "x"})
     fill(fs)
@@ -178,9 +179,9 @@ def test_fault_trigger_rules_file(fs: Path) -> None:
     from gateway.push.fault_rules import parse_rule
 
     health = StorageHealth()
-    state = SimpleNamespace(settings={"fault_triggers.storage.path": str(fs / "rules.json")},
+    state = SimpleNamespace(settings=load(None, [f"fault_triggers.storage.path={fs}/rules.json"]),
                             storage=health)
-    engine = FaultTriggerEngine(state, SimpleNamespace())  # type: ignore[arg-type]
+    engine = FaultTriggerEngine(state, SimpleNamespace(), SimpleNamespace())  # type: ignore[arg-type]
     body = {"data_name": "t", "operator": ">", "threshold": 1, "fault_code": "HOT",
             "description": "d" * 300_000}
     engine.rules["r1"] = parse_rule(body, "r1", "app")
@@ -230,8 +231,8 @@ def app_scenario(fs: Path, managed: Path) -> dict[str, Any]:
     from aiohttp import FormData
     from aiohttp.test_utils import TestClient, TestServer
 
-    from gateway.bulk_data import handlers as bulk_data
-    from gateway.state import STATE
+    from gateway.bulk_data.keys import BULK_DATA
+    from gateway.http.state import STATE
     from tests.unit.test_schema_patterns import _app
 
     app = _app(str(managed), f"state_dir={fs}", "scripts.allow_root=true",
@@ -245,7 +246,7 @@ def app_scenario(fs: Path, managed: Path) -> dict[str, Any]:
         return data
 
     async def go() -> None:
-        await bulk_data.start(state)
+        await app[BULK_DATA].start()  # no ROS side: the upload store alone
         async with TestClient(TestServer(app)) as client:
             fill(fs)
             up = await client.post("/api/v1/components/host/scripts", data=form("a.sh", 300_000))

@@ -1,5 +1,5 @@
 """Service calls of types the gateway lacks, with no configuration: the type is built at run
-time from the description a Jazzy server serves (gateway/ros/callbuild.py, typebuild.py).
+time from the description a Jazzy server serves (gateway/ros/calls/callbuild.py, typebuild.py).
 
 A real Jazzy process serves nav_msgs/srv/GetMap and nav_msgs/srv/SetMap with service
 introspection on (their `_service_event` topics carry the types' hashes) and

@@ -1,5 +1,5 @@
 """Service types the gateway lacks are built when discovery shows their server, before any
-call (gateway/ros/callbuild.py `prefetch`, setting `ros.type_build.on_discovery`).
+call (gateway/ros/calls/callbuild.py `prefetch`, setting `ros.type_build.on_discovery`).
 
 The Jazzy server of tests/jazzy/test_jazzy_callbuild.py (nav_msgs GetMap and SetMap with
 service introspection, LoadMap without) runs before the gateway starts; the gateway's venv

@@ -19,9 +19,9 @@ from gateway.auth.tokens import OAuthError
 from gateway.http.jsonutil import json_response
 from gateway.http.middleware import make_middleware
 from gateway.http.routes import Registry, Route
+from gateway.http.state import STATE, GatewayState
 from gateway.model.roles import Role
 from gateway.settings import config
-from gateway.state import STATE, GatewayState
 
 SECRET = "u" * 32
 CLIENTS = "[v:vs:viewer,o:os:operator,c:cs:configurator,a:as:admin]"

@@ -84,15 +84,16 @@ def test_unwritable_state_dir_is_named(tmp_path: Path) -> None:
 
 
 def test_features_follow_the_settings(tmp_path: Path) -> None:
-    from gateway.state import STATE
+    from gateway.auth.enforce import AUTH
+    from gateway.http.state import STATE
 
     plain = make_app(config.load(None, [f"state_dir={tmp_path}"]))[STATE]
     assert "auth" not in plain.features and "tls" not in plain.features
     on = make_app(config.load(None, ["auth.enabled=true", f"auth.jwt_secret={SECRET}",
-                                     f"state_dir={tmp_path}"]))[STATE]
-    assert "auth" in on.features
-    assert on.auth is not None
-    on.auth.grants.store.close()
+                                     f"state_dir={tmp_path}"]))
+    assert "auth" in on[STATE].features
+    assert on[AUTH].enabled
+    on[AUTH].grants.store.close()
 
 
 # --- TLS context ----------------------------------------------------------------------------

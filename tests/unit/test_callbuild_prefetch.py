@@ -1,12 +1,12 @@
-"""Which services discovery queues for a type build (gateway/ros/callbuild.py `prefetch`)."""
+"""Which services discovery queues for a type build (gateway/ros/calls/callbuild.py `prefetch`)."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
-from gateway.ros.callbuild import EVENT_SUFFIX, ServiceTypeBuilds
-from gateway.ros.graph import GraphSnapshot, NodeInfo, TopicInfo
+from gateway.ros.calls.callbuild import EVENT_SUFFIX, ServiceTypeBuilds
+from gateway.ros.graph.snapshot import GraphSnapshot, NodeInfo, TopicInfo
 
 
 def _graph(services: dict[str, str], introspected: set[str]) -> GraphSnapshot:

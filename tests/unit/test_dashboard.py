@@ -12,6 +12,7 @@ from multidict import CIMultiDict
 
 from gateway.dashboard import install
 from gateway.dashboard.assets import STATIC_DIR, load, not_modified, total_bytes
+from gateway.settings.config import load as load_settings
 
 PAGE_BUDGET = 200 * 1024
 IMPORT = re.compile(r"""(?:from|import)\s+['"](\./[^'"]+)['"]""")
@@ -56,7 +57,7 @@ def test_etag_match() -> None:
 def _fetch(path: str, headers: dict[str, str] | None = None, enabled: bool = True
            ) -> tuple[int, CIMultiDict[str], bytes, set[str]]:
     """GET path on an app with only the dashboard installed: status, headers, body, features."""
-    state = SimpleNamespace(settings={"dashboard.enabled": enabled}, features=set())
+    state = SimpleNamespace(settings=load_settings(None, [f"dashboard.enabled={enabled}"]), features=set())
 
     async def run() -> tuple[int, CIMultiDict[str], bytes, set[str]]:
         app = web.Application()

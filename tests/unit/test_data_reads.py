@@ -14,7 +14,7 @@ import pytest
 from gateway.discovery.cache import EntityCache
 from gateway.discovery.runtime import HostInfo
 from gateway.resources.data_reads import DataReads, reads_of
-from gateway.ros.topics import Sample, SamplePool, _Entry
+from gateway.ros.topics.pool import Sample, SamplePool, _Entry
 
 TOPIC, TYPE = "/chatter", "std_msgs/msg/String"
 VIEW = ("apps", "talker", TOPIC)

@@ -73,7 +73,7 @@ def test_a_failing_import_leaves_the_stand_in_and_raises() -> None:
 def test_the_ros_bridge_imports_without_numpy_or_the_code_generator() -> None:
     import subprocess
 
-    code = ("import sys, gateway.ros.bridge, gateway.process.deferred as d; "
+    code = ("import sys, gateway.ros.dds.bridge, gateway.process.deferred as d; "
             "print(d.loaded('numpy'), 'lark' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True).stdout.split()

@@ -7,7 +7,7 @@ import struct
 import pytest
 
 from gateway._fast import converter_for_definition
-from gateway.ros.described import definition_text, parse_hash
+from gateway.ros.interfaces.described import definition_text, parse_hash
 
 HASH = "RIHS01_" + "ab" * 32
 

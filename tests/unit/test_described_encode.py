@@ -18,10 +18,10 @@ from rclpy.serialization import deserialize_message, serialize_message
 from rosidl_adapter.parser import parse_message_string
 
 from gateway._fast import converter_for_definition
-from gateway.ros.described import SECTION
-from gateway.ros.described_encode import Encoder
-from gateway.ros.message import dict_to_message, import_type
-from gateway.ros.msgtypes import MessageFieldError
+from gateway.ros.interfaces.described import SECTION
+from gateway.ros.interfaces.described_encode import Encoder
+from gateway.ros.interfaces.message import dict_to_message, import_type
+from gateway.ros.interfaces.msgtypes import MessageFieldError
 
 SHARE = Path(sys.prefix) / "share"
 

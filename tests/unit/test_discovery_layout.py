@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.ros.discovery_info import RELEARN_AFTER_S, RELEARN_EVERY_S, DiscoveryInfo
-from gateway.ros.discovery_layout import (
+from gateway.ros.graph.discovery_info import RELEARN_AFTER_S, RELEARN_EVERY_S, DiscoveryInfo
+from gateway.ros.graph.discovery_layout import (
     LayoutError,
     NodeEntities,
     ParticipantEntities,
@@ -13,7 +13,7 @@ from gateway.ros.discovery_layout import (
     decode_as,
     encode,
 )
-from gateway.ros.orphans import ros_type
+from gateway.ros.graph.orphans import ros_type
 
 # Serialized by rmw_fastrtps_cpp (Kilted): node /ns/talker, 2 readers, 3 writers.
 KILTED_SAMPLE = bytes.fromhex(

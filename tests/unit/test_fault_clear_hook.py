@@ -13,13 +13,14 @@ from gateway.discovery.cache import EntityCache
 from gateway.discovery.runtime import HostInfo
 from gateway.faults import handlers as resource
 from gateway.faults.correlation import CorrelationEngine, parse_config
+from gateway.faults.keys import FAULT_SERVICE
 from gateway.faults.model import CLEARED, CONFIRMED, FaultRecord
 from gateway.faults.service import FaultService
 from gateway.faults.store import FaultStore
 from gateway.faults.stream import FaultStream, SseSlots
 from gateway.http.routes import Registry
+from gateway.http.state import STATE, GatewayState
 from gateway.settings.config import load
-from gateway.state import STATE, GatewayState
 
 RULES = {"rules": [{"id": "h", "mode": "hierarchical", "root_cause": {"codes": ["ROOT"]},
                     "symptoms": ["SYM_*"], "window_ms": 1000}]}
@@ -28,7 +29,7 @@ RULES = {"rules": [{"id": "h", "mode": "hierarchical", "root_cause": {"codes": [
 def service() -> tuple[GatewayState, FaultService]:
     state = GatewayState(settings=load(None, []), registry=Registry())
     state.cache = EntityCache(16, HostInfo("host"))  # no entities: events carry none
-    svc = FaultService(state)
+    svc = FaultService(state, SseSlots(2))
     svc.writer.attach(FaultStore(None))
     svc.stream = FaultStream(SseSlots(2), 30.0)
     svc.engine = CorrelationEngine(parse_config(RULES))
@@ -39,7 +40,6 @@ def service() -> tuple[GatewayState, FaultService]:
     svc.engine.on_onset("ROOT", 2, 0)
     svc.engine.on_onset("SYM_A", 2, 1)
     svc.engine.on_onset("SYM_B", 2, 2)
-    state.faults = svc
     return state, svc
 
 
@@ -77,11 +77,11 @@ def test_global_clear_skips_what_a_filter_protects() -> None:
         seen.append((code, sources))
         return code in ("LOCKED", "SYM_B")
 
-    state.fault_clear_filters = [locked]
+    svc.hooks.clear_filters.append(locked)
 
     async def scenario() -> None:
         app = web.Application()
-        app[STATE] = state
+        app[STATE], app[FAULT_SERVICE] = state, svc
         app.router.add_delete("/faults", resource.clear_all)
         async with TestServer(app) as server, aiohttp.ClientSession() as session:
             async with session.delete(server.make_url("/faults")) as resp:
@@ -100,7 +100,7 @@ def test_cached_list_body_follows_the_fault_state() -> None:
 
     async def scenario() -> None:
         app = web.Application()
-        app[STATE] = state
+        app[STATE], app[FAULT_SERVICE] = state, svc
         app.router.add_get("/faults", resource.list_all)
         async with TestServer(app) as server, aiohttp.ClientSession() as session:
             async def statuses() -> dict[str, str]:

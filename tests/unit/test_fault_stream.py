@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import aiohttp
@@ -159,16 +161,31 @@ def test_backlog_counts_queued_frames_and_clients_not_yet_reached(monkeypatch: A
     asyncio.run(scenario())
 
 
+class _Relay:
+    """A peer relay as the federation installs it: /local asks for this gateway's own events."""
+
+    def __init__(self) -> None:
+        self.open = 0  # clients the relays are open for
+
+    def wanted_by(self, request: web.Request, /) -> bool:
+        return request.path != "/local"
+
+    @contextlib.contextmanager
+    def attached(self, publish: Callable[[str, Any], int], /) -> Iterator[None]:
+        self.open += 1
+        try:
+            yield
+        finally:
+            self.open -= 1
+
+
 def test_local_only_clients_get_no_relayed_events() -> None:
     async def scenario() -> None:
         slots = SseSlots(2)
         stream = FaultStream(slots, keepalive_s=30.0)
-
-        async def local_only(request: web.Request) -> web.StreamResponse:
-            return await stream.serve(request, local_only=True)
-
+        stream.relay = relay = _Relay()
         app = app_for(stream)
-        app.router.add_get("/local", local_only)
+        app.router.add_get("/local", stream.serve)
         stream.publish("fault_confirmed", {"own": 1})  # id 1
         stream.publish_relayed("fault_confirmed", {"peer": 2})  # id 2
         async with TestServer(app, handler_cancellation=True) as server, \
@@ -177,6 +194,7 @@ def test_local_only_clients_get_no_relayed_events() -> None:
                                       headers={"Last-Event-ID": "0"})
             local = await session.get(server.make_url("/local"), headers={"Last-Event-ID": "0"})
             await wait_until(lambda: slots.connected == 2 and len(stream.clients) == 2)
+            assert relay.open == 1  # for the fleet client only
             stream.publish_relayed("fault_updated", {"peer": 3})  # id 3
             stream.publish("fault_cleared", {"own": 4})  # id 4
             assert [i for i, _, _ in await read_events(fleet, 4)] == [1, 2, 3, 4]
@@ -184,6 +202,7 @@ def test_local_only_clients_get_no_relayed_events() -> None:
             fleet.close()
             local.close()
             await wait_until(lambda: slots.connected == 0)
+            assert relay.open == 0
 
     asyncio.run(scenario())
 

@@ -28,9 +28,10 @@ from federation.routes import fleet_proof, register
 from federation.settings import FederationSettings
 from gateway.errors import ApiError
 from gateway.http.routes import Registry
+from gateway.http.state import STATE, GatewayState
 from gateway.model.roles import Role
 from gateway.settings import config
-from gateway.state import STATE, GatewayState
+from gateway.settings.config import Settings
 
 SECRET = "correct horse battery staple"
 NONCE = "00112233445566778899aabbccddeeff"
@@ -133,7 +134,7 @@ def test_a_goodbye_drops_the_proof_and_the_candidates() -> None:
     assert gate.announced("r1", A, 0.0) == CHECK  # announced again: proves again
 
 
-def answer_of(settings: dict[str, str], query: str) -> tuple[int, dict[str, object]]:
+def answer_of(settings: Settings, query: str) -> tuple[int, dict[str, object]]:
     """Status and body of the proof route for a gateway with these settings."""
     app = web.Application()
     app[STATE] = cast(GatewayState, SimpleNamespace(settings=settings))
@@ -147,7 +148,8 @@ def answer_of(settings: dict[str, str], query: str) -> tuple[int, dict[str, obje
 
 
 def test_the_route_answers_the_proof_of_its_own_name() -> None:
-    settings = {"aggregation.fleet_secret": SECRET, "aggregation.mdns_name": "robot-a"}
+    settings = config.load(None, [f"aggregation.fleet_secret={SECRET}",
+                                  "aggregation.mdns_name=robot-a"])
     status, body = answer_of(settings, f"?nonce={NONCE}")
     assert status == 200 and proves(SECRET, NONCE, "robot-a", body)
     assert answer_of(settings, "?nonce=00")[0] == 400
@@ -155,7 +157,7 @@ def test_the_route_answers_the_proof_of_its_own_name() -> None:
 
 
 def test_the_route_is_404_without_a_secret() -> None:
-    settings = {"aggregation.fleet_secret": "", "aggregation.mdns_name": "robot-a"}
+    settings = config.load(None, ["aggregation.mdns_name=robot-a"])
     assert answer_of(settings, f"?nonce={NONCE}")[0] == 404
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.discovery.frozen import (
+from gateway.ros.rejoin.frozen import (
     GRACE_S,
     INCOMPLETE_GRACE_S,
     FrozenWatch,

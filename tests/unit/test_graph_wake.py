@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gateway.discovery import graph_wake
-from gateway.ros import graph_watch
+from gateway.ros.graph import graph_watch
 
 
 class FakeWatch:

@@ -1,9 +1,9 @@
-"""Whether the gateway's DDS side hears (discovery/hearing.py): candidates, confirmation by a
+"""Whether the gateway's DDS side hears (ros/rejoin/hearing.py): candidates, confirmation by a
 fresh participant, rejoins, recovery."""
 
 from __future__ import annotations
 
-from gateway.discovery.hearing import (
+from gateway.ros.rejoin.hearing import (
     ECHO_MISSES,
     EXCUSE_S,
     KNOWN_SUSPECT_S,

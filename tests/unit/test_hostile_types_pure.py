@@ -16,8 +16,8 @@ import pytest
 
 from gateway._fast import typegraph
 from gateway._fast.typegraph import Member, TypeLimitError, check_types
-from gateway.ros.described import SECTION, definition_of
-from gateway.ros.typebuild import (
+from gateway.ros.interfaces.described import SECTION, definition_of
+from gateway.ros.interfaces.typebuild import (
     BuildError,
     Field,
     check_hash,
@@ -26,6 +26,7 @@ from gateway.ros.typebuild import (
     field_line,
     split_type,
 )
+from gateway.ros.settings import RosSettings
 from gateway.settings.config import ConfigError, load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,7 +84,7 @@ except ImportError:
     out["compiled"] = "not built"
 else:
     attempt("compiled", lambda: msgconv_c.converter_for_definition(root, text))
-from gateway.ros.described_encode import Encoder
+from gateway.ros.interfaces.described_encode import Encoder
 attempt("encoder", lambda: Encoder(root, text).encode({}))
 print(json.dumps(out))
 """
@@ -238,7 +239,7 @@ def test_a_description_of_a_recursive_type_is_refused_even_with_its_own_hash() -
 
 
 def test_encoding_stops_at_its_byte_and_time_budget() -> None:
-    from gateway.ros.described_encode import EncodeLimitError, Encoder
+    from gateway.ros.interfaces.described_encode import EncodeLimitError, Encoder
 
     enc = Encoder("p/msg/A", "int64[100000] x\n")
     assert len(enc.encode({})) == 4 + 800000
@@ -256,7 +257,7 @@ def test_the_caps_are_settings_and_a_bad_value_names_its_setting() -> None:
                                "ros.type_limits.encode_timeout_sec=2.5"])
     saved = typegraph.LIMITS
     try:
-        limits = typegraph.configure(settings)
+        limits = typegraph.configure(settings.typed(RosSettings.from_settings))
         assert limits.max_depth == 12 and limits.encode_timeout_s == 2.5
         assert limits.max_fixed_elements == 1_000_000
         with pytest.raises(TypeLimitError, match="deeper than 12"):

@@ -17,8 +17,8 @@ from gateway.faults.bodies import BodyCache
 from gateway.http import hot
 from gateway.http.routes import Registry
 from gateway.http.server import GatewayRunner
+from gateway.http.state import STATE, GatewayState
 from gateway.settings.config import load
-from gateway.state import STATE, GatewayState
 from tests.conftest import HOT_WIRE_SETTINGS, free_port
 
 BODY = b'{"items":[1,2,3],"x-vendor":{"total_count":3}}'
@@ -169,7 +169,7 @@ def test_per_request_settings_step_aside(setting: str) -> None:
             if setting == "guard":  # authentication installs a check every request passes
                 served.state.guard.add(check)
             elif setting == "forwarder":  # aggregation may answer from a peer
-                served.state.forwarder = FakeForwarder(False)  # type: ignore[assignment]
+                served.state.forward = FakeForwarder(False)  # type: ignore[assignment]
             else:
                 served.state.drain.stopping = True
             await fetch(session, url)
@@ -183,7 +183,7 @@ def test_plain_probes_answer_while_aggregation_forwards_nothing() -> None:
     the fast path; once a peer contributes an entity, plain probes step aside."""
     served = Served()
     forwarder = FakeForwarder(True)
-    served.state.forwarder = forwarder  # type: ignore[assignment]
+    served.state.forward = forwarder  # type: ignore[assignment]
 
     async def scenario() -> None:
         async with serving(served.app()) as url, aiohttp.ClientSession() as session:
@@ -201,7 +201,7 @@ def test_plain_probes_answer_while_aggregation_forwards_nothing() -> None:
 def test_a_merged_probe_answers_while_aggregation_forwards_and_sees_the_request() -> None:
     served = Served()
     # aggregation on with entities from peers: plain probes step aside
-    served.state.forwarder = FakeForwarder(False)  # type: ignore[assignment]
+    served.state.forward = FakeForwarder(False)  # type: ignore[assignment]
 
     async def scenario() -> None:
         async with serving(served.app()) as url, aiohttp.ClientSession() as session:

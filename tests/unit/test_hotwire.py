@@ -221,7 +221,7 @@ def test_keep_alive_lasts_from_the_last_wire_answer() -> None:
 
 def test_a_merged_read_is_answered_on_the_wire_with_its_probe_reading_the_headers() -> None:
     served = Served()
-    served.state.forwarder = object()  # type: ignore[assignment]  # aggregation on: only merged probes answer
+    served.state.forward = object()  # type: ignore[assignment]  # aggregation on: only merged probes answer
     merged = GET.replace(b"things", b"things?offer=merged")
 
     async def scenario() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.ros.interface_paths import scan
+from gateway.ros.interfaces.interface_paths import scan
 
 PY = f"python{sys.version_info.major}.{sys.version_info.minor}"
 
@@ -81,7 +81,7 @@ def test_the_first_prefix_wins(tmp_path: Path) -> None:
 
 def test_serve_adds_a_run_time_build_without_replacing_anything(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gateway.ros import interface_paths
+    from gateway.ros.interfaces import interface_paths
 
     monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
     monkeypatch.setattr(interface_paths, "_active", interface_paths.InterfacePaths())

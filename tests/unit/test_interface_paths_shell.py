@@ -1,4 +1,4 @@
-"""The shell's ROS prefixes (set aside by ros/isolation.py) offered to ros.interface_paths."""
+"""The shell's ROS prefixes (set aside by ros/dds/isolation.py) offered to ros.interface_paths."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from gateway.ros import interface_paths
-from gateway.ros.interface_paths import offer_shell_prefixes, shell_prefixes
-from gateway.ros.isolation import OwnRos, user_values
+from gateway.ros.dds.isolation import OwnRos, user_values
+from gateway.ros.interfaces import interface_paths
+from gateway.ros.interfaces.interface_paths import offer_shell_prefixes, shell_prefixes
 
 PY = f"python{sys.version_info.major}.{sys.version_info.minor}"
 
@@ -58,7 +58,7 @@ def test_prefixes_that_serve_this_python_are_served_others_logged(
     good, other_py = tmp_path / "ws", tmp_path / "apt"
     _package(good, "robot_shell_msgs")
     _package(other_py, "robot_apt_msgs", py="python3.2")
-    with caplog.at_level(logging.INFO, "gateway.ros.interface_paths"):
+    with caplog.at_level(logging.INFO, "gateway.ros.interfaces.interface_paths"):
         served = offer_shell_prefixes([str(good), str(other_py), str(tmp_path / "gone")])
     assert served == {str(good): ["robot_shell_msgs"]}
     assert "robot_shell_msgs" in interface_paths.active().packages
@@ -71,6 +71,6 @@ def test_prefixes_that_serve_this_python_are_served_others_logged(
 
 
 def test_nothing_offered_logs_nothing(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, "gateway.ros.interface_paths"):
+    with caplog.at_level(logging.INFO, "gateway.ros.interfaces.interface_paths"):
         assert offer_shell_prefixes([]) == {}
     assert caplog.records == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from gateway.ros.lazy_interfaces import types_of
+from gateway.ros.interfaces.lazy_interfaces import types_of
 
 GENERATED = (
     "from sensor_msgs.msg._imu import Imu  # noqa: F401\n"
@@ -32,7 +32,7 @@ import rclpy.serialization
 import sensor_msgs.msg
 from sensor_msgs.msg import Temperature
 from std_srvs.srv import Trigger
-from gateway.ros.msgtypes import import_type
+from gateway.ros.interfaces.msgtypes import import_type
 
 print("sensor_msgs.msg._imu" in sys.modules, "sensor_msgs.msg._battery_state" in sys.modules)
 print(Temperature is sys.modules["sensor_msgs.msg._temperature"].Temperature,

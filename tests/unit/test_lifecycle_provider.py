@@ -18,7 +18,7 @@ from gateway.lifecycle.provider import (
     PlanError,
     Unavailable,
 )
-from gateway.ros.services import CallTimeout
+from gateway.ros.calls.services import CallTimeout
 
 
 class Caller:

@@ -10,16 +10,18 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
 
 from gateway.app import make_app
 from gateway.errors import ApiError
 from gateway.events import LOCKS, Event
+from gateway.faults.keys import FAULT_SERVICE
 from gateway.http.routes import API_PREFIX, Route
-from gateway.locks.guard import LockService, write_target
+from gateway.http.state import STATE, GatewayState
+from gateway.locks.guard import LOCK_SERVICE, LockService, write_target
 from gateway.model.entities import Entity, EntitySet
 from gateway.settings.config import load
-from gateway.state import STATE, GatewayState
 
 HOLDER, OTHER = "holder-client", "other-client"
 
@@ -39,13 +41,18 @@ IDS = {"component_id": "host", "app_id": "a1", "sub_id": "sub", "area_id": "ar",
 
 
 @pytest.fixture()
-def state(tmp_path: Path) -> GatewayState:
+def app(tmp_path: Path) -> web.Application:
     app = make_app(load(None, [f"state_dir={tmp_path}", "scripts.scripts_dir=" + str(tmp_path),
                                "scripts.allow_root=true",
                                "plugins=[test_plc,test_sensor]"]))  # their write routes too
     st = app[STATE]
     st.cache = SimpleNamespace(entities=entities())
-    return st
+    return app
+
+
+@pytest.fixture()
+def state(app: web.Application) -> GatewayState:
+    return app[STATE]
 
 
 def request_for(route: Route, client: str | None) -> Any:
@@ -75,8 +82,8 @@ def exempt(route: Route) -> str | None:
     return None
 
 
-def test_every_write_route_is_guarded(state: GatewayState) -> None:
-    svc: LockService = state.locks
+def test_every_write_route_is_guarded(app: web.Application, state: GatewayState) -> None:
+    svc: LockService = app[LOCK_SERVICE]
     lock, _ = svc.manager.acquire("components", "host", HOLDER, None, 60, False, time.time())
     writes = [r for r in state.registry if r.is_write]
     assert len(writes) > 40
@@ -126,9 +133,9 @@ def test_write_targets_name_the_collection() -> None:
     assert target("/areas/{area_id}/faults", "DELETE") is None
 
 
-def test_global_clear_filter_skips_faults_of_locked_entities(state: GatewayState) -> None:
-    svc: LockService = state.locks
-    assert svc.clear_filter in state.fault_clear_filters
+def test_global_clear_filter_skips_faults_of_locked_entities(app: web.Application, state: GatewayState) -> None:
+    svc: LockService = app[LOCK_SERVICE]
+    assert svc.clear_filter in app[FAULT_SERVICE].hooks.clear_filters
     req = make_mocked_request("DELETE", "/api/v1/faults", headers={"X-Client-Id": OTHER})
     assert svc.clear_filter(req, "F", ["/ns/a1"]) is False
     svc.manager.acquire("components", "host", HOLDER, ["faults"], 60, False, time.time())
@@ -143,8 +150,8 @@ def test_global_clear_filter_skips_faults_of_locked_entities(state: GatewayState
     assert svc.clear_filter(req, "F", ["/x-plugin/test_plc/apps/gone"]) is False
 
 
-def test_sweep_publishes_expiry_on_the_bus(state: GatewayState) -> None:
-    svc: LockService = state.locks
+def test_sweep_publishes_expiry_on_the_bus(app: web.Application, state: GatewayState) -> None:
+    svc: LockService = app[LOCK_SERVICE]
     seen: list[Event] = []
     state.events.subscribe([LOCKS], seen.append)
     now = time.time()
@@ -163,7 +170,7 @@ def test_sweep_publishes_expiry_on_the_bus(state: GatewayState) -> None:
 def test_locking_disabled_installs_no_guard(tmp_path: Path) -> None:
     app = make_app(load(None, [f"state_dir={tmp_path}", "locking.enabled=false"]))
     st = app[STATE]
-    assert not st.locks.enabled and "locks" not in st.features
+    assert not app[LOCK_SERVICE].enabled and "locks" not in st.features
     assert not st.guard.write_checks
 
 

@@ -8,15 +8,16 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
 
 from gateway.app import make_app
 from gateway.errors import ApiError
 from gateway.events import LOCKS, Event
-from gateway.locks.guard import LockService, between
+from gateway.http.state import STATE, GatewayState
+from gateway.locks.guard import LOCK_SERVICE, LockService, between
 from gateway.model.entities import Entity, EntitySet
 from gateway.settings.config import load
-from gateway.state import STATE, GatewayState
 
 HOLDER, OTHER = "holder-client", "other-client"
 
@@ -33,10 +34,16 @@ def entities() -> EntitySet:
 
 
 @pytest.fixture()
-def state(tmp_path: Path) -> GatewayState:
-    st = make_app(load(None, [f"state_dir={tmp_path}", "locking.cleanup_interval=600"]))[STATE]
+def app(tmp_path: Path) -> web.Application:
+    app = make_app(load(None, [f"state_dir={tmp_path}", "locking.cleanup_interval=600"]))
+    st = app[STATE]
     st.cache = SimpleNamespace(entities=entities())
-    return st
+    return app
+
+
+@pytest.fixture()
+def state(app: web.Application) -> GatewayState:
+    return app[STATE]
 
 
 def test_required_scopes_between_a_parent_and_its_member() -> None:
@@ -48,8 +55,8 @@ def test_required_scopes_between_a_parent_and_its_member() -> None:
 
 
 def test_a_write_through_a_parent_is_refused_naming_every_locked_member(
-        state: GatewayState) -> None:
-    svc: LockService = state.locks
+        app: web.Application, state: GatewayState) -> None:
+    svc: LockService = app[LOCK_SERVICE]
     es = state.cache.entities
     now = time.time()
     req = make_mocked_request("PUT", "/api/v1/x", headers={"X-Client-Id": OTHER})
@@ -68,8 +75,8 @@ def test_a_write_through_a_parent_is_refused_naming_every_locked_member(
     svc.check_members(req, es.apps["a1"], "configurations", ["a1"])  # the guard's job
 
 
-def test_a_lock_expires_at_its_instant_not_at_the_sweep(state: GatewayState) -> None:
-    svc: LockService = state.locks
+def test_a_lock_expires_at_its_instant_not_at_the_sweep(app: web.Application, state: GatewayState) -> None:
+    svc: LockService = app[LOCK_SERVICE]
     seen: list[Event] = []
     state.events.subscribe([LOCKS], seen.append)
 

@@ -1,4 +1,4 @@
-"""Responses taken on the loop and handed to their callers (gateway/ros/loop_client.py)."""
+"""Responses taken on the loop and handed to their callers (gateway/ros/calls/loop_client.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from gateway.ros.loop_client import SeenReady, take_all
+from gateway.ros.calls.loop_client import SeenReady, take_all
 
 FOREIGN = (None, None)  # an answer to another client: rcl takes it, the take comes back empty
 

@@ -10,7 +10,7 @@ from gateway.discovery.cache import EntityCache
 from gateway.discovery.pipeline import ManifestDiscovery
 from gateway.discovery.runtime import HostInfo
 from gateway.events import ENTITIES, Event, EventBus
-from gateway.ros.graph import GraphSnapshot, NodeInfo
+from gateway.ros.graph.snapshot import GraphSnapshot, NodeInfo
 from gateway.settings import config
 from tests.unit.test_linker import MANIFEST
 
@@ -27,9 +27,8 @@ def setup(tmp_path: Path, policy: str, mode: str = "hybrid"
                            "discovery.manifest.watch_interval_ms=0",
                            "discovery.manifest_strict_validation=false"])
     disc = ManifestDiscovery(s)
-    state = SimpleNamespace(cache=EntityCache(16, HostInfo("h")), events=EventBus(),
-                            lock_entity_config=None, script_definitions=None)
-    disc.attach(state)
+    state = SimpleNamespace(cache=EntityCache(16, HostInfo("h")), events=EventBus())
+    disc.attach(state.cache, state.events)
     state.cache.apply(GRAPH)
     return disc, state, path
 
@@ -103,13 +102,12 @@ def test_lock_blocks_and_scripts_reach_the_control_features(tmp_path: Path) -> N
                            "discovery.manifest.watch_interval_ms=0",
                            "discovery.manifest_strict_validation=false"])
     disc = ManifestDiscovery(s)
-    state = SimpleNamespace(cache=EntityCache(16, HostInfo("h")), events=EventBus(),
-                            lock_entity_config=None, script_definitions=None)
-    disc.attach(state)
-    block = state.lock_entity_config("components", "board")
+    state = SimpleNamespace(cache=EntityCache(16, HostInfo("h")), events=EventBus())
+    disc.attach(state.cache, state.events)
+    block = disc.lock_block("components", "board")  # what LockService resolves first
     assert block is not None and block["required_scopes"] == ["configurations"]
     assert block["breakable"] is False
-    assert state.lock_entity_config("components", "ecu") is None
-    assert state.lock_entity_config("apps", "board") is None
-    (script,) = state.script_definitions()
+    assert disc.lock_block("components", "ecu") is None
+    assert disc.lock_block("apps", "board") is None
+    (script,) = disc.script_entries()  # what ScriptService lists besides its directory
     assert script["id"] == "selftest" and script["path"] == "/bin/true"

@@ -1,4 +1,4 @@
-"""Unit tests for gateway.ros.message: dict <-> message, JSON policy, schemas, type import."""
+"""Unit tests for ros/interfaces/message.py: dict <-> message, JSON policy, schemas, type import."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from rclpy.serialization import deserialize_message, serialize_message
 from rosidl_parser.definition import BasicType, BoundedSequence
 from test_msgs.message_fixtures import get_test_msg
 
-from gateway.ros.message import (
+from gateway.ros.interfaces.message import (
     MessageFieldError,
     UnknownTypeError,
     action_schemas,

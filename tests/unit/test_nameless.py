@@ -1,6 +1,6 @@
-"""Participants without a node list (gateway/ros/nameless.py), Cyclone DDS's request header
-(ros/cyclone_calls.py) and the DDS profile (ros/ddsprofile.py): the pure parts, over a fake
-graph."""
+"""Participants without a node list (ros/graph/nameless.py), Cyclone DDS's request header
+(ros/calls/cyclone_calls.py) and the DDS profile (ros/dds/ddsprofile.py): the pure parts, over a
+fake graph."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from gateway.ros.cyclone_calls import decode_reply, encode_request, servers_are_cyclone
-from gateway.ros.ddsprofile import GATEWAY_PROFILE, PROFILE_VAR, prepare
-from gateway.ros.nameless import Nameless, endpoint_fqn, participant_name, vendor_of
+from gateway.ros.calls.cyclone_calls import decode_reply, encode_request, servers_are_cyclone
+from gateway.ros.dds.ddsprofile import GATEWAY_PROFILE, PROFILE_VAR, prepare
+from gateway.ros.graph.nameless import Nameless, endpoint_fqn, participant_name, vendor_of
 
 CYCLONE = bytes.fromhex("0110aabbccddeeff00112233")  # GUID prefixes: vendor id first
 FASTDDS = bytes.fromhex("010f11223344556677889900")

@@ -11,8 +11,8 @@ from gateway.errors import ApiError
 from gateway.logs.handlers import DEFAULT_CONFIG, validate_config
 from gateway.operations.handlers import request_timeout
 from gateway.resources.status import readiness
-from gateway.ros.actions import execution_status, ros_status_name
-from gateway.ros.parameters import (
+from gateway.ros.calls.actions import execution_status, ros_status_name
+from gateway.ros.calls.parameters import (
     NegativeCache,
     ValueNotConvertible,
     coerce,
@@ -20,7 +20,8 @@ from gateway.ros.parameters import (
     to_msg,
     value_of,
 )
-from gateway.ros.rosout import (
+from gateway.ros.calls.services import CallTimeout, InFlightLimiter
+from gateway.ros.topics.rosout import (
     LogRecord,
     entry,
     iso_ns,
@@ -29,7 +30,6 @@ from gateway.ros.rosout import (
     select,
     severity_of,
 )
-from gateway.ros.services import CallTimeout, InFlightLimiter
 
 # --- execution status ---------------------------------------------------------------------
 
@@ -276,7 +276,7 @@ def _log_msg(name: str, level: int, text: str, sec: int) -> object:
 
 
 def test_rosout_ring_buffer_per_logger(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gateway.ros import rosout
+    from gateway.ros.topics import rosout
 
     log = rosout.RosoutLog(bridge=None, buffer_size=3)  # type: ignore[arg-type]
     for k in range(5):
@@ -295,7 +295,7 @@ def test_rosout_ring_buffer_per_logger(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_acquire_within_never_leaks_a_permit() -> None:
-    from gateway.ros.services import acquire_within
+    from gateway.ros.calls.services import acquire_within
 
     async def scenario() -> list[object]:
         sem = asyncio.Semaphore(1)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gateway.ros.discovery_layout import GUID_BYTES, NodeEntities, ParticipantEntities
-from gateway.ros.orphans import missing_endpoints, orphan_nodes
+from gateway.ros.graph.discovery_layout import GUID_BYTES, NodeEntities, ParticipantEntities
+from gateway.ros.graph.orphans import missing_endpoints, orphan_nodes
 
 PREFIX = bytes(range(12))
 

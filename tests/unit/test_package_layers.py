@@ -17,8 +17,9 @@ CORE, FEATURE, ROOT = "core", "feature", "root"
 # Longest prefix wins; a core entry carries its rank (a core module imports only core modules
 # of its rank or lower). Core: the one error tree, process tuning, the model, settings, the
 # event bus (0); the ROS bridge (1); the entity cache from the graph (2); the HTTP server,
-# middleware, guard, roles and the wire base (3). Features own their service, handlers and
-# wire shapes. Root: the composition (app, cli, the wire bundle) and the hub `state`.
+# middleware, guard, roles, the wire base and the hub `http/state.py` (3). Features own their
+# service (under a typed app key), handlers and wire shapes. Root: the composition (app, cli,
+# the wire bundle).
 LAYERS: dict[str, tuple[str, int]] = {
     # core
     "gateway": (CORE, 0),  # the package's __init__ (version only)
@@ -29,11 +30,12 @@ LAYERS: dict[str, tuple[str, int]] = {
     "gateway.process": (CORE, 0),  # process tuning, state files, storage health
     "gateway.schemacheck": (CORE, 0),  # JSON Schema checks that cannot hang
     "gateway._fast": (CORE, 0),  # the CDR->JSON converter twins
-    "gateway.ros": (CORE, 1),  # the ROS bridge, the only rclpy importer
+    "gateway.ros": (CORE, 1),  # the only rclpy importer: dds graph interfaces calls topics rejoin
     "gateway.discovery": (CORE, 2),  # from the graph (and manifests) to the entity cache
-    "gateway.http": (CORE, 3),  # server, middleware, guard, route table, OpenAPI
+    "gateway.http": (CORE, 3),  # server, middleware, guard, route table, OpenAPI, the hub
     "gateway.auth": (CORE, 3),  # tokens and the role check of the guard
     "gateway.wire": (CORE, 3),  # the serializer base, bodies, errors, entities, docs, auth
+    "gateway.wire.core": (CORE, 3),  # the hub's core serializers (a unit: http reads it)
     # features: each owns its service, handlers and wire shapes
     "gateway.faults": (FEATURE, 0),
     "gateway.push": (FEATURE, 0),  # cyclic subscriptions, triggers, fault triggers
@@ -56,47 +58,22 @@ LAYERS: dict[str, tuple[str, int]] = {
     # dashboard's page stream, the 501 stubs) and the data read's wire shapes
     "gateway.resources": (FEATURE, 0),
     "gateway.wire.data": (FEATURE, 0),
-    # root: the composition and the hub
+    # root: the composition
     "gateway.wire_bundle": (ROOT, 0),  # the bundle of every feature's serializers
-    "gateway.state": (ROOT, 0),  # GatewayState, the hub every layer reads its services from
     "gateway.app": (ROOT, 0),
     "gateway.cli": (ROOT, 0),
     "gateway.__main__": (ROOT, 0),
 }
 
 # Core modules that still import upward (module -> module), each with its reason. Shrink only.
-# (22 on 2026-12-02 before the first step; all left read the hub.)
-_HUB = "reads GatewayState/STATE/state_of from the hub; goes when features own typed app keys"
-UPWARD: dict[tuple[str, str], str] = {
-    ("gateway.auth.enforce", "gateway.state"): _HUB,
-    ("gateway.auth.routes", "gateway.state"): _HUB,
-    ("gateway.discovery.pipeline", "gateway.state"): "type of the state it fills (annotation)",
-    ("gateway.http.cors", "gateway.state"): _HUB,
-    ("gateway.http.hot", "gateway.state"): _HUB,
-    ("gateway.http.middleware", "gateway.state"): _HUB,
-    ("gateway.http.ratelimit", "gateway.state"): _HUB,
-    ("gateway.http.resource_helpers", "gateway.state"): _HUB,
-    ("gateway.http.server", "gateway.state"): _HUB,
-}
+# (22 on 2026-12-02 before the first step; empty since the hub moved to gateway/http/state.py.)
+UPWARD: dict[tuple[str, str], str] = {}
 
 # Package pairs that still import each other, each with its reason. Shrink only: a pair that
 # no longer imports both ways must leave this list, and a new pair fails the test.
-# (22 on 2026-12-02 before the first step; the 11 left all go through the 49-field hub.)
-_TYPED = "state type-imports its service for a typed field; it reads the hub back (state_of)"
-MUTUAL: dict[tuple[str, str], str] = {
-    ("federation", "gateway.state"): _TYPED + " (FederationService, the forwarder)",
-    ("gateway.auth", "gateway.state"): _TYPED + " (the guard's token check)",
-    ("gateway.discovery", "gateway.state"): _TYPED + " (EntityCache, GraphPoller, manifests)",
-    ("gateway.faults", "gateway.state"): _TYPED + " (FaultService, the fault stream)",
-    ("gateway.http", "gateway.state"): "the hub holds the route table, guard and drain; the "
-                                       "middleware reads the hub",
-    ("gateway.lifecycle", "gateway.state"): _TYPED + " (LifecycleProvider)",
-    ("gateway.locks", "gateway.state"): _TYPED + " (LockService)",
-    ("gateway.plugins", "gateway.state"): _TYPED + " (PluginManager)",
-    ("gateway.push", "gateway.state"): _TYPED + " (PushEngine, FaultTriggerEngine)",
-    ("gateway.scripts", "gateway.state"): _TYPED + " (ScriptService)",
-    ("gateway.state", "gateway.updates"): _TYPED + " (UpdateManager)",
-}
+# (22 on 2026-12-02 before the first step; empty since each feature's service lives under a
+# typed app key in its own package.)
+MUTUAL: dict[tuple[str, str], str] = {}
 
 
 def _layer(mod: str) -> tuple[str, int] | None:

@@ -164,11 +164,12 @@ def test_samplers_serve_x_collections_through_the_plugin_caller() -> None:
 
     from gateway.model.entities import Entity
     from gateway.plugins.context import PluginContext, parse_plugin_source, plugin_source
+    from gateway.push.keys import PUSH_DELIVERY
 
     caller = Caller("p", 0.3)
-    state = SimpleNamespace(vendor="acme", push_collections={}, plugins=SimpleNamespace(
-        caller=lambda name: caller))
-    ctx = PluginContext(state, "p")
+    state = SimpleNamespace(vendor="acme")
+    delivery = SimpleNamespace(collections={})
+    ctx = PluginContext(state, {PUSH_DELIVERY: delivery}, "p", caller)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         ctx.register_sampler("graph", lambda t, i: {})
 
@@ -180,7 +181,7 @@ def test_samplers_serve_x_collections_through_the_plugin_caller() -> None:
         return {"id": entity_id}
 
     ctx.register_sampler("x-vendor-graph", sample)
-    provide = state.push_collections["x-acme-graph"]
+    provide = delivery.collections["x-acme-graph"]
 
     async def run(kind: str, eid: str) -> Any:
         return await provide(state, Entity(kind, eid, eid))

@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from gateway.ros import portcensus
+from gateway.ros.rejoin import portcensus
 
 HEADER = ("   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
           "timeout inode ref pointer drops")

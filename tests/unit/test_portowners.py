@@ -1,4 +1,4 @@
-"""The processes holding the participant ports of a domain (ros/portcensus.py, from /proc)."""
+"""The processes holding the participant ports of a domain (ros/rejoin/portcensus.py, /proc)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from gateway.ros import portcensus
+from gateway.ros.rejoin import portcensus
 
 DOMAIN = 99  # below the ephemeral ports; participant id 110 of it is free here (tests/domains.py
 # gives domain 99 to no test module)

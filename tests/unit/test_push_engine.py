@@ -3,25 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from gateway.events import FAULTS, LOCKS, UPDATES, Event, EventBus
+from gateway.faults.hooks import FaultHooks
 from gateway.faults.model import FaultRecord
 from gateway.faults.stream import SseSlots
+from gateway.faults.wire import FAULTS as FAULT_WIRE
+from gateway.logs.handlers import LogConfigurations
 from gateway.model.entities import Entity, EntitySet
 from gateway.push.cyclic import CyclicSampler
 from gateway.push.engine import PushEngine
 from gateway.push.rules import subscription_create, trigger_create
 from gateway.push.sse import Channel, Client, SseHub
 from gateway.push.topics import TopicWatch
-from gateway.wire_bundle import make_wire
-
-
-class _Settings(dict):  # type: ignore[type-arg]
-    def get(self, key: str, default: Any = None) -> Any:
-        return super().get(key, default)
+from gateway.settings.config import load
 
 
 class _Cache:
@@ -35,19 +34,33 @@ class _Cache:
 
 class _State:
     def __init__(self) -> None:
-        self.settings = _Settings({"sse.max_subscriptions": 10, "sse.max_duration_sec": 3600})
+        self.settings = load(None, ["sse.max_subscriptions=10", "sse.max_duration_sec=3600"])
         self.events = EventBus()
         self.cache = _Cache()
         self.rosout = None
-        self.faults = None
-        self.federation = None
+        self.aggregation = None
         self.pool = None
+
+
+class _FaultService:
+    """What push delivery reads of the fault manager: its store, faults and shapes."""
+
+    def __init__(self, state: Any) -> None:
+        self.state, self.store = state, None
+        self.faults: list[FaultRecord] = []
+        self.hooks = FaultHooks()
+        self.wire: Any = None
+
+    def select(self, statuses: Any, sources: list[str]) -> list[FaultRecord]:
+        return [f for f in self.faults if set(f.sources) & set(sources)]
 
 
 def engine() -> PushEngine:
     state = _State()
     hub = SseHub(SseSlots(10), 4, 30.0)
-    return PushEngine(state, hub, TopicWatch(state))
+    delivery: Any = SimpleNamespace(faults=_FaultService(state), collections={},
+                                    log_configs=LogConfigurations())
+    return PushEngine(state, hub, TopicWatch(state), delivery)
 
 
 def test_expired_lock_ends_the_entity_subscriptions() -> None:
@@ -133,24 +146,18 @@ def test_full_queue_drops_the_client_and_counts_it() -> None:
     asyncio.run(run())
 
 
-class _Faults:
-    def __init__(self, faults: list[FaultRecord]) -> None:
-        self.faults = faults
-
-    def select(self, statuses: Any, sources: list[str]) -> list[FaultRecord]:
-        return [f for f in self.faults if set(f.sources) & set(sources)]
-
-
 @pytest.mark.parametrize("profile,vendor", [("spec", "x-vendor"), ("medkit", "x-medkit")])
 def test_a_cyclic_faults_frame_lists_them_as_the_profile_does(profile: str, vendor: str) -> None:
     async def run() -> None:
         e = engine()
         state: Any = e.state
-        state.wire, state.xv, state.plugins = make_wire(profile, vendor[2:]), vendor, None
+        state.xv = vendor
         fault = FaultRecord("F1", 2, "too hot", "CONFIRMED", 1, 1, 10**18, 10**18,
                             sources=["/cam"])
-        state.faults = _Faults([fault, FaultRecord("F2", 1, "elsewhere", "CONFIRMED", 1, 1,
-                                                   10**18, 10**18, sources=["/other"])])
+        faults: Any = e.faults
+        faults.faults = [fault, FaultRecord("F2", 1, "elsewhere", "CONFIRMED", 1, 1,
+                                            10**18, 10**18, sources=["/other"])]
+        faults.wire = FAULT_WIRE[profile](vendor)
         spec = subscription_create({"resource": "/api/v1/apps/cam/faults", "interval": "fast"},
                                    "apps", "cam", 3600, {})
         await e.start()
@@ -159,7 +166,7 @@ def test_a_cyclic_faults_frame_lists_them_as_the_profile_does(profile: str, vend
             items = sampler._items(e.create_subscription(spec, "client-a", 0.0))
         finally:
             await e.stop()
-        assert items == [state.wire.faults.list_item(fault)]  # what GET .../faults lists
+        assert items == [faults.wire.list_item(fault)]  # what GET .../faults lists
         assert items[0]["severity"] == (2 if profile == "medkit" else "ERROR")
 
     asyncio.run(run())

@@ -19,9 +19,9 @@ from gateway.http.ratelimit import (
     parse_endpoint_limits,
 )
 from gateway.http.routes import Registry
+from gateway.http.state import STATE, GatewayState
 from gateway.settings import config
 from gateway.settings.config import ConfigError
-from gateway.state import STATE, GatewayState
 
 
 def limiter(global_pm: int = 1000, client_pm: int = 60, endpoints: tuple[str, ...] = (),
@@ -116,7 +116,7 @@ def test_middleware_answers_429_with_headers(tmp_path: Path) -> None:
     app[STATE] = state
     state.route_table = reg.install(app)
     app.middlewares.append(make_middleware(state))
-    install(app, state)
+    install(app, state, None)  # no auth: clients are told apart by address
 
     async def go() -> list[tuple[int, dict[str, str], dict]]:
         async with TestClient(TestServer(app)) as client:

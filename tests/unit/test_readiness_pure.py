@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pytest
 
 from gateway.discovery.readiness import Readiness
-from gateway.ros.census import UNKNOWN_NODE, count
+from gateway.ros.graph.census import UNKNOWN_NODE, count
 
 
 @dataclass

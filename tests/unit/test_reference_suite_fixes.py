@@ -19,16 +19,13 @@ from aiohttp.test_utils import TestClient, TestServer
 from gateway.app import make_app
 from gateway.demo.nodes import FACTORIES
 from gateway.demo.robot import NAMESPACES, NODES, demo_nodes, full_name
-from gateway.faults.stream import SseSlots
+from gateway.http.state import STATE
 from gateway.model.entities import Entity, EntitySet
 from gateway.model.resource_uris import UriError, parse_resource
-from gateway.push.engine import PushEngine
+from gateway.push.keys import PUSH_DELIVERY
 from gateway.push.rules import subscription_create, trigger_create
-from gateway.push.sse import SseHub
-from gateway.push.topics import TopicWatch
 from gateway.push.wire import payload_items
 from gateway.settings.config import load
-from gateway.state import STATE
 from gateway.wire.docs import camel_case
 from gateway.wire_bundle import make_wire
 
@@ -109,9 +106,8 @@ def run(tmp: Path, profile: str, scenario: Callable[[TestClient, Any], Awaitable
         app = _app(tmp, profile)
         state = app[STATE]
         async with TestClient(TestServer(app)) as client:
-            engine = PushEngine(state, SseHub(SseSlots(10), 4, 30.0), TopicWatch(state))
+            engine = app[PUSH_DELIVERY].engine  # no ROS side: the engine alone
             await engine.start()
-            state.push = engine
             try:
                 await scenario(client, state)
             finally:
@@ -307,7 +303,7 @@ def test_a_whole_collection_tick_carries_items_in_medkit(tmp_path: Path, profile
         async def provide(st: Any, entity: Entity) -> list[dict[str, Any]]:
             return [{"id": "plc-1", "value": 3}]
 
-        state.push_collections["x-plc"] = provide
+        client.app[PUSH_DELIVERY].collections["x-plc"] = provide
         resp = await client.post("/api/v1/apps/actuator/cyclic-subscriptions", json={
             "resource": "/api/v1/apps/actuator/x-plc", "interval": "fast", "duration": 5})
         assert resp.status == 201, await resp.text()

@@ -1,10 +1,10 @@
-"""Node proxies: entities made through them move to a new node (ros/rejoin.py)."""
+"""Node proxies: entities made through them move to a new node (ros/rejoin/proxy.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from gateway.ros.rejoin import EntityHandle, Joined, NodeProxy, await_goodbye, unwrap
+from gateway.ros.rejoin.proxy import EntityHandle, Joined, NodeProxy, await_goodbye, unwrap
 
 
 class FakeNode:
@@ -125,7 +125,7 @@ def test_the_last_node_list_leads_the_goodbye_at_a_stop(monkeypatch: Any) -> Non
 
     import rclpy
 
-    import gateway.ros.rejoin as rejoin
+    import gateway.ros.rejoin.proxy as rejoin
 
     monkeypatch.setattr(rclpy, "try_shutdown", lambda context: order.append("shutdown"))
     monkeypatch.setattr(rejoin.time, "sleep", lambda s: order.append(f"pause {s}"))

@@ -29,7 +29,7 @@ from federation.relay import (
     refetch_data,
 )
 from gateway.faults.stream import FaultStream, SseSlots, position_header
-from gateway.state import STATE
+from gateway.http.state import STATE
 
 XV = "x-vendor"
 

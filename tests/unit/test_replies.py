@@ -1,4 +1,4 @@
-"""Service responses handed to the event loop in batches (gateway/ros/replies.py)."""
+"""Service responses handed to the event loop in batches (gateway/ros/calls/replies.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gateway.ros.replies import Reply, ReplyHub, forget, send, supports_slots
+from gateway.ros.calls.replies import Reply, ReplyHub, forget, send, supports_slots
 
 
 def test_posts_made_before_the_loop_runs_share_one_wakeup() -> None:

@@ -1,4 +1,4 @@
-"""The gateway's own ROS whatever the shell (gateway/ros/isolation.py): the pure plan."""
+"""The gateway's own ROS whatever the shell (gateway/ros/dds/isolation.py): the pure plan."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from gateway.ros.isolation import GUARD, USER_ENV_VAR, OwnRos, own_ros, plan, user_values
+from gateway.ros.dds.isolation import GUARD, USER_ENV_VAR, OwnRos, own_ros, plan, user_values
 
 OWN = OwnRos(prefix="/gw", lib_dirs=("/gw/lib", "/gw/site/ros_a.libs", "/gw/site/ros_b.libs"),
              python_dirs=("/gw/site",), distro="kilted")
@@ -94,7 +94,7 @@ def test_a_clean_shell_in_the_fixed_order_runs_as_is() -> None:
 
 def test_user_environment_of_this_process_has_no_loader_environment() -> None:
     """The test process itself ran through the wheels' bootstrap: its user had neither."""
-    code = ("import json; from gateway.ros.isolation import user_environment as u; "
+    code = ("import json; from gateway.ros.dds.isolation import user_environment as u; "
             "print(json.dumps(u()))")
     env = {k: v for k, v in os.environ.items() if k not in (GUARD, "LD_LIBRARY_PATH")}
     env["MARK"] = "1"
@@ -130,7 +130,7 @@ def test_the_own_directories_share_no_library_name_with_other_content() -> None:
 
 def test_deciding_imports_no_rclpy() -> None:
     """The decision runs before any ROS library is loaded (gateway.ros's package import too)."""
-    code = ("import sys; from gateway.ros import isolation; isolation.plan(dict(), "
+    code = ("import sys; from gateway.ros.dds import isolation; isolation.plan(dict(), "
             "isolation.own_ros(), isolation.looks_like_ros, 1); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('rclpy', 'rpyutils', 'rosidl_runtime_py', 'std_msgs')))")
@@ -140,7 +140,7 @@ def test_deciding_imports_no_rclpy() -> None:
 
 
 def test_an_rmw_of_another_vendor_is_set_aside_and_named_in_one_line() -> None:
-    from gateway.ros.isolation import rmw_line
+    from gateway.ros.dds.isolation import rmw_line
 
     p = plan(sourced(RMW_IMPLEMENTATION="rmw_cyclonedds_cpp"), OWN, looks, pid=10)
     assert p.reexec and "RMW_IMPLEMENTATION" not in p.env

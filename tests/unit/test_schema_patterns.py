@@ -91,9 +91,9 @@ def test_pattern_properties_with_unevaluated_properties_are_refused() -> None:
 def _app(tmp: str, *extra: str) -> Any:
     """The gateway app with scripts on, without ROS, serving one component `host`."""
     from gateway.app import make_app
+    from gateway.http.state import STATE
     from gateway.model.entities import Entity, EntitySet
     from gateway.settings.config import load
-    from gateway.state import STATE
 
     (Path(tmp) / "managed").mkdir()
     app = make_app(load(None, [f"state_dir={tmp}", f"scripts.scripts_dir={tmp}/managed",

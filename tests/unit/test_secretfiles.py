@@ -36,7 +36,7 @@ def test_secret_settings_come_from_files(tmp_path: Path, caplog: pytest.LogCaptu
 
 
 def test_children_never_get_a_registered_secret(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gateway.ros import isolation
+    from gateway.ros.dds import isolation
 
     # the user's environment as of now (a cli.main run earlier in this process kept its own)
     monkeypatch.setattr(isolation, "_USER_ENV", None)

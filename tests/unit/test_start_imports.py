@@ -9,7 +9,7 @@ _CHILD = """
 import sys
 from gateway.app import build_registry
 from gateway.http.openapi import build
-from gateway.ros import graph
+from gateway.ros.graph import snapshot
 from gateway.push import fault_engine
 reg = build_registry("vendor", set())
 print(sorted(m for m in ("gateway.http.schemas", "gateway.http.feature_schemas", "rclpy.action",

@@ -1,4 +1,4 @@
-"""Sources written from type descriptions a robot sent (gateway/ros/typebuild.py): every name
+"""Sources written from type descriptions a robot sent (ros/interfaces/typebuild.py): every name
 and type checked against the rosidl grammar before it reaches a file path or generated code;
 and the worker refuses a build whose types do not hash to the robot's."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.ros.typebuild import (
+from gateway.ros.interfaces.typebuild import (
     EMPTY_MEMBER,
     BuildError,
     Field,
@@ -121,7 +121,7 @@ def test_the_worker_refuses_a_build_that_does_not_hash_to_the_robots(tmp_path: P
     spec = service_spec(["demo_pkg/srv/Move_Event"], TYPES, have,
                         {"demo_pkg/srv/Move_Request": "RIHS01_" + "0" * 64})
     (tmp_path / "spec.json").write_text(json.dumps(spec.as_json()))
-    done = subprocess.run([sys.executable, "-m", "gateway.ros._typebuild_worker",
+    done = subprocess.run([sys.executable, "-m", "gateway.ros.interfaces._typebuild_worker",
                            str(tmp_path / "spec.json"), str(tmp_path / "out")],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1

@@ -1,4 +1,4 @@
-"""The run-time type build cache (gateway/ros/typecache.py): pruned by age and size at start."""
+"""The run-time type build cache (ros/interfaces/typecache.py): pruned by age and size at start."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.ros.typecache import DAY_S, CachedBuild, prune, to_prune, touch
+from gateway.ros.interfaces.typecache import DAY_S, CachedBuild, prune, to_prune, touch
 
 NOW = 1_000_000_000.0
 MIB = 1 << 20
@@ -50,7 +50,7 @@ def test_prune_deletes_and_logs(tmp_path: Path, caplog: pytest.LogCaptureFixture
     dead.mkdir()
     mine = tmp_path / f"ffff.tmp{os.getpid()}-1"
     mine.mkdir()
-    with caplog.at_level(logging.INFO, "gateway.ros.typecache"):
+    with caplog.at_level(logging.INFO, "gateway.ros.interfaces.typecache"):
         gone = prune(tmp_path, 1500, 30 * DAY_S, now)
     assert sorted(gone) == ["aaaa", "bbbb", dead.name]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cccc", "dddd", mine.name]

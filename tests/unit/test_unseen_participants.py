@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.discovery.unseen import UnseenParticipants
+from gateway.ros.rejoin.unseen import UnseenParticipants
 
 WALL = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 

@@ -1,0 +1,1 @@
+"""Service, action and parameter calls through the bridge."""

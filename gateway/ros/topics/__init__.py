@@ -1,0 +1,1 @@
+"""Topics: the raw sample pool and publishing, samples to JSON, `/rosout` capture."""
