@@ -13,16 +13,18 @@ from tests.harness import Gateway
 
 pytestmark = pytest.mark.integration
 
-# Idle polls this far apart: without the watch a new node waits up to 10 s to be listed.
-IDLE_POLL_MS = 10000
-LISTED_WITHIN_S = 2.0  # a node appears 80-250 ms after it starts, plus a loaded machine
+# An idle watched graph is polled this far apart (10 min): a node listed within the tests'
+# budget (30 s, for a loaded machine; it takes 80-250 ms on a quiet one) was listed because
+# the watch woke the poll, not by an idle poll. No timing is asserted.
+WATCHED_IDLE_POLL_MS = 600000
+BUDGET_S = 30
 
 
 @pytest.fixture(scope="module")
 def gw(domain: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     tmp = tmp_path_factory.mktemp("gw")
     settings = [f"state_dir={tmp / 'state'}",
-                f"discovery.idle_poll_interval_ms={IDLE_POLL_MS}"]
+                f"discovery.watched_idle_poll_interval_ms={WATCHED_IDLE_POLL_MS}"]
     with Gateway(free_port(), domain, settings, tmp / "gateway.log") as g:
         yield g
 
@@ -45,28 +47,23 @@ def test_a_node_started_while_the_graph_is_idle_is_listed_at_once(gw: Gateway,
                                                                    ros: Any) -> None:
     from std_msgs.msg import String
 
-    # Three rounds: an idle poll every 10 s lists each within 2 s one time in five at most.
-    for k in range(3):
+    for k in range(3):  # three rounds: each one from an idle graph
         r = wait_idle(gw)
         assert r["graph_watch"] is True, r
+        notices = r["graph_watch_notices"]
         node = ros.node(f"watch_probe_{k}", "/watched")
         node.create_publisher(String, "chatter", 10)
-        started = time.monotonic()
         gw.wait_for("/apps", lambda b, k=k: any(a["id"] == f"watch_probe_{k}"
-                                                for a in b["items"]), timeout=30)
-        took = time.monotonic() - started
-        assert took <= LISTED_WITHIN_S, f"round {k}: listed after {took:.2f} s"
-    assert readiness(gw)["graph_watch_notices"] > 0
+                                                for a in b["items"]), timeout=BUDGET_S)
+        assert readiness(gw)["graph_watch_notices"] > notices, f"round {k}: no watch notice"
 
 
 def test_a_node_that_leaves_an_idle_graph_is_unlisted_at_once(gw: Gateway, ros: Any) -> None:
     node = ros.node("watch_leaver", "/watched")
     gw.wait_for("/apps", lambda b: any(a["id"] == "watch_leaver" for a in b["items"]),
                 timeout=30)
-    wait_idle(gw)
+    notices = wait_idle(gw)["graph_watch_notices"]
     node.destroy_node()
-    started = time.monotonic()
     gw.wait_for("/apps", lambda b: all(a["id"] != "watch_leaver" for a in b["items"]),
-                timeout=30)
-    took = time.monotonic() - started
-    assert took <= LISTED_WITHIN_S, f"unlisted after {took:.2f} s"
+                timeout=BUDGET_S)  # an idle poll would come only after 10 min
+    assert readiness(gw)["graph_watch_notices"] > notices
