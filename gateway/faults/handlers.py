@@ -101,7 +101,7 @@ def _offer_all(state: GatewayState, request: web.Request, svc: FaultService, fed
         return
 
     def probe(r: hot.HasHeaders) -> bytes | None:
-        if federation(state) is not fed or not fed.answers_alone(r):
+        if state.aggregation is not fed or not fed.answers_alone(r):  # federation(state)
             return None
         return svc.bodies.cached(key, svc.generation)
 
@@ -111,7 +111,7 @@ def _offer_all(state: GatewayState, request: web.Request, svc: FaultService, fed
 def _hot_all(state: GatewayState, svc: FaultService, key: tuple[str, str]) -> hot.Probe:
     """list_all's cached body while the fault state holds, for the fast path (http/hot.py)."""
     def probe() -> bytes | None:
-        if federation(state) is not None:
+        if state.aggregation is not None:  # federation(state), inline: once per hot read
             return None
         return svc.bodies.cached(key, svc.generation)
 
