@@ -36,6 +36,7 @@ LAYERS: dict[str, tuple[str, int]] = {
     "gateway.auth": (CORE, 3),  # tokens and the role check of the guard
     "gateway.wire": (CORE, 3),  # the serializer base, bodies, errors, entities, docs, auth
     "gateway.wire.core": (CORE, 3),  # the hub's core serializers (a unit: http reads it)
+    "gateway.wire.settings": (CORE, 0),  # api.* typed settings (a unit: the hub reads it)
     # features: each owns its service, handlers and wire shapes
     "gateway.faults": (FEATURE, 0),
     "gateway.push": (FEATURE, 0),  # cyclic subscriptions, triggers, fault triggers
