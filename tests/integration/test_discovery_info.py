@@ -396,3 +396,50 @@ def test_a_humble_participants_nodes_are_listed(gw: Gateway, domain: int) -> Non
         assert answer.json()["parameters"] == {"success": True, "message": "pong"}
     finally:
         side.close()
+
+
+class GhostSide(OwnNode):
+    """A participant in the test process that also sends a node list for a participant that is
+    not on the graph: what the rmw keeps when a list is taken after its participant left."""
+
+    def __init__(self, domain: int) -> None:
+        super().__init__(domain, "ghost_writer")
+        self.writer = RawTopicWriter(self.node, ParticipantEntitiesInfo, "ros_discovery_info")
+        self.start()
+        gone = os.urandom(12)  # no participant on the graph has this GUID prefix
+        info = ParticipantEntities(gone + b"\x00\x00\x01\xc1", (NodeEntities(
+            "/", "ghost_node", frozenset({gone + b"\x00\x00\x14\x04"}),
+            frozenset({gone + b"\x00\x00\x13\x03"})),), 16)
+        self.sample = encode(info, 16)
+
+    def announce(self) -> None:
+        """Send the gone participant's node list (again)."""
+        self.writer.publish(self.sample)
+
+    def close(self) -> None:
+        """Destroy the writer, shut the context down."""
+        self.writer.close()
+        super().close()
+
+
+def test_a_node_named_for_a_participant_that_is_gone_is_not_listed(
+        gw: Gateway, domain: int) -> None:
+    # The rmw adds a participant to its graph for any node list it takes, gone or not: a list
+    # taken after the participant's lease expired (a loaded machine) kept a frozen node listed.
+    side = GhostSide(domain)
+    try:
+        def hidden() -> bool:
+            side.announce()
+            figures = gw.get("/health").json()["x-vendor-ros-types"]["discovery_info"]
+            return "/ghost_node" in figures["stale_nodes"]
+
+        wait_until(lambda: "ghost_writer" in apps(gw), 60, "the writer's own node to be listed")
+        wait_until(hidden, 30, "the gateway to find the node named for a gone participant")
+        assert "ghost_node" not in apps(gw)
+        figures = gw.get("/health").json()["x-vendor-ros-types"]["discovery_info"]
+        assert figures["stale_nodes_hidden"] >= 1
+        assert gw.log_path is not None
+        assert "node /ghost_node is named by the rmw's graph, but no participant" in \
+            gw.log_path.read_text()
+    finally:
+        side.close()

@@ -66,6 +66,10 @@ class DiscoveryInfo:
         self._away: set[bytes] = set()
         self._back_at: dict[bytes, float] = {}  # GUID prefix -> when it came back (monotonic)
         self.nameless = Nameless()  # participants without any node list
+        # nodes the rmw names though no participant on the graph announces them and they
+        # have no endpoint (ros/graph/graph_query.py), at the last poll: fully qualified names
+        self._stale: frozenset[str] = frozenset()
+        self.stale_hidden = 0  # such nodes found, in all
         try:
             self._reader = self._factory(node)
         except Exception as exc:  # an rmw without the C API used: the rmw's view only
@@ -148,6 +152,26 @@ class DiscoveryInfo:
         log.info("ros_discovery_info: %d participant(s) on the graph without their node list; "
                  "reader renewed", len(self._missing_since))
 
+    def announced(self, alive: Collection[bytes]) -> set[tuple[str, str]]:
+        """(name, namespace) of every node in the kept samples of the participants on the
+        graph."""
+        with self._lock:
+            return {(n.name, n.namespace) for p, k in self._kept.items() if p in alive
+                    for n in k.info.nodes}
+
+    def stale_nodes(self, fqns: Collection[str]) -> None:
+        """The nodes of this poll that the rmw names from a participant no longer on the graph
+        (left out of the listing): logged when first found, counted for /health."""
+        with self._lock:
+            for fqn in fqns:
+                if fqn not in self._stale:
+                    self.stale_hidden += 1
+                    log.warning("node %s is named by the rmw's graph, but no participant on the "
+                                "graph announces it and it has no endpoint: a node list that "
+                                "arrived after its participant had left (or a forged one); "
+                                "not listed", fqn)
+            self._stale = frozenset(fqns)
+
     def participants(self, alive: set[bytes]) -> list[ParticipantEntities]:
         """Kept samples of the participants on the graph."""
         with self._lock:
@@ -184,6 +208,8 @@ class DiscoveryInfo:
                     "reader_renewals": self.relearns, "kept": len(self._kept),
                     "participants_returned": self.returned,
                     "humble_participants": self.humble_participants,
+                    "stale_nodes_hidden": self.stale_hidden,
+                    "stale_nodes": sorted(self._stale)[:16],
                     "nameless_participants": self.nameless.stats()}
 
     def reopen(self) -> None:
