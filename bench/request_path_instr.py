@@ -4,7 +4,7 @@ A wall-clock or CPU-time ratio swings on a busy machine; an instruction count do
 runs the gateway's connection handler (server._Handler, the wire path of hotwire.py and the
 hot answers of hot.py) with a fake transport, answering the same request chunk N times, for
 each of the three hot reads of bench/request_path_floor.py with its real probe over in-memory
-state (a data read: the replay of resources/data_reads.py over a SamplePool entry;
+state (a data read: the replay of data/reads.py over a SamplePool entry;
 GET /faults: the fault service's body cache; GET /apps: the entity cache), and the floor's
 data_received
 (bench/_floor.py) likewise. Under callgrind, the difference between a run of N and one of 0
@@ -136,7 +136,7 @@ async def gateway_side(what: str, n: int) -> int:
 
 def data_probe(state: Any, entity: Any, topic: str, type_name: str) -> Any:
     """The data read's hot probe over a pool entry holding one sample and its cached body."""
-    from gateway.resources import data
+    from gateway.data import handlers as data
     from gateway.ros.topics.pool import Sample, _Entry
 
     pool = state.pool
@@ -145,13 +145,13 @@ def data_probe(state: Any, entity: Any, topic: str, type_name: str) -> Any:
     entry.sample = Sample(b"\0\1\0\0", 0, 1, 1)
     pool._entries[topic] = entry
     try:
-        from gateway.resources.data_reads import reads_of
+        from gateway.data.reads import reads_of
     except ImportError:  # before: the body cache in the pool's entries
         entry.json_seq, entry.json = 1, b"{}"  # type: ignore[attr-defined]
         view = (entity.kind, entity.id, state.cache.generation)
         entry.bodies[view] = (1, BODY)  # type: ignore[attr-defined]
         return data._hot_read(state, entity, topic, type_name, view)  # type: ignore[attr-defined]
-    reads = reads_of(state)  # one owner of the body cache (resources/data_reads.py)
+    reads = reads_of(state)  # one owner of the body cache (data/reads.py)
     view = (entity.kind, entity.id, topic)
     reads.put(view, entry, entry.sample, state.cache.generation, BODY)
     return reads.replay(state.cache, view)

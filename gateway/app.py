@@ -45,6 +45,9 @@ def build_registry(vendor: str, built: set[str], plugins: Any = None) -> Registr
     from .bulk_data import handlers as bulk_data
     from .configurations import handlers as configurations
     from .dashboard import page_stream
+    from .data import handlers as data
+    from .entities import handlers as entities
+    from .entities import manifest, status
     from .faults import handlers as faults
     from .lifecycle import handlers as lifecycle
     from .locks import handlers as locks
@@ -53,15 +56,9 @@ def build_registry(vendor: str, built: set[str], plugins: Any = None) -> Registr
     from .push import fault_trigger_handlers as fault_triggers
     from .push import subscription_handlers as subscriptions
     from .push import trigger_handlers as triggers
-    from .resources import (
-        data,
-        entities,
-        manifest,
-        server,
-        status,
-        unbuilt,
-    )
     from .scripts import handlers as scripts
+    from .server_info import handlers as server
+    from .server_info import unbuilt
     from .updates import handlers as updates
 
     reg = Registry(vendor)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .configurations.wire import CONFIGURATIONS, ConfigurationWire
+from .data.wire import DATA, DataWire
 from .faults.wire import FAULTS, FaultWire
 from .locks.wire import LOCKS, LockWire
 from .logs.wire import LOGS, LogWire
@@ -12,7 +13,6 @@ from .operations.wire import OPERATIONS, OperationWire
 from .push.wire import PUSH, PushWire
 from .scripts.wire import SCRIPTS, ScriptWire
 from .wire.auth import AUTH, AuthWire
-from .wire.data import DATA, DataWire
 from .wire.docs import DOCS, DocsWire
 from .wire.entities import ENTITIES, EntityWire
 from .wire.errors import ERRORS, ErrorWire

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -19,7 +18,7 @@ from ..http.routes import Registry
 from ..http.state import GatewayState, state_of
 from ..locks.guard import guard_members
 from ..model.entities import Entity
-from ..model.items import ItemLookupError, MemberItem, assign_ids, resolve
+from ..model.items import ItemLookupError, MemberItem, resolve
 from ..model.roles import Role
 from ..process.settings import ProcessSettings
 from ..push.publishers import service_completed, watch_execution
@@ -43,6 +42,7 @@ from ..wire.bodies import (
     execution_request,
     read_object,
 )
+from .listing import OpRef, entity_operations
 from .wire import OPERATIONS
 
 # Longest budget a request's own `timeout` may ask for.
@@ -51,48 +51,6 @@ MAX_TIMEOUT_S = 3600.0
 BUILT_CALL_MIN_S = 1.0
 # Capabilities of the execution PUT that exist in SOVD but do not apply to ROS actions.
 INAPPLICABLE = ("execute", "freeze", "reset")
-
-
-@dataclass
-class OpRef:
-    """One service or action as an entity sees it."""
-
-    id: str
-    kind: str  # service or action
-    path: str
-    type: str
-    member_ids: list[str] = field(default_factory=list)
-
-    @property
-    def name(self) -> str:
-        """The short name (last path segment)."""
-        return self.path.rsplit("/", 1)[-1]
-
-
-def entity_operations(state: GatewayState, entity: Entity) -> list[OpRef]:
-    """Services and actions of the entity's member apps with their ids (cached per generation)."""
-
-    def build() -> list[OpRef]:
-        graph = state.cache.graph
-        merged: dict[tuple[str, str], OpRef] = {}
-        for app in state.cache.entities.member_apps(entity):
-            node = graph.node(app.node_fqn) if app.node_fqn else None
-            if node is None:
-                continue
-            for kind, pairs in (("service", node.user_services()), ("action", node.actions)):
-                for path, typ in pairs:
-                    ref = merged.get((kind, path))
-                    if ref is None:
-                        ref = merged[(kind, path)] = OpRef("", kind, path, typ)
-                    if app.id not in ref.member_ids:
-                        ref.member_ids.append(app.id)
-        ops = sorted(merged.values(), key=lambda o: (o.path, o.kind))
-        items = [MemberItem(o.member_ids[0], o.path) for o in ops]
-        for op, assigned in zip(ops, assign_ids(items), strict=True):
-            op.id = assigned
-        return ops
-
-    return state.cache.body(("operations", entity.kind, entity.id), build)
 
 
 def find_operation(state: GatewayState, entity: Entity, op_id: str) -> OpRef:

@@ -132,7 +132,7 @@ class CyclicSampler:
         entry = self.state.pool.peek(topic, type_name)
         if entry is None:
             return None
-        from ..resources.data_reads import reads_of  # the JSON cache data reads use
+        from ..data.reads import reads_of  # the JSON cache data reads use
         from ..ros.topics.samples import sample_to_json
 
         sample = entry.sample

@@ -87,8 +87,8 @@ class FaultTriggerEngine:
         return rule
 
     def _check_topic(self, app: Any, rule: Rule) -> None:
+        from ..data.topics import entity_topics
         from ..model.resource_uris import topic_matches
-        from ..resources.data import entity_topics
 
         topics = list(entity_topics(self.state, app))
         if not topics or any(topic_matches(t, rule.topic_path) for t in topics):

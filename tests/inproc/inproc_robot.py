@@ -223,7 +223,7 @@ class FakeSample:
 
 class FakeEntry:
     """A pooled topic: its newest sample (the bodies built from it live in
-    resources/data_reads.py, which checks `held`)."""
+    data/reads.py, which checks `held`)."""
 
     def __init__(self, topic: str, type_name: str) -> None:
         self.topic, self.type_name = topic, type_name

@@ -1,4 +1,4 @@
-"""Data-read body caching (gateway/resources/data_reads.py): one owner of the cache, its
+"""Data-read body caching (gateway/data/reads.py): one owner of the cache, its
 policy and its replay. The replay (the fast path's probe) answers exactly what the generic
 read's lookup (`DataReads.body`) answers, and stops when it does: a new sample, the entry
 evicted or re-subscribed for another type, a new entity-set generation."""
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from gateway.data.reads import DataReads, reads_of
 from gateway.discovery.cache import EntityCache
 from gateway.discovery.runtime import HostInfo
-from gateway.resources.data_reads import DataReads, reads_of
 from gateway.ros.topics.pool import Sample, SamplePool, _Entry
 
 TOPIC, TYPE = "/chatter", "std_msgs/msg/String"

@@ -7,10 +7,10 @@ import math
 
 import pytest
 
+from gateway.entities.status import readiness
 from gateway.errors import ApiError
 from gateway.logs.handlers import DEFAULT_CONFIG, validate_config
 from gateway.operations.handlers import request_timeout
-from gateway.resources.status import readiness
 from gateway.ros.calls.actions import execution_status, ros_status_name
 from gateway.ros.calls.parameters import (
     NegativeCache,

@@ -53,12 +53,11 @@ LAYERS: dict[str, tuple[str, int]] = {
     "gateway.dashboard": (FEATURE, 0),
     "gateway.demo": (FEATURE, 0),
     "gateway.mcp": (FEATURE, 0),
+    "gateway.data": (FEATURE, 0),  # data reads and writes, the read's body cache, wire shapes
+    "gateway.entities": (FEATURE, 0),  # entity collections and items, status, manifest status
+    "gateway.server_info": (FEATURE, 0),  # root, version-info, health, OpenAPI documents
     "federation": (FEATURE, 0),
     "recorder": (FEATURE, 0),
-    # handlers not in a feature package yet (data, entities, server, status, manifest, the
-    # dashboard's page stream, the 501 stubs) and the data read's wire shapes
-    "gateway.resources": (FEATURE, 0),
-    "gateway.wire.data": (FEATURE, 0),
     # root: the composition
     "gateway.wire_bundle": (ROOT, 0),  # the bundle of every feature's serializers
     "gateway.app": (ROOT, 0),

@@ -129,7 +129,7 @@ class _Entry:
         self.seq = 0
         self.waiters: list[asyncio.Future[None]] = []
         # In the pool: False once evicted or replaced (a new type), so what was built from
-        # its samples (resources/data_reads.py) no longer holds.
+        # its samples (data/reads.py) no longer holds.
         self.held = True
         self.recent: deque[int] = deque(maxlen=RECENT_SAMPLES)  # receive times (ns)
         self.lost = 0

@@ -10,6 +10,7 @@ from aiohttp import web
 from .. import __version__
 from .._fast import MSGCONV_IMPL
 from ..auth.settings import AuthSettings
+from ..data.topics import entity_topics
 from ..discovery.keys import DISCOVERY
 from ..discovery.settings import DiscoverySettings
 from ..errors import not_found
@@ -20,11 +21,10 @@ from ..http.resource_helpers import entities, federation
 from ..http.routes import API_PREFIX, ENTITY_TYPES, Registry
 from ..http.settings import DocsSettings
 from ..http.state import GatewayState, state_of
-from ..operations.handlers import entity_operations
+from ..operations.listing import entity_operations
 from ..process.settings import ServerSettings
 from ..ros.dds.embedded import ros_versions
 from ..ros.topics.samples import implementation as sample_implementation
-from .data import entity_topics
 
 API_VERSION = "1.0.0"
 # Collections a scoped /docs prefix may end in; these others answer 404 there.

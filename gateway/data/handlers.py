@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -20,7 +19,6 @@ from ..locks.guard import guard_members
 from ..model.entities import Entity
 from ..model.ids import split_qualified
 from ..model.roles import Role
-from ..ros.graph.snapshot import INFRA_TOPICS, is_hidden_topic
 from ..ros.interfaces.described import DescribedTypes
 from ..ros.interfaces.interface_paths import SETTING as INTERFACE_PATHS
 from ..ros.interfaces.message import (
@@ -39,62 +37,17 @@ from ..wire.bodies import (
     read_object,
     validation_error,
 )
-from ..wire.data import DATA
-from .data_reads import reads_of
+from .reads import reads_of
+from .topics import TopicRef, entity_topics
+from .wire import DATA
 
 # Samples above this size are converted off the event loop.
 OFFLOOP_BYTES = 64 * 1024
 
 
-@dataclass
-class TopicRef:
-    """A topic as one entity sees it: type, contributing members and directions."""
-
-    topic: str
-    type: str
-    member_ids: list[str] = field(default_factory=list)
-    publish: bool = False
-    subscribe: bool = False
-
-    @property
-    def direction(self) -> str:
-        """publish, subscribe or both."""
-        if self.publish and self.subscribe:
-            return "both"
-        return "publish" if self.publish else "subscribe"
-
-
 def sample_budget(state: GatewayState) -> float:
     """How long a read waits for a first sample (setting `topic_sample_timeout_sec`)."""
     return state.settings.typed(RosServiceSettings.from_settings).topic_sample_timeout_sec
-
-
-def entity_topics(state: GatewayState, entity: Entity) -> dict[str, TopicRef]:
-    """Topics of the entity's member apps, merged by topic path (cached per generation)."""
-
-    def build() -> dict[str, TopicRef]:
-        graph = state.cache.graph
-        out: dict[str, TopicRef] = {}
-        for app in state.cache.entities.member_apps(entity):
-            node = graph.node(app.node_fqn) if app.node_fqn else None
-            if node is None:
-                continue
-            for pairs, pub in ((node.publishers, True), (node.subscribers, False)):
-                for topic, typ in pairs:
-                    if topic in INFRA_TOPICS or is_hidden_topic(topic):
-                        continue
-                    ref = out.get(topic)
-                    if ref is None:
-                        ref = out[topic] = TopicRef(topic, typ)
-                    if app.id not in ref.member_ids:
-                        ref.member_ids.append(app.id)
-                    if pub:
-                        ref.publish = True
-                    else:
-                        ref.subscribe = True
-        return dict(sorted(out.items()))
-
-    return state.cache.body(("topics", entity.kind, entity.id), build)
 
 
 @functools.lru_cache(maxsize=512)
@@ -115,7 +68,7 @@ def type_info_json(type_name: str) -> orjson.Fragment | None:
 
 
 def data_item(state: GatewayState, ref: TopicRef) -> dict[str, Any]:
-    """One data list item in the wire profile (gateway/wire/data.py); a type the gateway
+    """One data list item in the wire profile (gateway/data/wire.py); a type the gateway
     cannot serve is marked (`type_available: false` and the setting that fixes it)."""
     info = type_info(ref.type)
     item: dict[str, Any] = state.serializer(DATA).item(ref, info)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ApiError
-from ._base import WireBase
-from .bodies import untyped_topic
+from ..wire._base import WireBase
+from ..wire.bodies import untyped_topic
 
 
 class SpecData(WireBase):

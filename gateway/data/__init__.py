@@ -1,0 +1,1 @@
+"""Data: reads and writes of topic data, the data read's body cache and its wire shapes."""

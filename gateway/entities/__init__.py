@@ -1,0 +1,1 @@
+"""Entities: the entity collections and items, their status, and the manifest's status."""
