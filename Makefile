@@ -87,7 +87,7 @@ unit: install
 
 # mypy checks whole packages, with its settings in pyproject.toml ([tool.mypy]).
 lint: install
-	$(BIN)/ruff check gateway federation recorder robot_reporter tests bench $(wildcard setup.py)
+	$(BIN)/ruff check gateway recorder robot_reporter tests bench $(wildcard setup.py)
 	$(BIN)/mypy
 
 # Benchmarks load the gateway with wrk (Debian package), installed here when missing.

@@ -38,14 +38,14 @@ sys.path.insert(0, str(ROOT))
 import aiohttp  # noqa: E402
 
 from bench._sim_robot import RobotHttp, SimRobot, Templates, robot_address  # noqa: E402
-from federation.connect_auth import robot_token  # noqa: E402
-from federation.tunnel import Mux  # noqa: E402
+from gateway.federation.connect_auth import robot_token  # noqa: E402
+from gateway.federation.tunnel import Mux  # noqa: E402
 from tests.fleet.linkemu import Link, _Client, _loop_factory  # noqa: E402
 
 PORT, INNER_PORT, OUT_PORT = 8080, 8081, 8082
 RTO_MIN_S = 0.2  # Linux's minimum retransmission timeout
 KEEPALIVE_S = 30.0  # sse.keepalive_sec of a robot gateway
-CONNECT_BACKOFF_S = (0.5, 1.0, 2.0, 5.0)  # as federation/connect_out.py
+CONNECT_BACKOFF_S = (0.5, 1.0, 2.0, 5.0)  # as gateway/federation/connect_out.py
 HEARTBEAT_S = 10.0
 MDNS_REGISTER_AT_ONCE = 250
 
@@ -162,7 +162,7 @@ class Worker:
             await asyncio.gather(*announced)
 
     async def _dial(self, session: aiohttp.ClientSession, robot: SimRobot) -> None:
-        """Connect out as federation/connect_out.py does, through the robot's link."""
+        """Connect out as gateway/federation/connect_out.py does, through the robot's link."""
         await asyncio.sleep(random.random() * self.spec.get("dial_spread_s", 0.0))
         token = robot_token(self.spec["connect_key"], robot.name)
         url = (f"http://{robot.address}:{OUT_PORT}/api/v1/x-vendor-connect"

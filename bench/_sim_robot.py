@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from federation.wire import etag as entities_etag
 from gateway.faults.stream import chunk, frame, refetch_frame
+from gateway.federation.wire import etag as entities_etag
 
 TEMPLATES = Path(__file__).with_name("_sim_templates.json")
 API = "/api/v1"

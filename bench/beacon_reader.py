@@ -1,5 +1,5 @@
-"""The primary's CPU per beacon line: federation/beacon.py's BeaconReader against a reader of
-the same streams by a line per `readline()` with a timeout around each (the way it read them
+"""The primary's CPU per beacon line: gateway/federation/beacon.py's BeaconReader against a
+reader of the same streams by a line per `readline()` with a timeout around each (the way it read them
 before), in one run.
 
 A child process serves N beacon streams (a line `data: <etag>` every interval, chunked, as a
@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 import aiohttp  # noqa: E402
 
-from federation.beacon import BeaconReader  # noqa: E402
+from gateway.federation.beacon import BeaconReader  # noqa: E402
 from gateway.process.waits import within  # noqa: E402
 
 SERVER = r"""

@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"  # network rule
 
-from federation.connect_auth import robot_token  # noqa: E402
 from gateway.demo.robot import Robot  # noqa: E402
+from gateway.federation.connect_auth import robot_token  # noqa: E402
 from tests.conftest import free_port  # noqa: E402
 from tests.fleet.linkemu import running  # noqa: E402
 from tests.harness import Gateway  # noqa: E402

@@ -1,5 +1,5 @@
-"""The fleet merge's growth: federation/fleet.py's merge of N robots' entity sets, each robot
-with two apps on one host component and in two functions every robot shares.
+"""The fleet merge's growth: gateway/federation/fleet.py's merge of N robots' entity sets, each
+robot with two apps on one host component and in two functions every robot shares.
 
 Printed: the best of five merges at each size, its cost per robot, and the per-robot cost at
 the largest size against the smallest in the same run (1.0 is linear; the list scan per host
@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from federation.fleet import PeerSet, merge
+from gateway.federation.fleet import PeerSet, merge
 from gateway.model.entities import Entity, EntitySet
 
 

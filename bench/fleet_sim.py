@@ -10,8 +10,8 @@ loss; tests/fleet/linkemu.py) in front of it; many robots run per process on asy
 (bench/_sim_fleet.py), --procs processes. Robots join by mDNS (--join mdns: announced on
 127.0.0.1 under a service type of this run), by connecting out (--join connect: a WebSocket to
 the primary's /x-vendor-connect through the robot's link, streams tunneled as
-federation/tunnel.py does), or listed in the primary's peer_urls (--join static). The primary
-is the real gateway (read cache on), unaware. With --sites S, S real site primaries
+gateway/federation/tunnel.py does), or listed in the primary's peer_urls (--join static). The
+primary is the real gateway (read cache on), unaware. With --sites S, S real site primaries
 (aggregation.reexport) each take a share of the robots (they join their site), and the fleet
 primary lists the sites, each behind an emulated WAN link of its own (--site-rtt-ms,
 --site-rate-bps) at its own loopback address; the fleet primary starts once the robots have.

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from federation.peer_auth import check_settings as check_peer_settings
-
 from . import dashboard
 from .auth import enforce
 from .auth import routes as auth_routes
+from .events import GRAPH
+from .federation.peer_auth import check_settings as check_peer_settings
 from .http import cors, ratelimit, resolve_cache
 from .http.jsonutil import JSON_BODY_LIMIT, json_body_limit
 from .http.lifecycle import FeatureService, run_features, shutdown_features
@@ -40,8 +40,6 @@ def build_registry(vendor: str, built: set[str], plugins: Any = None) -> Registr
 
     `plugins` (a plugins.manager.PluginManager) adds the loaded plugins' routes.
     """
-    from federation import routes as federation_routes  # the peer entity declaration
-
     from .bulk_data import handlers as bulk_data
     from .configurations import handlers as configurations
     from .dashboard import page_stream
@@ -49,6 +47,7 @@ def build_registry(vendor: str, built: set[str], plugins: Any = None) -> Registr
     from .entities import handlers as entities
     from .entities import manifest, status
     from .faults import handlers as faults
+    from .federation import routes as federation_routes  # the peer entity declaration
     from .lifecycle import handlers as lifecycle
     from .locks import handlers as locks
     from .logs import handlers as logs
@@ -106,9 +105,8 @@ def make_app(settings: Settings, ros: RosLifecycle | None = None,
     fake robot's in the in-process tests. Each feature's service is built here under its app
     key and started by `feature_services` once the ROS side runs.
     """
-    from federation.settings import AggregationSettings
-
     from .discovery.settings import DiscoverySettings
+    from .federation.install import install as install_federation  # docs/federation.md
     from .plugins.manager import PLUGINS, PluginManager
     from .process.settings import ServerSettings
     from .push.settings import FaultTriggerSettings, TriggerSettings
@@ -158,13 +156,9 @@ def make_app(settings: Settings, ros: RosLifecycle | None = None,
     for module in (locks, scripts, lifecycle):
         module.install(app, state)
     _declare_order(app, (*over_ros, app[locks.LOCK_SERVICE], app[scripts.SCRIPT_SERVICE],
-                         app[lifecycle.LIFECYCLE]))
+                         app[lifecycle.LIFECYCLE], *install_federation(app, state)))
     if plugins.provider("scripts") is not None:  # a plugin backend serves its entities' scripts
         state.features.add("scripts")
-    aggregation = settings.typed(AggregationSettings.from_settings)
-    if aggregation.enabled or aggregation.announce or aggregation.connect_to:
-        from federation.install import install as install_federation  # docs/federation.md
-        install_federation(app, state)
     return app
 
 
@@ -181,20 +175,21 @@ async def _storage_probe(app: web.Application) -> AsyncIterator[None]:
 # (it hears fault changes on the bus) before the faults; the plugins (and the update manager
 # over a plugin's provider); push delivery (subscriptions, triggers, fault triggers) after the
 # faults, whose database its trigger store sits beside; then the lock sweep, the script runner
-# and lifecycle control, which stop first.
+# and lifecycle control; last the federation (peers, their relay on the fault stream, mDNS,
+# connect-out), which stops first.
 FEATURE_SERVICES: web.AppKey[tuple[FeatureService, ...]] = web.AppKey("feature_services")
 
 
 def _build_features(app: web.Application, state: GatewayState, plugins: PluginManager
                     ) -> tuple[FeatureService, ...]:
     """The services over the ROS side, each under its app key, in their start order."""
-    from .bulk_data.handlers import BulkData
     from .bulk_data.keys import BULK_DATA
+    from .bulk_data.service import BulkData
     from .faults.keys import FAULT_SERVICE
     from .faults.service import FaultService
     from .faults.stream import SseSlots
     from .http.settings import SseSettings
-    from .logs.handlers import LOG_CONFIGURATIONS, LogConfigurations
+    from .logs.configs import LOG_CONFIGURATIONS, LogConfigurations
     from .push.keys import PUSH_DELIVERY
     from .push.service import PushDelivery
     from .updates.feature import UPDATES, PluginsAndUpdates
@@ -232,14 +227,13 @@ def _ros_lifecycle(prestarted: RosBridge | None) -> RosLifecycle:
 
 
 async def _ros_side(app: web.Application, prestarted: RosBridge | None) -> AsyncIterator[None]:
-    from federation.settings import AggregationSettings
-
     from .discovery.cache import EntityCache
     from .discovery.empty_domain import EmptyDomain, domain_source
     from .discovery.keys import DISCOVERY
     from .discovery.poller import GraphPoller
     from .discovery.runtime import HostInfo
     from .discovery.settings import DiscoverySettings, EntityCacheSettings
+    from .federation.settings import AggregationSettings
     from .operations.handlers import state_directory
     from .process import loopslice
     from .process.gcpolicy import GcPolicy
@@ -271,7 +265,8 @@ async def _ros_side(app: web.Application, prestarted: RosBridge | None) -> Async
     poller = GraphPoller(bridge, pool, cache, found.poll_interval_ms / 1000.0,
                          found.refresh_debounce_ms / 1000.0,
                          idle_interval_s=found.idle_poll_interval_ms / 1000.0,
-                         watched_idle_interval_s=found.watched_idle_poll_interval_ms / 1000.0)
+                         watched_idle_interval_s=found.watched_idle_poll_interval_ms / 1000.0,
+                         bus=state.events)
     # operations, configurations, logs, status
     calls = ServiceCaller(bridge, sizes.operations_max_in_flight_per_service,
                           ros.service_replies, ros.service_client_idle_sec)
@@ -283,12 +278,13 @@ async def _ros_side(app: web.Application, prestarted: RosBridge | None) -> Async
     state.attach_ros(bridge, pool, cache, poller, calls, actions, parameters, rosout)
     # types the gateway lacks: shell prefixes, build cache, service types built on discovery
     state_dir = state_directory(s.typed(ProcessSettings.from_settings).state_dir)
-    state.service_type_builds = typesources.start(bridge, s, state_dir, poller.graph_listeners,
+    state.service_type_builds = typesources.start(bridge, s, state_dir, state.events,
                                                   state.storage)
     aggregating = s.typed(AggregationSettings.from_settings).enabled  # a primary may have none
     empty = EmptyDomain(bridge.domain_id, domain_source(ros.domain_id, os.environ),
                         aggregating=aggregating)
-    poller.graph_listeners.append(empty.graph)  # warns when the domain has no node
+    # warns when the domain has no node
+    state.events.subscribe([GRAPH], lambda event: empty.graph(event.payload.snapshot))
     state.health_warnings.append(empty.warnings)
     poller.start()
     empty_check = asyncio.create_task(empty.run(poller.ready))

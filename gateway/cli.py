@@ -348,9 +348,9 @@ def cmd_settings(args: argparse.Namespace) -> int:
 
 def cmd_robot_token(args: argparse.Namespace) -> int:
     """`robot-token NAME...`: print `NAME TOKEN` lines issued from the primary's robot key."""
-    from federation.connect_auth import robot_entries, robot_token
-    from federation.connect_key import key_path, robot_key
-    from federation.settings import LOCAL, AggregationSettings, peer_name
+    from .federation.connect_auth import robot_entries, robot_token
+    from .federation.connect_key import key_path, robot_key
+    from .federation.settings import LOCAL, AggregationSettings, peer_name
 
     settings = load(args.config, args.overrides)
     aggregation = settings.typed(AggregationSettings.from_settings)

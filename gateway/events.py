@@ -6,8 +6,9 @@ subscriptions, fault triggers, the dashboard, plugins) are plain callables run i
 order. A listener must not block: it copies what it needs into its own bounded queue. A
 listener that raises is logged and kept; it never stops the publisher or the other listeners.
 
-An event's kind is the wire's collection that changed; its payload is a typed change (a
-`Payload`: the fault change, the data sample, the log record, the entity set) or, for kinds
+An event's kind is the wire's collection that changed (or `graph`: the ROS graph the entity
+set is built from); its payload is a typed change (a `Payload`: the fault change, the data
+sample, the log record, the entity set, the graph snapshot) or, for kinds
 whose publishers send the wire body itself (operations, updates, locks, configurations, and
 what plugins publish), that JSON body.
 """
@@ -31,7 +32,9 @@ UPDATES = "updates"
 LOGS = "logs"
 LOCKS = "locks"
 ENTITIES = "entities"
-KINDS = frozenset({DATA, FAULTS, OPERATIONS, CONFIGURATIONS, UPDATES, LOGS, LOCKS, ENTITIES})
+GRAPH = "graph"  # the ROS graph changed (a new snapshot): not a collection, no trigger sees it
+KINDS = frozenset({DATA, FAULTS, OPERATIONS, CONFIGURATIONS, UPDATES, LOGS, LOCKS, ENTITIES,
+                   GRAPH})
 
 P = TypeVar("P")
 
@@ -74,6 +77,18 @@ class EntitiesChanged(Payload):
     def body(self) -> dict[str, int]:
         """The generation, as the manifest reload has always published it."""
         return {"generation": self.generation}
+
+
+@dataclass(frozen=True)
+class GraphChanged(Payload):
+    """A new snapshot of the ROS graph (ros/graph/snapshot.py GraphSnapshot), published by the
+    graph poller on each change, before the entity set is rebuilt from it."""
+
+    snapshot: Any
+
+    def body(self) -> None:
+        """Nothing a trigger observes."""
+        return None
 
 
 Listener = Callable[[Event[Any]], None]

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .configurations.wire import CONFIGURATIONS, ConfigurationWire
-from .data.wire import DATA, DataWire
-from .faults.wire import FAULTS, FaultWire
-from .locks.wire import LOCKS, LockWire
-from .logs.wire import LOGS, LogWire
-from .operations.wire import OPERATIONS, OperationWire
-from .push.wire import PUSH, PushWire
-from .scripts.wire import SCRIPTS, ScriptWire
-from .wire.auth import AUTH, AuthWire
-from .wire.docs import DOCS, DocsWire
-from .wire.entities import ENTITIES, EntityWire
-from .wire.errors import ERRORS, ErrorWire
+from gateway.configurations.wire import CONFIGURATIONS, ConfigurationWire
+from gateway.data.wire import DATA, DataWire
+from gateway.faults.wire import FAULTS, FaultWire
+from gateway.locks.wire import LOCKS, LockWire
+from gateway.logs.wire import LOGS, LogWire
+from gateway.operations.wire import OPERATIONS, OperationWire
+from gateway.push.wire import PUSH, PushWire
+from gateway.scripts.wire import SCRIPTS, ScriptWire
+from gateway.wire.auth import AUTH, AuthWire
+from gateway.wire.docs import DOCS, DocsWire
+from gateway.wire.entities import ENTITIES, EntityWire
+from gateway.wire.errors import ERRORS, ErrorWire
 
 PROFILES = ("spec", "medkit")
 

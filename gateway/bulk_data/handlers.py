@@ -14,20 +14,18 @@ import re
 import secrets
 import shutil
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from aiohttp import hdrs, web
 
-from recorder.config import RecorderConfig, default_state_dir
 from recorder.index import Recording
 from recorder.uploads import Upload, UploadStore
 
 from ..errors import INVALID_REQUEST, ApiError, bad_request, not_found
 from ..faults.scope import in_scope
-from ..faults.snapshots import NEVER_CAPTURED
 from ..http.jsonutil import dumps, json_response
 from ..http.multipart import body_parts
 from ..http.ranges import parse_range, plan
@@ -37,28 +35,15 @@ from ..http.state import GatewayState, state_of
 from ..model.entities import Entity, EntitySet
 from ..model.roles import Role
 from ..model.timestamps import iso
-from ..process.settings import ProcessSettings
-from ..settings.config import ConfigError
 from .keys import BULK_DATA
+from .service import DOCS, ROSBAGS, BulkData, recorder_class
 from .settings import BulkDataSettings
 
 if TYPE_CHECKING:
-    from recorder.service import Recorder
-
     from ..faults.service import FaultService
 
-
-def _recorder_class() -> type[Recorder]:
-    """The recorder (imported when first needed: it is off by default)."""
-    from recorder.service import Recorder
-
-    return Recorder
-
-ROSBAGS = "rosbags"
-DOCS = "docs"  # `<path>/docs` is the scoped OpenAPI document, never a category or an id
 CHUNK = 256 * 1024
 TEXT_FIELD_MAX = 64 * 1024  # description and metadata fields
-_CATEGORY = re.compile(r"^[A-Za-z0-9_-]+$")
 _UNSAFE_NAME = re.compile(r'[\x00-\x1f\x7f"\\;]')
 
 # (path prefix, entity type); nested prefixes address the `sub_id` entity
@@ -78,71 +63,6 @@ def categories(state: GatewayState) -> list[str]:
     """`rosbags` plus the configured upload categories."""
     configured = state.settings.typed(BulkDataSettings.from_settings).categories
     return [ROSBAGS, *(c for c in configured if c != ROSBAGS)]
-
-
-def _uploads_root(state: GatewayState) -> Path:
-    configured = state.settings.typed(BulkDataSettings.from_settings).storage_path
-    if configured:
-        return Path(configured).expanduser()
-    state_dir = state.settings.typed(ProcessSettings.from_settings).state_dir
-    base = Path(state_dir).expanduser() if state_dir else default_state_dir()
-    return base / "bulk_data"
-
-
-def _graph(state: GatewayState) -> tuple[int, dict[str, Any]]:
-    cache = state.cache
-    return cache.generation, {n.fqn: n.publishers for n in cache.graph.nodes}
-
-
-class BulkData:
-    """The upload store and the recorder (snapshots.rosbag.enabled), started over ROS."""
-
-    def __init__(self, state: GatewayState, faults: FaultService) -> None:
-        self.state, self.faults = state, faults
-        self.uploads = UploadStore(_uploads_root(state), state.storage)  # loaded by start
-        self.recorder: Recorder | None = None  # snapshots.rosbag.enabled, once started
-
-    async def start(self) -> None:
-        """Open the upload store; start the recorder when snapshots.rosbag.enabled."""
-        state = self.state
-        for cat in state.settings.typed(BulkDataSettings.from_settings).categories:
-            if not _CATEGORY.match(cat) or cat == DOCS:
-                raise ConfigError(f"setting 'bulk_data.categories': {cat!r} is not a word "
-                                  "(letters, digits, '_' and '-') or is the reserved 'docs'")
-        await asyncio.to_thread(self.uploads.load)
-        cfg = RecorderConfig.from_settings(state.settings, extra_excluded=NEVER_CAPTURED)
-        self.faults.hooks.snapshot_providers.append(self.rosbag_snapshots)
-        if not cfg.enabled:
-            return
-        rec = _recorder_class()(cfg, lambda: _graph(state), state.bridge)
-        rec.writer.storage = state.storage  # a bag that cannot be written degrades /health
-        if await rec.start():
-            self.recorder = rec
-            rec.listen(state.events)  # every fault change, from the bus
-
-    def health_blocks(self) -> dict[str, Callable[[], Any]]:
-        """The recorder's /health block, when it records."""
-        return {"x-vendor-recorder": self.recorder.health} if self.recorder is not None else {}
-
-    async def shutdown(self) -> None:
-        """Nothing streams: the recorder writes on stop."""
-
-    async def stop(self) -> None:
-        """Stop the recorder (writes what the open windows hold)."""
-        rec, self.recorder = self.recorder, None
-        if rec is not None:
-            await rec.stop()
-
-    def rosbag_snapshots(self, state: GatewayState, entity: Entity, fault: Any
-                         ) -> list[dict[str, Any]]:
-        """Fault detail `rosbag` snapshot entries, newest first (a fault snapshot provider)."""
-        if self.recorder is None:
-            return []
-        return [{"type": "rosbag", "name": f"{rec.id}.{rec.format}",
-                 "bulk_data_uri": f"{entity.path}/bulk-data/{ROSBAGS}/{rec.id}",
-                 "size_bytes": rec.size, "duration_sec": rec.duration_sec, "format": rec.format,
-                 state.xv: {"captured_at": iso(rec.created_ns)}}
-                for rec in self.recorder.index.for_code(fault.code)]
 
 
 # entities and scope -----------------------------------------------------------------------------
@@ -207,7 +127,7 @@ def _upload_visible(state: GatewayState, entity: Entity, up: Upload) -> bool:
 # descriptors ------------------------------------------------------------------------------------
 def rosbag_descriptor(state: GatewayState, rec: Recording) -> dict[str, Any]:
     """A recording's descriptor."""
-    return {"id": rec.id, "name": f"{rec.id}.{rec.format}", "mimetype": _recorder_class().mimetype(rec),
+    return {"id": rec.id, "name": f"{rec.id}.{rec.format}", "mimetype": recorder_class().mimetype(rec),
             "size": rec.size, "creation_date": iso(rec.created_ns),
             state.xv: {"fault_codes": list(rec.fault_codes), "duration_sec": rec.duration_sec,
                        "format": rec.format, "recording_id": rec.id}}
@@ -296,7 +216,7 @@ async def download(request: web.Request) -> web.StreamResponse:
             if not recs:
                 raise missing
             rec = recs[0]
-        return await serve_file(request, rec_svc.path(rec), _recorder_class().mimetype(rec),
+        return await serve_file(request, rec_svc.path(rec), recorder_class().mimetype(rec),
                                 f"{rec.id}.{rec.format}", f'"{rec.id}-{rec.size}"')
     up = _store(request).get(category, item_id)
     if up is None or not _upload_visible(state, entity, up):

@@ -7,6 +7,6 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 if TYPE_CHECKING:
-    from .handlers import BulkData
+    from .service import BulkData
 
 BULK_DATA: web.AppKey[BulkData] = web.AppKey("bulk_data")

@@ -23,7 +23,6 @@ from ..model.roles import Role
 from ..ros.calls.parameters import (
     NodeFailed,
     NodeUnavailable,
-    Param,
     ParameterError,
     ParameterNotFound,
     ParameterRejected,
@@ -31,37 +30,17 @@ from ..ros.calls.parameters import (
     ValueNotConvertible,
 )
 from ..wire.bodies import configuration_value, read_object
+from .listing import (
+    has_parameter_services,
+    local_items,
+    node_of,
+    param_item,
+    parameter_store,
+    partial_fields,
+    per_member,
+    served_node,
+)
 from .wire import CONFIGURATIONS
-
-
-def _store(state: GatewayState) -> ParameterStore:
-    store = state.parameters
-    if store is None:
-        raise ApiError(503, "service-unavailable", "The ROS connection is not running")
-    return store
-
-
-def _node(app: Entity) -> str | None:
-    """The app's node: a linked manifest app that does not inherit the node's topics and
-    services (`inherit_runtime_resources: false`) still has its parameters."""
-    return app.node_fqn or app.bound_fqn
-
-
-def _served_node(app: Entity) -> str:
-    """The node of an app that _per_member runs work for, or that _target found up (it has
-    one)."""
-    fqn = _node(app)
-    assert fqn is not None  # _has_parameter_services found the node
-    return fqn
-
-
-def _has_parameter_services(state: GatewayState, app: Entity) -> bool | None:
-    """True/False whether the app's node serves parameters; None when the node is not up."""
-    fqn = _node(app)
-    node = state.cache.graph.node(fqn) if fqn else None
-    if node is None or not app.is_online:
-        return None
-    return any(name == f"{node.fqn}/get_parameters" for name, _ in node.services)
 
 
 def parameter_error(exc: ParameterError, **parameters: Any) -> ApiError:
@@ -77,57 +56,6 @@ def parameter_error(exc: ParameterError, **parameters: Any) -> ApiError:
     return vendor_error(500, "x-vendor-ros2-service-unavailable", str(exc), **params)
 
 
-def param_item(state: GatewayState, store: ParameterStore, app: Entity, p: Param,
-               qualified: bool, entity_id: str | None = None) -> dict[str, Any]:
-    """One configuration item in the wire profile (gateway/configurations/wire.py)."""
-    default = store.default_of(p.node, p.name)
-    return state.serializer(CONFIGURATIONS).item(
-        p, app, entity_id or app.id, qualified, default[1] if default is not None else None)
-
-
-async def _per_member(state: GatewayState, entity: Entity, work: Any
-                      ) -> list[tuple[Entity, Any]]:
-    """Run work(app) for every member app serving parameters; exceptions are returned."""
-    apps = local_member_apps(state, entity)
-    jobs: list[tuple[Entity, Any]] = []
-    for app in apps:
-        served = _has_parameter_services(state, app)
-        if served is False:
-            continue
-        if served is None:
-            jobs.append((app, NodeUnavailable(_node(app) or app.id,
-                                              f"node of app '{app.id}' is not running")))
-            continue
-        jobs.append((app, asyncio.ensure_future(work(app))))
-    futures = [j for _, j in jobs if isinstance(j, asyncio.Future)]
-    if futures:
-        await asyncio.gather(*futures, return_exceptions=True)
-    out = []
-    for app, job in jobs:
-        if isinstance(job, asyncio.Future):
-            exc = job.exception()
-            out.append((app, exc if exc is not None else job.result()))
-        else:
-            out.append((app, job))
-    return out
-
-
-def _partial(outcomes: list[tuple[Entity, Any]]) -> dict[str, Any]:
-    """x-vendor partial fields for member failures (empty when every member answered)."""
-    unavailable = [_node(app) or app.id for app, r in outcomes
-                   if isinstance(r, NodeUnavailable)]
-    failed = [_node(app) or app.id for app, r in outcomes
-              if isinstance(r, BaseException) and not isinstance(r, NodeUnavailable)]
-    extra: dict[str, Any] = {}
-    if unavailable or failed:
-        extra["partial"] = True
-        if unavailable:
-            extra["unavailable_nodes"] = unavailable
-        if failed:
-            extra["failed_nodes"] = failed
-    return extra
-
-
 def _raise_worst(outcomes: list[tuple[Entity, Any]], entity_id: str) -> None:
     """When no member answered, the most severe failure (internal before unavailable)."""
     errors = [r for _, r in outcomes if isinstance(r, BaseException)]
@@ -141,18 +69,6 @@ def _raise_worst(outcomes: list[tuple[Entity, Any]], entity_id: str) -> None:
         if isinstance(failure, NodeFailed):
             raise parameter_error(failure, entity_id=entity_id) from None
     raise parameter_error(failures[0], entity_id=entity_id) from None
-
-
-async def local_items(state: GatewayState, entity: Entity
-                      ) -> tuple[list[dict[str, Any]], dict[str, Any], list[tuple[Entity, Any]]]:
-    """(items, partial fields, per-member outcomes) of this gateway's parameters."""
-    store = _store(state)
-    outcomes = await _per_member(state, entity, lambda app: store.params(_served_node(app)))
-    qualified = entity.kind != "apps"
-    items = [param_item(state, store, app, p, qualified, entity.id)
-             for app, result in outcomes if not isinstance(result, BaseException)
-             for p in result]
-    return items, _partial(outcomes), outcomes
 
 
 async def _local_items(state: GatewayState, entity: Entity) -> list[dict[str, Any]]:
@@ -192,8 +108,8 @@ async def find_parameter(state: GatewayState, entity: Entity, param_id: str
     if sep and member in apps:
         return apps[member], rest
     # A bare name that exactly one member node has (nodes that do not answer are skipped).
-    store = _store(state)
-    outcomes = await _per_member(state, entity, lambda app: store.params(_served_node(app)))
+    store = parameter_store(state)
+    outcomes = await per_member(state, entity, lambda app: store.params(served_node(app)))
     owners = [app for app, result in outcomes if not isinstance(result, BaseException)
               and any(p.name == param_id for p in result)]
     if len(owners) == 1:
@@ -212,12 +128,12 @@ async def _target(request: web.Request) -> tuple[GatewayState, ParameterStore, E
                                                  str]:
     state = state_of(request)
     entity = resolve_entity(request)
-    store = _store(state)
+    store = parameter_store(state)
     app, name = await find_parameter(state, entity, request.match_info["param_name"])
-    served = _has_parameter_services(state, app)
+    served = has_parameter_services(state, app)
     if served is None:
         raise vendor_error(503, "x-vendor-ros2-node-unavailable",
-                           f"The node of app '{app.id}' is not running", node=_node(app))
+                           f"The node of app '{app.id}' is not running", node=node_of(app))
     if served is False:
         raise not_found(f"App '{app.id}' has no parameters (its node serves none)",
                         entity_id=entity.id, param_name=name)
@@ -228,7 +144,7 @@ async def get_configuration(request: web.Request) -> web.Response:
     """One parameter's value."""
     state, store, entity, app, name = await _target(request)
     try:
-        p = await store.get(_served_node(app), name)
+        p = await store.get(served_node(app), name)
     except ParameterError as exc:
         raise parameter_error(exc, entity_id=entity.id, param_name=name,
                               id=request.match_info["param_name"]) from None
@@ -241,7 +157,7 @@ async def set_configuration(request: web.Request) -> web.Response:
     guard_members(request, entity, "configurations", [app.id])  # a locked member refuses
     value = configuration_value(await read_object(request))
     try:
-        p = await store.set(_served_node(app), name, value)
+        p = await store.set(served_node(app), name, value)
     except ValueNotConvertible as exc:
         raise ApiError(400, "invalid-request", f"Invalid value for parameter '{name}': {exc}",
                        parameters={"field": "value", "param_name": name, "reason": str(exc),
@@ -261,7 +177,7 @@ async def reset_configuration(request: web.Request) -> web.Response:
     _, store, entity, app, name = await _target(request)
     guard_members(request, entity, "configurations", [app.id])  # a locked member refuses
     try:
-        await store.reset(_served_node(app), name)
+        await store.reset(served_node(app), name)
     except ParameterError as exc:
         raise parameter_error(exc, entity_id=entity.id, param_name=name) from None
     return web.Response(status=204)
@@ -271,14 +187,14 @@ async def reset_all_configurations(request: web.Request) -> web.Response:
     """Reset every parameter of every member node: 204; 207 naming members of other gateways."""
     state = state_of(request)
     entity = resolve_entity(request)
-    store = _store(state)
+    store = parameter_store(state)
     guard_members(request, entity, "configurations",  # any locked member refuses the reset
                   [app.id for app in local_member_apps(state, entity)])
-    outcomes = await _per_member(state, entity, lambda app: store.reset_all(_served_node(app)))
+    outcomes = await per_member(state, entity, lambda app: store.reset_all(served_node(app)))
     _raise_worst(outcomes, entity.id)
     results = []
     for app, result in outcomes:
-        entry: dict[str, Any] = {"id": app.id, "node": _node(app), "gateway": "local"}
+        entry: dict[str, Any] = {"id": app.id, "node": node_of(app), "gateway": "local"}
         if isinstance(result, BaseException):
             err = parameter_error(result) if isinstance(result, ParameterError) else None
             entry["status"] = err.status if err else 500
@@ -303,7 +219,7 @@ async def reset_all_configurations(request: web.Request) -> web.Response:
                                            f"reset it through /apps/{app.id}/configurations"})
     if all(r["status"] == 204 for r in results):
         return web.Response(status=204)
-    body = state.serializer(CONFIGURATIONS).reset_report(entity.id, results, _partial(outcomes))
+    body = state.serializer(CONFIGURATIONS).reset_report(entity.id, results, partial_fields(outcomes))
     return json_response(body, status=207)
 
 
@@ -323,8 +239,8 @@ def _raise_local_failure(entity: Entity, outcomes: list[tuple[Entity, Any]],
     else:
         app, rejected = failed[0]
         err = ApiError(400, "invalid-request",
-                       f"Node {_node(app)} refused to reset some parameters",
-                       parameters={"node": _node(app), "rejected": rejected})
+                       f"Node {node_of(app)} refused to reset some parameters",
+                       parameters={"node": node_of(app), "rejected": rejected})
     not_reset = [r["id"] for r in results if r["status"] != 204]
     err.message = (f"{err.message}; not reset: {', '.join(not_reset)} (the other members of "
                    f"'{entity.id}' were reset)")

@@ -18,14 +18,13 @@ from typing import Any
 from aiohttp import web
 
 from ..errors import INVALID_PARAMETER, SERVICE_UNAVAILABLE, ApiError, not_found
-from ..faults.handlers import service
+from ..faults.keys import service
 from ..faults.stream import SSE_HEADERS
 from ..http.routes import Registry
 from ..http.settings import SseSettings
 from ..http.state import state_of
 from ..push.keys import PUSH_DELIVERY
-from ..push.rules import subscription_create
-from ..push.subscription_handlers import TYPES as SUBSCRIBABLE
+from ..push.rules import SUBSCRIBABLE, subscription_create
 from .page_watch import (
     PAGE_INTERVAL,
     RENEW_AFTER_S,

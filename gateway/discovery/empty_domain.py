@@ -47,7 +47,7 @@ class EmptyDomain:
         self.warned = False
 
     def graph(self, snapshot: Any) -> None:
-        """Graph listener (GraphPoller.graph_listeners)."""
+        """Each new graph snapshot (the bus's GRAPH events)."""
         self.nodes = len(snapshot.nodes)
 
     def on_ready(self) -> str | None:

@@ -6,9 +6,9 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Callable
 from typing import Any
 
+from ..events import GRAPH, Event, EventBus, GraphChanged
 from ..ros.dds.bridge import RosBridge
 from ..ros.graph.census import Census, take_census
 from ..ros.graph.graph_query import take_snapshot
@@ -74,8 +74,11 @@ class GraphPoller:
 
     def __init__(self, bridge: RosBridge, pool: SamplePool, cache: EntityCache,
                  interval_s: float, debounce_s: float, idle_interval_s: float = 0.0,
-                 watched_idle_interval_s: float = 0.0) -> None:
+                 watched_idle_interval_s: float = 0.0, bus: EventBus | None = None) -> None:
         self.bridge = bridge
+        # Each changed snapshot is published on it (GRAPH, GraphChanged), on the event loop:
+        # e.g. ros/calls/callbuild.py's prefetch, the empty-domain warning.
+        self.bus = bus
         self.idle_interval_s = idle_interval_s
         # Idle with graph changes watched (graph_wake.py): polled this often, and at a change.
         self.watched_idle_interval_s = watched_idle_interval_s
@@ -99,9 +102,6 @@ class GraphPoller:
         self.frozen = FrozenLoop(bridge)  # resumed, not rediscovered (ros/rejoin/frozen_loop.py)
         self._last: GraphSnapshot | None = None
         self._task: asyncio.Task[None] | None = None
-        # Called on the event loop with each changed snapshot (e.g. ros/calls/callbuild.py's
-        # prefetch); a listener must not block, and its errors are logged, not raised.
-        self.graph_listeners: list[Callable[[GraphSnapshot], Any]] = []
 
     def start(self) -> None:
         """Start polling."""
@@ -207,11 +207,9 @@ class GraphPoller:
                     self.events += 1
                 self._last = snap
                 pending = snap
-                for listener in self.graph_listeners:
-                    try:
-                        listener(snap)
-                    except Exception:
-                        log.exception("graph listener %r failed", listener)
+                bus = self.bus
+                if bus is not None and bus.has_listeners(GRAPH):
+                    bus.publish(Event(GRAPH, None, "ros", "changed", GraphChanged(snap)))
             now = time.monotonic()
             # While starting, every change is applied at once: no debounce before readiness
             # (and none for the first seconds, so the first listing is complete early).

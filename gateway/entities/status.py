@@ -68,7 +68,7 @@ async def app_status(request: web.Request) -> web.Response:
     if lifecycle is not None:
         xv["lifecycle"] = lifecycle
         state_id = lifecycle.get("state_id", -1)
-    from ..lifecycle.handlers import LIFECYCLE  # the last control request, while polling it
+    from ..lifecycle.control import LIFECYCLE  # the last control request, while polling it
     control = request.app.get(LIFECYCLE)
     transition = control.latest(entity.id) if control is not None else None
     if transition is not None:

@@ -15,16 +15,11 @@ from ..http.state import GatewayState, state_of
 from ..model.entities import Entity
 from ..model.roles import Role
 from ..model.timestamps import iso
-from .keys import FAULT_SERVICE
+from .keys import service
 from .model import CLEARED, parse_status_filter
-from .scope import in_scope
+from .scope import in_scope, owners
 from .service import FaultService
 from .wire import FAULTS
-
-
-def service(request: web.Request) -> FaultService:
-    """The fault service of a request's app."""
-    return request.app[FAULT_SERVICE]
 
 
 def _statuses(request: web.Request) -> frozenset[str]:
@@ -41,15 +36,6 @@ def _statuses(request: web.Request) -> frozenset[str]:
 
 def _flag(request: web.Request, name: str) -> bool:
     return request.query.get(name, "").lower() in ("true", "1", "yes")
-
-
-def owners(svc: FaultService, entity: Entity) -> list[str]:
-    """Node names an entity owns (its member apps), and sources of its plugin entities."""
-    entities = svc.state.cache.entities
-    out = [a.node_fqn for a in entities.member_apps(entity) if a.node_fqn]
-    for sources in svc.hooks.entity_sources:  # docs/plugins.md: faults plugins raise
-        out += sources(entity, entities)
-    return out
 
 
 def _cached(body: bytes) -> web.Response:

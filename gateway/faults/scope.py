@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..model.entities import Entity
+    from .service import FaultService
 
 
 def owns(owner: str, source: str) -> bool:
@@ -16,3 +21,12 @@ def in_scope(sources: Sequence[str], owners: Iterable[str]) -> bool:
     owner_list = [o for o in owners if o]
     return bool(sources) and bool(owner_list) and all(
         any(owns(o, s) for o in owner_list) for s in sources)
+
+
+def owners(svc: FaultService, entity: Entity) -> list[str]:
+    """Node names an entity owns (its member apps), and sources of its plugin entities."""
+    entities = svc.state.cache.entities
+    out = [a.node_fqn for a in entities.member_apps(entity) if a.node_fqn]
+    for sources in svc.hooks.entity_sources:  # docs/plugins.md: faults plugins raise
+        out += sources(entity, entities)
+    return out

@@ -105,7 +105,7 @@ def chunk(raw: bytes) -> bytes:
 
 class PeerRelay(Protocol):
     """Peers' fault events relayed into a stream while a local client is attached: installed
-    by the federation feature on an aggregating gateway (federation/install.py)."""
+    by the federation feature on an aggregating gateway (federation/feature.py)."""
 
     def wanted_by(self, request: web.Request, /) -> bool:
         """False when the client asked for this gateway's own events alone."""

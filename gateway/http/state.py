@@ -71,7 +71,7 @@ class GatewayState:
     health: dict[str, Callable[[], Any]] = field(default_factory=dict)  # /health blocks
     health_warnings: list[Callable[[], list[dict[str, Any]]]] = field(default_factory=list)
     forward: Forward | None = None  # federation's forwarder on an aggregating gateway
-    # federation's service on an aggregating gateway (federation/install.py): the merge of
+    # federation's service on an aggregating gateway (federation/feature.py): the merge of
     # collections read through http.resource_helpers.federation
     aggregation: Any = None
     # Caches of derived values.

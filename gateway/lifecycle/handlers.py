@@ -3,14 +3,12 @@ force-shutdown (202)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
 
-from federation.lifecycle import PeerTransitions, peer_transitions
-
 from ..errors import ApiError, vendor_error
+from ..federation.lifecycle import PeerTransitions, peer_transitions
 from ..http.jsonutil import json_response
 from ..http.resource_helpers import federation, href, local_member_apps, resolve_entity
 from ..http.routes import Registry
@@ -18,7 +16,7 @@ from ..http.state import GatewayState, state_of
 from ..locks.guard import guard_members
 from ..model.entities import SINGULAR, Entity
 from ..model.roles import Role
-from ..ros.settings import RosServiceSettings
+from .control import LIFECYCLE, LifecycleControl
 from .plans import FORCE_RESTART, FORCE_SHUTDOWN, RESTART, SHUTDOWN, START
 from .provider import (
     Busy,
@@ -38,47 +36,6 @@ ROLES = {START: Role.OPERATOR, RESTART: Role.OPERATOR, FORCE_RESTART: Role.OPERA
 def node_of(app: Entity) -> str | None:
     """The app's node (a linked app that inherits no runtime resources still has one)."""
     return app.node_fqn or app.bound_fqn
-
-
-class LifecycleControl:
-    """The built-in provider, made on its first use (it calls over the running ROS side)."""
-
-    def __init__(self, state: GatewayState) -> None:
-        self.state = state
-        self.made: LifecycleProvider | None = None
-
-    def provider(self) -> LifecycleProvider:
-        """The provider, made now if no request needed it before."""
-        prov = self.made
-        if prov is None:
-            s = self.state.settings
-            prov = self.made = LifecycleProvider(
-                self.state.service_caller,
-                s.typed(RosServiceSettings.from_settings).service_call_timeout_sec)
-        return prov
-
-    def latest(self, app_id: str) -> dict[str, Any] | None:
-        """The latest transition of an app, for its status body (None when never requested)."""
-        record = self.made.records.get(app_id) if self.made is not None else None
-        return record.body() if record is not None else None
-
-    async def start(self) -> None:
-        """Nothing to start: the provider is made on first use."""
-
-    async def shutdown(self) -> None:
-        """Nothing streams."""
-
-    def health_blocks(self) -> dict[str, Callable[[], Any]]:
-        """No /health block."""
-        return {}
-
-    async def stop(self) -> None:
-        """Cancel running transitions."""
-        if self.made is not None:
-            await self.made.close()
-
-
-LIFECYCLE: web.AppKey[LifecycleControl] = web.AppKey("lifecycle", LifecycleControl)
 
 
 def _managed_apps(state: GatewayState, entity: Entity) -> tuple[list[Entity], list[str]]:

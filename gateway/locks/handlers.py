@@ -7,11 +7,10 @@ from typing import Any
 
 from aiohttp import web
 
-from federation import locks as peer_locks
-
 from ..discovery.keys import DISCOVERY
 from ..errors import invalid_parameter
 from ..faults.keys import FAULT_SERVICE
+from ..federation import locks as peer_locks
 from ..http.jsonutil import json_response
 from ..http.resource_helpers import envelope, federation, resolve_entity
 from ..http.routes import Registry

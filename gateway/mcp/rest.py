@@ -16,7 +16,7 @@ from aiohttp import ClientSession, ClientTimeout, TCPConnector
 from ..http.routes import API_PREFIX, ENTITY_TYPES
 
 if TYPE_CHECKING:
-    from ..bulk_data.handlers import BulkData
+    from ..bulk_data.service import BulkData
 
 USER_AGENT = "diag-gateway-mcp"
 SCOPE_KEY = "diag.rest"  # the ASGI scope key the gateway's /mcp handler puts the caller's Rest in

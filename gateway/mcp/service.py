@@ -24,7 +24,7 @@ from .rest import CURRENT, SCOPE_KEY, Rest, loopback_session
 
 if TYPE_CHECKING:
     from ..auth.enforce import AuthRuntime
-    from ..bulk_data.handlers import BulkData
+    from ..bulk_data.service import BulkData
 from .settings import McpSettings
 
 log = logging.getLogger(__name__)

@@ -81,7 +81,7 @@ class PluginContext:
         fed = federation(self._state)
         if fed is None:
             return []
-        from federation.reads import peer_reads
+        from ..federation.reads import peer_reads
 
         return await peer_reads(fed, kind, entity_id, suffix)
 

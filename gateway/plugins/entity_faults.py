@@ -52,7 +52,7 @@ async def _from_provider(s: Served, provider: Any) -> web.StreamResponse:
 
 
 async def _from_manager(s: Served) -> web.StreamResponse:
-    from ..faults.handlers import service
+    from ..faults.keys import service
 
     svc = service(s.request)
     own = sources(s)

@@ -6,7 +6,7 @@ from aiohttp import web
 
 from ..http.jsonutil import json_response
 from ..http.resource_helpers import envelope
-from ..logs.handlers import LOG_CONFIGURATIONS
+from ..logs.configs import LOG_CONFIGURATIONS
 from ..ros.topics.rosout import SEVERITIES
 from .api import LOGS
 from .served import Served

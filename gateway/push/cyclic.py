@@ -150,14 +150,14 @@ class CyclicSampler:
         col = sub.ref.collection
         if col == "faults":
             from ..faults import views
-            from ..faults.handlers import owners
             from ..faults.model import DEFAULT_FILTER
+            from ..faults.scope import owners
 
             svc = self.engine.faults
             return [views.list_item(svc.wire, f)
                     for f in svc.select(DEFAULT_FILTER, owners(svc, entity))]
         if col == "logs":
-            from ..logs.handlers import members_of
+            from ..logs.members import members_of
             from ..ros.topics.rosout import entry, logger_to_node, select
 
             rosout = state.rosout
@@ -184,7 +184,7 @@ class CyclicSampler:
     async def _refresh(self, key: tuple[str, str, str], col: str, entity: Any) -> None:
         try:
             if col == "configurations":
-                from ..configurations.handlers import local_items
+                from ..configurations.listing import local_items
 
                 items = (await local_items(self.state, entity))[0]
             else:

@@ -14,6 +14,7 @@ INTERVALS = {"fast": 0.05, "normal": 0.2, "slow": 0.5}
 DEFAULT_DURATION_S = 3600
 # Collections a cyclic subscription streams as a whole (plus x-* of plugins).
 WHOLE_COLLECTIONS = ("faults", "configurations", "logs")
+SUBSCRIBABLE = ("components", "apps", "functions")  # entity types with cyclic subscriptions
 TRIGGER_COLLECTIONS = ("data", "faults", "operations", "updates", "logs")
 LOG_SEVERITIES = ("debug", "info", "warning", "error", "fatal")
 

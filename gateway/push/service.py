@@ -16,7 +16,7 @@ from .topics import TopicWatch
 if TYPE_CHECKING:
     from ..faults.service import FaultService
     from ..http.state import GatewayState
-    from ..logs.handlers import LogConfigurations
+    from ..logs.configs import LogConfigurations
     from ..model.entities import Entity
     from ..ros.calls.param_events import ParameterEvents
 
@@ -49,7 +49,7 @@ class PushDelivery:
 
         fed = federation(state)  # not federation.service_of: that imports the whole package
         if fed is not None:  # a primary: mixed entities also cover their members on peers
-            from federation.push_links import PeerLinks
+            from ..federation.push_links import PeerLinks
 
             engine.links = PeerLinks(engine, fed)
         if self.fault_triggers.enabled:

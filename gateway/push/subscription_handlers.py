@@ -16,9 +16,9 @@ from ..model.roles import Role
 from .engine import PushEngine
 from .keys import PUSH_DELIVERY
 from .model import Subscription
-from .rules import subscription_create, subscription_update
+from .rules import SUBSCRIBABLE, subscription_create, subscription_update
 
-TYPES = ("components", "apps", "functions")
+TYPES = SUBSCRIBABLE
 
 
 def engine_of(request: web.Request) -> PushEngine:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 from pathlib import Path
@@ -12,9 +11,8 @@ from typing import Any
 from aiohttp import web
 
 from ..discovery.keys import DISCOVERY
-from ..errors import ApiError, bad_request, invalid_parameter, not_found
+from ..errors import ApiError, invalid_parameter, not_found
 from ..http.jsonutil import json_response
-from ..http.multipart import body_parts
 from ..http.resource_helpers import envelope, href, resolve_entity
 from ..http.routes import Registry
 from ..http.state import GatewayState, state_of
@@ -24,7 +22,6 @@ from ..ros.settings import RosSettings
 from ..schemacheck.safeschema import problems_off_loop
 from ..settings.secretfiles import forbid_inspection
 from .catalog import (
-    ANONYMOUS_REFUSED,
     FORMATS,
     ROOT_WARNING,
     Script,
@@ -36,15 +33,14 @@ from .catalog import (
     run_env,
 )
 from .childenv import child_environment, ros_environment
+from .gates import read_upload, refuse_anonymous, upload_limit
 from .runner import FORCED, STOP, CapacityReached, Execution, NotRunning
 from .service import SCRIPT_SERVICE, ScriptService
-from .settings import ScriptSettings
 from .wire import SCRIPTS
 
 log = logging.getLogger(__name__)
 
 CA = ("components", "apps")
-META_LIMIT = 65536  # bytes of an upload's metadata field
 EXECUTION_TYPES = ("now", "on_restart", "now_and_on_restart", "once_on_restart")
 
 
@@ -88,70 +84,11 @@ async def get_script(request: web.Request) -> web.Response:
                                                          request.match_info["script_id"])))
 
 
-async def _read_upload(request: web.Request, limit: int) -> tuple[str, bytes, dict[str, Any]]:
-    """The file (name, bytes, never past limit) and metadata of a multipart upload."""
-    too_large = _vendor(request, 413, "script-file-too-large",
-                        f"The script is larger than {limit} bytes (setting "
-                        "scripts.max_file_size_mb)", limit_bytes=limit)
-    if request.content_length is not None and request.content_length > limit + 65536:
-        raise too_large
-    if not request.content_type.startswith("multipart/form-data"):
-        raise bad_request("A script upload is multipart/form-data with a 'file' field",
-                          content_type=request.content_type)
-    filename, content, meta = "", None, {}  # type: tuple[str, bytes | None, dict[str, Any]]
-    async for part in body_parts(request):
-        if part.name == "file":
-            filename = os.path.basename(part.filename or "")
-            buf = bytearray()
-            while chunk := await part.read_chunk(65536):
-                buf.extend(chunk)
-                if len(buf) > limit:
-                    raise too_large
-            content = bytes(buf)
-        elif part.name == "metadata":
-            raw = bytearray()
-            while chunk := await part.read_chunk(65536):
-                raw.extend(chunk)
-                if len(raw) > META_LIMIT:
-                    raise invalid_parameter(f"metadata is larger than {META_LIMIT} bytes")
-            text = raw.decode("utf-8", "replace")
-            try:
-                meta = json.loads(text) if text.strip() else {}
-            except ValueError:
-                raise invalid_parameter("metadata is not valid JSON") from None
-            if not isinstance(meta, dict):
-                raise invalid_parameter("metadata must be a JSON object")
-        else:
-            await part.release()
-    if content is None:
-        raise bad_request("The upload has no 'file' field")
-    return filename, content, meta
-
-
-def refuse_anonymous(request: web.Request, state: GatewayState) -> None:
-    """403 when anonymous callers could run code and scripts.allow_anonymous is off (the
-    gateway's own scripts and those a plugin serves alike)."""
-    if anonymous_callers(state.settings) and \
-            not state.settings.typed(ScriptSettings.from_settings).allow_anonymous:
-        raise _vendor(request, 403, "scripts-anonymous-disabled", ANONYMOUS_REFUSED,
-                      setting="scripts.allow_anonymous")
-
-
-def upload_limit(state: GatewayState) -> int:
-    """The largest script upload in bytes; 400 while uploads are off (the gateway's own
-    scripts and those a plugin serves alike)."""
-    cfg = state.settings.typed(ScriptSettings.from_settings)
-    if not cfg.allow_uploads:
-        raise bad_request("Script uploads are disabled on this gateway (setting "
-                          "scripts.allow_uploads)")
-    return cfg.max_file_bytes
-
-
 async def upload(request: web.Request) -> web.Response:
     """Upload a script (.sh, .bash, .py) to the entity (201)."""
     state, svc, entity = _context(request)
     refuse_anonymous(request, state)
-    filename, content, meta = await _read_upload(request, upload_limit(state))
+    filename, content, meta = await read_upload(request, upload_limit(state))
     if Path(filename).suffix not in FORMATS:
         raise invalid_parameter(f"Script file {filename!r} must end in .sh, .bash or .py",
                                 filename=filename)

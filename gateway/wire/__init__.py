@@ -5,5 +5,5 @@ and every coexisting field, and a `Medkit...` subclass overriding only the CONFL
 medkit-wire.md. The core shapes live here (`_base.py`, errors, entities, docs, auth, bodies);
 a feature keeps its own in its package (`gateway/<feature>/wire.py`). `core.py` bundles the core
 shapes of the configured profile (`CoreWire`, the hub's `state.wire`); a feature's come through
-`state.serializer(TABLE)`. `gateway/wire_bundle.py` bundles every resource's (`Wire`, `make_wire`).
+`state.serializer(TABLE)`. The tests bundle every resource's (`tests/wire_bundle.py`).
 """

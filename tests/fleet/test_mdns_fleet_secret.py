@@ -15,7 +15,7 @@ import pytest
 from zeroconf import IPVersion
 from zeroconf.asyncio import AsyncServiceInfo, AsyncZeroconf
 
-from federation.fleet_proof import new_nonce, proves
+from gateway.federation.fleet_proof import new_nonce, proves
 from tests.conftest import free_port
 from tests.domains import next_domain
 from tests.fleet.conftest import wait_until

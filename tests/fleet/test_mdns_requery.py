@@ -11,8 +11,8 @@ import time
 from zeroconf import IPVersion
 from zeroconf.asyncio import AsyncServiceInfo, AsyncZeroconf
 
-from federation import mdns
-from federation.settings import MdnsOptions
+from gateway.federation import mdns
+from gateway.federation.settings import MdnsOptions
 
 SERVICE = f"_dq{os.getpid() % 100000:05d}._tcp.local."
 # zeroconf's browser sends its startup queries about 0, 1, 5 and 14 s after it starts and

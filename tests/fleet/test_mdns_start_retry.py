@@ -2,7 +2,7 @@
 
 The failure is zeroconf's own NotRunningException (zeroconf not running within its 9 s on a
 loaded host), raised by the gateway's test hook for the first N starts
-(DIAG_GATEWAY_TEST_HOOKS=1, DIAG_GATEWAY_TEST_MDNS_START_FAILURES; federation/mdns.py).
+(DIAG_GATEWAY_TEST_HOOKS=1, DIAG_GATEWAY_TEST_MDNS_START_FAILURES; gateway/federation/mdns.py).
 mDNS on loopback, one service type of this run's own.
 """
 

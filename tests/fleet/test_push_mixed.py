@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from federation.push_links import COPY_LEASE_S
+from gateway.federation.push_links import COPY_LEASE_S
 from tests.fleet.conftest import FleetPair, primary_with_robot
 from tests.harness import Gateway
 from tests.integration.test_faults_support import kill_gateway, wait_until

@@ -314,7 +314,6 @@ class FakePoller:
         self.ready = asyncio.Event()
         self.ready.set()
         self.first = self.ready
-        self.graph_listeners: list[Any] = []
 
     def health(self) -> dict[str, Any]:
         return {"ready": True}

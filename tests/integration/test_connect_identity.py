@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import pytest
 
-from federation.connect_auth import robot_token
+from gateway.federation.connect_auth import robot_token
 from tests.conftest import free_port
 from tests.harness import Gateway
 

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from federation.connect_auth import robot_token
+from gateway.federation.connect_auth import robot_token
 from tests.conftest import free_port
 from tests.domains import next_domain
 from tests.harness import Gateway, wait_until

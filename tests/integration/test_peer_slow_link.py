@@ -1,5 +1,5 @@
 """A peer behind a slow link (answers in 1-2 s, more than the 0.8 s probe floor) joins and
-stays online: its probe budget grows to what the link needs (federation/health.py)."""
+stays online: its probe budget grows to what the link needs (gateway/federation/health.py)."""
 
 from __future__ import annotations
 

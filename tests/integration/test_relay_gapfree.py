@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from federation.connect_auth import robot_token
+from gateway.federation.connect_auth import robot_token
 from tests.conftest import free_port
 from tests.fleet.linkemu import command, running
 from tests.harness import Gateway

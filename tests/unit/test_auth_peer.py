@@ -1,10 +1,10 @@
-"""Peer credentials and peer URL checks (federation/peer_auth.py)."""
+"""Peer credentials and peer URL checks (gateway/federation/peer_auth.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from federation.peer_auth import (
+from gateway.federation.peer_auth import (
     PeerAuth,
     check_peer_urls,
     check_settings,

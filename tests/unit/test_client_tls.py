@@ -10,8 +10,8 @@ import asyncio, ssl
 from gateway.http import client_tls
 client_tls.import_aiohttp()
 import aiohttp.connector as connector
-from federation.client import PeerClient
-from federation.settings import Budgets
+from gateway.federation.client import PeerClient
+from gateway.federation.settings import Budgets
 
 system = ssl.create_default_context().cert_store_stats()["x509_ca"]
 contexts = (connector._SSL_CONTEXT_VERIFIED, connector._SSL_CONTEXT_UNVERIFIED)

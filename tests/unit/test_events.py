@@ -6,7 +6,19 @@ import logging
 
 import pytest
 
-from gateway.events import DATA, ENTITIES, FAULTS, LOGS, EntitiesChanged, Event, EventBus, body_of
+from gateway.events import (
+    DATA,
+    ENTITIES,
+    FAULTS,
+    GRAPH,
+    LOGS,
+    EntitiesChanged,
+    Event,
+    EventBus,
+    GraphChanged,
+    body_of,
+)
+from gateway.ros.graph.snapshot import GraphSnapshot, NodeInfo
 
 
 def test_delivers_by_kind_in_order_and_unsubscribes() -> None:
@@ -58,3 +70,14 @@ def test_the_body_a_trigger_sees() -> None:
     assert body_of(typed) == {"generation": 7}
     assert body_of(Event(FAULTS, "cam", "F1", "created", {"fault_code": "F1"})) == {
         "fault_code": "F1"}  # a plugin's event carries its JSON body itself
+
+
+def test_a_graph_change_reaches_its_listeners_and_no_trigger() -> None:
+    bus = EventBus()
+    snapshots: list[GraphSnapshot] = []
+    bus.subscribe([GRAPH], lambda e: snapshots.append(e.payload.snapshot))
+    snap = GraphSnapshot((NodeInfo("talker", "/"),))
+    event = Event(GRAPH, None, "ros", "changed", GraphChanged(snap))
+    bus.publish(event)
+    assert snapshots == [snap]
+    assert body_of(event) is None  # nothing a trigger observes

@@ -14,7 +14,7 @@ from gateway.auth.enforce import AUTH
 from gateway.bulk_data.keys import BULK_DATA
 from gateway.faults.keys import FAULT_SERVICE
 from gateway.http.lifecycle import run_features, shutdown_features
-from gateway.lifecycle.handlers import LIFECYCLE
+from gateway.lifecycle.control import LIFECYCLE
 from gateway.locks.guard import LOCK_SERVICE
 from gateway.push.keys import PUSH_DELIVERY
 from gateway.scripts.service import SCRIPT_SERVICE

@@ -1,12 +1,13 @@
-"""The primary's end of a peer beacon (federation/beacon.py): when it stands in for a probe."""
+"""The primary's end of a peer beacon (gateway/federation/beacon.py): when it stands in for a
+probe."""
 
 import asyncio
 from typing import Any
 
 import pytest
 
-from federation.beacon import FULL_PROBE_S, BeaconReader
-from federation.health import PROBE_BUDGET_S
+from gateway.federation.beacon import FULL_PROBE_S, BeaconReader
+from gateway.federation.health import PROBE_BUDGET_S
 
 
 def _reader() -> BeaconReader:

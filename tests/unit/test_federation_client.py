@@ -1,4 +1,5 @@
-"""The peer client (federation/client.py): reasons, size cap, budgets; an in-process server."""
+"""The peer client (gateway/federation/client.py): reasons, size cap, budgets; an in-process
+server."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from federation.client import PeerClient, PeerError, base_url, classify
-from federation.settings import Budgets
+from gateway.federation.client import PeerClient, PeerError, base_url, classify
+from gateway.federation.settings import Budgets
 
 
 def test_classify() -> None:
@@ -131,8 +132,8 @@ def test_one_pooled_session_is_reused(connections: int) -> None:
 
 
 def test_own_calls_carry_the_gateway_credential_only_to_configured_peers() -> None:
-    from federation.peer_auth import PeerAuth
-    from federation.peers import Peer
+    from gateway.federation.peer_auth import PeerAuth
+    from gateway.federation.peers import Peer
 
     auth = PeerAuth(forward_auth=False, peer_auth_header="Bearer own")
     client = PeerClient("http://a:1", Budgets(), 1024)

@@ -1,8 +1,8 @@
-"""Merging a collection over this gateway and its peers (federation/combine.py)."""
+"""Merging a collection over this gateway and its peers (gateway/federation/combine.py)."""
 
 from __future__ import annotations
 
-from federation.combine import PeerAnswer, combine
+from gateway.federation.combine import PeerAnswer, combine
 
 XV = "x-vendor"
 TEMP = "/powertrain/engine/temperature"

@@ -1,4 +1,5 @@
-"""Robot identity over connect-out (federation/connect_auth.py): proofs, admission, limits."""
+"""Robot identity over connect-out (gateway/federation/connect_auth.py): proofs, admission,
+limits."""
 
 import hashlib
 import hmac
@@ -6,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from federation.connect_auth import (
+from gateway.federation.connect_auth import (
     ROBOT,
     SHARED,
     ConnectGate,

@@ -1,4 +1,4 @@
-"""The primary's robot key (federation/connect_key.py) and `diag-gateway robot-token`."""
+"""The primary's robot key (gateway/federation/connect_key.py) and `diag-gateway robot-token`."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from federation.connect_auth import ROBOT, SHARED, ConnectGate, robot_token
-from federation.connect_key import key_path, robot_key
 from gateway import cli
+from gateway.federation.connect_auth import ROBOT, SHARED, ConnectGate, robot_token
+from gateway.federation.connect_key import key_path, robot_key
 from gateway.settings import config
 from gateway.settings.config import ConfigError
 

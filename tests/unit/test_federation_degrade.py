@@ -9,13 +9,13 @@ import time
 
 import pytest
 
-from federation.combine import PeerAnswer, combine
-from federation.fleet import PeerSet, merge
-from federation.items import ItemError, data_item, topic_of
-from federation.mdns import START_BACKOFF_S, injected_failures, keep_starting, start_delay
-from federation.peer_auth import PeerAuth
-from federation.peers import PeerTable
-from federation.settings import FederationSettings
+from gateway.federation.combine import PeerAnswer, combine
+from gateway.federation.fleet import PeerSet, merge
+from gateway.federation.items import ItemError, data_item, topic_of
+from gateway.federation.mdns import START_BACKOFF_S, injected_failures, keep_starting, start_delay
+from gateway.federation.peer_auth import PeerAuth
+from gateway.federation.peers import PeerTable
+from gateway.federation.settings import FederationSettings
 from gateway.model.entities import Entity, EntitySet
 
 XV = "x-vendor"

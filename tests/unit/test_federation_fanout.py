@@ -8,12 +8,12 @@ from typing import Any
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from federation.client import PeerClient
-from federation.combine import PeerAnswer, combine
-from federation.fanout import gather
-from federation.health import TIMEOUT, UNREACHABLE, PeerHealth
-from federation.peers import Peer
-from federation.settings import Budgets
+from gateway.federation.client import PeerClient
+from gateway.federation.combine import PeerAnswer, combine
+from gateway.federation.fanout import gather
+from gateway.federation.health import TIMEOUT, UNREACHABLE, PeerHealth
+from gateway.federation.peers import Peer
+from gateway.federation.settings import Budgets
 
 XV = "x-vendor"
 STATE: dict[str, Any] = {"topic": "/a"}

@@ -1,10 +1,10 @@
-"""Entity merge across gateways (federation/fleet.py): ids, contributors, availability."""
+"""Entity merge across gateways (gateway/federation/fleet.py): ids, contributors, availability."""
 
 from __future__ import annotations
 
 import random
 
-from federation.fleet import PeerSet, local_view, merge
+from gateway.federation.fleet import PeerSet, local_view, merge
 from gateway.model.entities import Entity, EntitySet
 
 

@@ -1,5 +1,5 @@
-"""Fleet proof (federation/fleet_proof.py) and the primary's gate on mDNS announcements
-(ProofGate in federation/mdns_trust.py)."""
+"""Fleet proof (gateway/federation/fleet_proof.py) and the primary's gate on mDNS announcements
+(ProofGate in gateway/federation/mdns_trust.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from typing import Any, cast
 from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
 
-from federation.fleet_proof import NONCE_BYTES, new_nonce, proof, proves, valid_nonce
-from federation.mdns_trust import (
+from gateway.errors import ApiError
+from gateway.federation.fleet_proof import NONCE_BYTES, new_nonce, proof, proves, valid_nonce
+from gateway.federation.mdns_trust import (
     BUSY,
     CHECK,
     MAX_WARNED,
@@ -24,9 +25,8 @@ from federation.mdns_trust import (
     PROOF_WARN_S,
     ProofGate,
 )
-from federation.routes import fleet_proof, register
-from federation.settings import FederationSettings
-from gateway.errors import ApiError
+from gateway.federation.routes import fleet_proof, register
+from gateway.federation.settings import FederationSettings
 from gateway.http.routes import Registry
 from gateway.http.state import STATE, GatewayState
 from gateway.model.roles import Role

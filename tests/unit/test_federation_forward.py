@@ -1,4 +1,5 @@
-"""Forward addressing and budgets (federation/forward.py), and mDNS helpers (federation/mdns.py)."""
+"""Forward addressing and budgets (gateway/federation/forward.py), and mDNS helpers
+(gateway/federation/mdns.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 import pytest
 from zeroconf import InterfaceChoice
 
-from federation.forward import (
+from gateway.federation.forward import (
     BudgetExceeded,
     _answer,
     _fill,
@@ -16,13 +17,13 @@ from federation.forward import (
     _split,
     rewrite_location,
 )
-from federation.mdns import (
+from gateway.federation.mdns import (
     announced_addresses,
     instance_of,
     interface_addresses,
     loopback_only_warning,
 )
-from federation.settings import MdnsOptions
+from gateway.federation.settings import MdnsOptions
 from gateway.http.routes import Route
 
 

@@ -1,5 +1,6 @@
-"""A forwarded download streams (federation/forward.py `_relay`): headers and first bytes go out
-before the peer sent the rest, the body byte-identical, a peer dying mid-body a broken answer."""
+"""A forwarded download streams (gateway/federation/forward.py `_relay`): headers and first
+bytes go out before the peer sent the rest, the body byte-identical, a peer dying mid-body a
+broken answer."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from aiohttp import web
 from multidict import CIMultiDict
 
-from federation.forward import Forwarder, Target, _pump, rewrites_body
+from gateway.federation.forward import Forwarder, Target, _pump, rewrites_body
 from gateway.http.routes import Route
 from gateway.model.roles import Role
 

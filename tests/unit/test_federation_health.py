@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from federation.health import (
+from gateway.federation.health import (
     BACKOFF_S,
     PROBE_BUDGET_MAX_S,
     PROBE_BUDGET_S,
@@ -127,7 +127,7 @@ def test_a_slow_link_raises_the_budget_to_what_it_needs() -> None:
 
 
 def test_a_burst_of_peer_changes_merges_at_most_a_share_of_the_time() -> None:
-    from federation.health import MERGE_DUTY, merge_delay
+    from gateway.federation.health import MERGE_DUTY, merge_delay
 
     assert merge_delay(now=10.0, last_end=float("-inf"), last_cost=0.0) == 0.0
     # a merge of 20 ms ended at 10.0: the next waits until merges took MERGE_DUTY of the time

@@ -1,11 +1,11 @@
 """Item ids across gateways (rules 2, 4, 5 and 6 in gateway/model/items.py) and peer items
-re-serialized with the local schema (federation/items.py)."""
+re-serialized with the local schema (gateway/federation/items.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from federation.items import reserialize, source_id
+from gateway.federation.items import reserialize, source_id
 from gateway.model.items import (
     FleetItem,
     ItemLookupError,

@@ -1,7 +1,7 @@
 """A flood of mDNS names that never prove (aggregation.fleet_secret) cannot keep a real robot
 out: unproved candidates are bounded, a new announcement is asked at once in the place of an
-older unproved one, and they expire (ProofGate in federation/mdns_trust.py, the browser in
-federation/mdns.py)."""
+older unproved one, and they expire (ProofGate in gateway/federation/mdns_trust.py, the browser in
+gateway/federation/mdns.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import itertools
 
 import pytest
 
-from federation import mdns, mdns_trust
-from federation.mdns import Mdns
-from federation.mdns_trust import BUSY, CHECK, PASS, PROOF_EXPIRE_S, ProofGate
-from federation.settings import Budgets, MdnsOptions
+from gateway.federation import mdns, mdns_trust
+from gateway.federation.mdns import Mdns
+from gateway.federation.mdns_trust import BUSY, CHECK, PASS, PROOF_EXPIRE_S, ProofGate
+from gateway.federation.settings import Budgets, MdnsOptions
 
 SECRET = "correct horse battery staple"
 ROBOT = "http://192.168.1.10:8080"

@@ -1,4 +1,4 @@
-"""The mDNS browser with aggregation.fleet_secret (federation/mdns.py): a peer is reported
+"""The mDNS browser with aggregation.fleet_secret (gateway/federation/mdns.py): a peer is reported
 found only once it proved the secret at its announced address; challenges are faked."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 import pytest
 
-from federation import mdns, mdns_trust
-from federation.mdns import Mdns
-from federation.settings import Budgets, MdnsOptions
+from gateway.federation import mdns, mdns_trust
+from gateway.federation.mdns import Mdns
+from gateway.federation.settings import Budgets, MdnsOptions
 
 SECRET = "correct horse battery staple"
 A, B = "http://192.168.1.10:8080", "http://192.168.1.66:8080"
@@ -73,7 +73,7 @@ def test_a_peer_is_found_once_it_proved_and_warned_about_once(
         assert peers.found == [("r1", A), ("r1", A)] and len(peers.asked) == 3
         await m.stop()
 
-    with caplog.at_level(logging.INFO, logger="federation.mdns"):
+    with caplog.at_level(logging.INFO, logger="gateway.federation.mdns"):
         asyncio.run(run())
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings == [f"mDNS: r1 at {A} not added: no proof (unreachable); asked again "

@@ -1,6 +1,6 @@
-"""mDNS without credentials (federation/mdns_trust.py): a peer that answers stays put."""
+"""mDNS without credentials (gateway/federation/mdns_trust.py): a peer that answers stays put."""
 
-from federation.mdns_trust import (
+from gateway.federation.mdns_trust import (
     ADD,
     GOODBYE_WINDOW_S,
     HOLD,

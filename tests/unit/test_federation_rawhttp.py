@@ -9,7 +9,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from federation.rawhttp import RawPool, TooLarge, Unsupported, pool_for
+from gateway.federation.rawhttp import RawPool, TooLarge, Unsupported, pool_for
 
 
 def make_app() -> web.Application:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from federation.readcache import ReadCache
+from gateway.federation.readcache import ReadCache
 
 
 def test_answers_expire_with_age_and_with_change_signals() -> None:

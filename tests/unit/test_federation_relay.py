@@ -1,8 +1,8 @@
-"""Fault stream relay helpers (federation/relay.py): SSE frame parsing and peer tagging."""
+"""Fault stream relay helpers (gateway/federation/relay.py): SSE frame parsing and peer tagging."""
 
 from __future__ import annotations
 
-from federation.relay import parse_frames, tag
+from gateway.federation.relay import parse_frames, tag
 
 
 def test_frames_are_taken_whole_and_comments_skipped() -> None:

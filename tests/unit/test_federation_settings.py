@@ -1,10 +1,11 @@
-"""Aggregation settings: budgets, clamping with warnings, static peers (federation/settings.py)."""
+"""Aggregation settings: budgets, clamping with warnings, static peers
+(gateway/federation/settings.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from federation.settings import (
+from gateway.federation.settings import (
     Budgets,
     FederationSettings,
     StaticPeer,
@@ -85,7 +86,7 @@ def test_names_and_service_types() -> None:
 def test_the_example_primary_config_loads() -> None:
     from pathlib import Path
 
-    from federation.peer_auth import check_settings
+    from gateway.federation.peer_auth import check_settings
 
     s = config.load(Path(__file__).resolve().parents[2] / "deploy" / "primary.yaml")
     check_settings(s)

@@ -1,10 +1,10 @@
-"""Tunnel frames (federation/tunnel.py) round-trip; local connections need the secret."""
+"""Tunnel frames (gateway/federation/tunnel.py) round-trip; local connections need the secret."""
 
 import json
 
 import pytest
 
-from federation.tunnel import (
+from gateway.federation.tunnel import (
     CLOSE,
     DATA,
     OPEN,

@@ -1,5 +1,5 @@
-"""Per-stream flow control in robot tunnels (federation/tunnel.py): a client that stops reading
-one download holds back only that stream; an end without credits still works.
+"""Per-stream flow control in robot tunnels (gateway/federation/tunnel.py): a client that stops
+reading one download holds back only that stream; an end without credits still works.
 
 Two real Mux ends over a real WebSocket in process: the primary's end accepts local TCP
 connections, the robot's end connects each stream to a local server standing in for the
@@ -15,8 +15,8 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from federation import tunnel
-from federation.tunnel import CREDIT, Mux
+from gateway.federation import tunnel
+from gateway.federation.tunnel import CREDIT, Mux
 
 BIG = 32 * 1024 * 1024  # past any socket buffers: an unread download fills them
 BUDGET_S = 60.0

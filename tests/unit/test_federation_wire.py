@@ -1,10 +1,10 @@
-"""The entity declaration a peer serves (federation/wire.py): round trip, strict parsing."""
+"""The entity declaration a peer serves (gateway/federation/wire.py): round trip, strict parsing."""
 
 from __future__ import annotations
 
 import pytest
 
-from federation.wire import WireError, dump, etag, load
+from gateway.federation.wire import WireError, dump, etag, load
 from gateway.model.entities import Entity, EntitySet
 
 

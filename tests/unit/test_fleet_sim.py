@@ -24,10 +24,10 @@ from bench._sim_robot import (
     robot_address,
 )
 from bench.fleet_sim import default_procs, gateway_settings, split
-from federation.health import is_health_document
-from federation.items import reserialize
-from federation.relay import parse_events, position_of
-from federation.wire import load
+from gateway.federation.health import is_health_document
+from gateway.federation.items import reserialize
+from gateway.federation.relay import parse_events, position_of
+from gateway.federation.wire import load
 
 XV = "x-vendor"
 

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from federation.health import INVALID_RESPONSE, PeerHealth, is_health_document
 from gateway.discovery.readiness import Readiness
 from gateway.errors import ApiError
+from gateway.federation.health import INVALID_RESPONSE, PeerHealth, is_health_document
 from gateway.http import ranges
 from gateway.http.clientlog import ClientLogLimiter
 from gateway.http.drain import Drain

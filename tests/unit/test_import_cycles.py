@@ -1,4 +1,4 @@
-"""No import circles in gateway/, federation/ or recorder/, deferred imports included."""
+"""No import circles in gateway/ or recorder/, deferred imports included."""
 
 from __future__ import annotations
 

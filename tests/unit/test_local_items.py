@@ -6,7 +6,7 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
-from federation.forward import Forwarder
+from gateway.federation.forward import Forwarder
 from gateway.http.routes import Registry
 from gateway.model.entities import Entity
 

@@ -9,7 +9,7 @@ import pytest
 
 from gateway.entities.status import readiness
 from gateway.errors import ApiError
-from gateway.logs.handlers import DEFAULT_CONFIG, validate_config
+from gateway.logs.configs import DEFAULT_CONFIG, validate_config
 from gateway.operations.handlers import request_timeout
 from gateway.ros.calls.actions import execution_status, ros_status_name
 from gateway.ros.calls.parameters import (

@@ -1,4 +1,5 @@
-"""The package map: core never imports a feature; package pairs that import each other shrink.
+"""The package map: core never imports a feature; package pairs that import each other shrink;
+only the composition root imports another package's handler modules.
 
 Every import counts: top level, inside functions and under `if TYPE_CHECKING:`. A module is
 placed by the longest prefix in LAYERS; a new package must be declared there.
@@ -56,10 +57,9 @@ LAYERS: dict[str, tuple[str, int]] = {
     "gateway.data": (FEATURE, 0),  # data reads and writes, the read's body cache, wire shapes
     "gateway.entities": (FEATURE, 0),  # entity collections and items, status, manifest status
     "gateway.server_info": (FEATURE, 0),  # root, version-info, health, OpenAPI documents
-    "federation": (FEATURE, 0),
+    "gateway.federation": (FEATURE, 0),
     "recorder": (FEATURE, 0),
     # root: the composition
-    "gateway.wire_bundle": (ROOT, 0),  # the bundle of every feature's serializers
     "gateway.app": (ROOT, 0),
     "gateway.cli": (ROOT, 0),
     "gateway.__main__": (ROOT, 0),
@@ -88,7 +88,7 @@ def _layer(mod: str) -> tuple[str, int] | None:
 
 def _package(mod: str) -> str:
     """The unit a module counts for in the pair count: gateway.<sub> (a root module of gateway
-    is its own), federation, recorder; a module the map places apart from its package (a
+    is its own), recorder; a module the map places apart from its package (a
     LAYERS entry below gateway.<sub>) is a unit of its own."""
     name = mod
     while name and name not in LAYERS:
@@ -167,3 +167,36 @@ def test_upward_and_mutual_are_seen() -> None:
     assert upward(edges) == {("gateway.ros.bridge", "gateway.http.errors"),
                              ("gateway.http.routes", "gateway.faults.x")}
     assert mutual_pairs(edges) == {("gateway.faults", "gateway.push")}
+
+
+# The composition root registers every feature's handlers; no other module imports a handler
+# module of another unit (a shared name lives in the owning feature's service or keys module).
+HANDLER_IMPORTERS = frozenset({"gateway.app", "gateway.cli"})
+
+
+def _is_handlers(mod: str) -> bool:
+    """A handler module: `<pkg>.handlers` or any module whose name has `handlers` in it."""
+    return "handlers" in mod.rpartition(".")[2]
+
+
+def foreign_handler_imports(edges: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """(importer, handler module) where the handler module belongs to another unit."""
+    return {(a, b) for a, b in edges
+            if _is_handlers(b) and a not in HANDLER_IMPORTERS and _package(a) != _package(b)}
+
+
+def test_no_feature_imports_another_units_handlers() -> None:
+    found = sorted(foreign_handler_imports(import_edges(_modules())))
+    assert found == [], "import the owner's service or keys module, not its handlers:\n" + \
+        "\n".join(f"{a} -> {b}" for a, b in found)
+
+
+def test_foreign_handler_imports_are_seen() -> None:
+    edges = {("gateway.push.cyclic", "gateway.faults.handlers"),
+             ("gateway.dashboard.page", "gateway.push.subscription_handlers"),
+             ("gateway.push.trigger_handlers", "gateway.push.subscription_handlers"),
+             ("gateway.app", "gateway.faults.handlers"),
+             ("gateway.faults.handlers", "gateway.faults.service")}
+    assert foreign_handler_imports(edges) == {
+        ("gateway.push.cyclic", "gateway.faults.handlers"),
+        ("gateway.dashboard.page", "gateway.push.subscription_handlers")}

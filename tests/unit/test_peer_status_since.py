@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from federation.peers import Peer, status_since
+from gateway.federation.peers import Peer, status_since
 
 
 def _peer(added: float) -> Peer:

@@ -13,7 +13,7 @@ from gateway.faults.hooks import FaultHooks
 from gateway.faults.model import FaultRecord
 from gateway.faults.stream import SseSlots
 from gateway.faults.wire import FAULTS as FAULT_WIRE
-from gateway.logs.handlers import LogConfigurations
+from gateway.logs.configs import LogConfigurations
 from gateway.model.entities import Entity, EntitySet
 from gateway.push.cyclic import CyclicSampler
 from gateway.push.engine import PushEngine

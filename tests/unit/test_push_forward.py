@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from federation.forward import Target, _to_peer_ids
+from gateway.federation.forward import Target, _to_peer_ids
 
 
 def test_resource_uris_of_a_renamed_app_use_the_peer_id() -> None:

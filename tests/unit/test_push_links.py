@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
-from federation.fleet import FleetView, PeerSet, merge
-from federation.push_links import (
+from gateway.federation.fleet import FleetView, PeerSet, merge
+from gateway.federation.push_links import (
     COPY_LEASE_S,
     RELINK_MAX_S,
     RELINK_S,

@@ -27,7 +27,7 @@ from gateway.push.rules import subscription_create, trigger_create
 from gateway.push.wire import payload_items
 from gateway.settings.config import load
 from gateway.wire.docs import camel_case
-from gateway.wire_bundle import make_wire
+from tests.wire_bundle import make_wire
 
 PROFILES = ("spec", "medkit")
 XV = {"spec": "x-vendor", "medkit": "x-medkit"}

@@ -14,8 +14,9 @@ import aiohttp
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from federation import relay as relay_module
-from federation.relay import (
+from gateway.faults.stream import FaultStream, SseSlots, position_header
+from gateway.federation import relay as relay_module
+from gateway.federation.relay import (
     FORGET_S,
     MAX_GONE,
     PEER_CANNOT_RESUME,
@@ -28,7 +29,6 @@ from federation.relay import (
     position_of,
     refetch_data,
 )
-from gateway.faults.stream import FaultStream, SseSlots, position_header
 from gateway.http.state import STATE
 
 XV = "x-vendor"

@@ -9,7 +9,7 @@ from pathlib import Path
 from gateway.settings.settings_table import SETTINGS
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("gateway", "federation", "recorder")
+PACKAGES = ("gateway", "recorder")
 # Files allowed to read settings by string key. Shrink only (empty: none).
 ALLOWED: set[str] = set()
 KEYS = frozenset(s.key for s in SETTINGS)

@@ -19,7 +19,7 @@ from gateway.wire.bodies import (
     execution_request,
     parse_object,
 )
-from gateway.wire_bundle import make_wire
+from tests.wire_bundle import make_wire
 
 NS = 1_700_000_000_000_000_000
 

@@ -6,7 +6,7 @@ import pytest
 
 from gateway.locks.rules import CONFLICT, REQUIRED, Lock, LockError
 from gateway.model.entities import Entity
-from gateway.wire_bundle import make_wire
+from tests.wire_bundle import make_wire
 
 LOCK = Lock("lock_1", "apps", "a1", "client-a", ("faults",), 1_700_000_060.0)
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ...events import GRAPH, Event, EventBus
 from ..calls.callbuild import ServiceTypeBuilds
 from ..settings import RosSettings
 from . import interface_paths
@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 
 def start(bridge: Any, settings: Any, state_dir: str,
-          graph_listeners: list[Callable[[Any], Any]], storage: Any = None) -> ServiceTypeBuilds:
+          events: EventBus, storage: Any = None) -> ServiceTypeBuilds:
     """Offer the shell's prefixes, prune the build cache, hook the builds on discovery."""
     ros = settings.typed(RosSettings.from_settings)
     if ros.interface_paths_from_shell:
@@ -40,5 +40,8 @@ def start(bridge: Any, settings: Any, state_dir: str,
     except OSError as exc:  # the cache is the builds' business: they report their own errors
         log.warning("type build cache %s: not pruned (%s)", Path(state_dir) / "types", exc)
     if ros.type_build_on_discovery:
-        graph_listeners.append(builds.prefetch)
+        def prefetch(event: Event[Any]) -> None:
+            builds.prefetch(event.payload.snapshot)
+
+        events.subscribe([GRAPH], prefetch)
     return builds

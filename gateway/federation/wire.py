@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gateway.model.entities import KINDS, Entity, EntitySet
+from ..model.entities import KINDS, Entity, EntitySet
 
 FORMAT = 1
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,256}$")

@@ -15,9 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.model.entities import KINDS, Entity, EntitySet
-from gateway.model.identity import merge_identity
-
+from ..model.entities import KINDS, Entity, EntitySet
+from ..model.identity import merge_identity
 from .settings import LOCAL
 
 Key = tuple[str, str]  # (kind, id)

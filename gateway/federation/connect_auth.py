@@ -24,12 +24,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gateway.settings.config import ConfigError
-
+from ..settings.config import ConfigError
 from .settings import AggregationSettings
 
 if TYPE_CHECKING:
-    from gateway.settings.config import Settings
+    from ..settings.config import Settings
 
 ROBOT, SHARED = "robot", "shared"  # how a connection proved itself
 _CONTEXT = b"diag-gateway connect v1\x00"

@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from gateway.settings.config import ConfigError
-from gateway.settings.typed import TableSettings
-from gateway.wire.settings import ApiSettings
+from ..settings.config import ConfigError
+from ..settings.typed import TableSettings
+from ..wire.settings import ApiSettings
 
 if TYPE_CHECKING:
-    from gateway.settings.config import Settings
+    from ..settings.config import Settings
 
 # Health checks cap the connect and read budgets at this (spec: Limits, aggregation.timeout_ms).
 HEALTH_CAP_S = 1.0

@@ -6,4 +6,6 @@ schema), `combine` (collection merge), `connect_auth` (robot identity over conne
 `mdns_trust` (what mDNS may change). I/O: `client` (pooled session per peer), `peers`
 (probe and refresh loops), `mdns` (the only zeroconf importer), `fanout`, `forward`, `relay`
 (fault stream), `routes` (`GET /x-vendor-entities`), and `service`, which ties them together.
+`install` builds `feature.Federation`, the one feature service the app starts (connect-out,
+the announcer or the peers), when a setting asks for it.
 """

@@ -24,11 +24,10 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from gateway.errors import not_found, not_responding, vendor_error
-from gateway.http.routes import API_PREFIX, ENTITY_PARAM, Route
-from gateway.model.entities import Entity
-from gateway.model.items import ItemLookupError, MemberItem, resolve, resolve_topic
-
+from ..errors import not_found, not_responding, vendor_error
+from ..http.routes import API_PREFIX, ENTITY_PARAM, Route
+from ..model.entities import Entity
+from ..model.items import ItemLookupError, MemberItem, resolve, resolve_topic
 from .client import CHUNK
 from .combine import combine
 from .peers import Peer

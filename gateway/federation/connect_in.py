@@ -22,10 +22,9 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.auth.enforce import unauthorized
-from gateway.errors import ApiError, invalid_parameter, not_implemented
-from gateway.http.state import state_of
-
+from ..auth.enforce import unauthorized
+from ..errors import ApiError, invalid_parameter, not_implemented
+from ..http.state import state_of
 from .connect_auth import SHARED, ConnectGate, Refused, admit, retry_after
 from .service import FEDERATION
 from .settings import LOCAL, peer_name

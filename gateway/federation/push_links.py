@@ -23,9 +23,8 @@ from urllib.parse import quote
 import aiohttp
 import orjson
 
-from gateway.http import client_tls
-from gateway.model.resource_uris import ResourceRef
-
+from ..http import client_tls
+from ..model.resource_uris import ResourceRef
 from .fleet import FleetView, Origin
 from .link import Link, next_chunk
 from .peer_watch import PeerWatches

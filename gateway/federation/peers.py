@@ -13,9 +13,8 @@ from typing import Any
 
 import orjson
 
-from gateway.model.entities import EntitySet
-from gateway.process.waits import wait_event
-
+from ..model.entities import EntitySet
+from ..process.waits import wait_event
 from .beacon import BeaconReader
 from .client import PeerClient, PeerError, base_url
 from .fleet import PeerSet

@@ -27,8 +27,7 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from gateway.faults.stream import position_header
-
+from ..faults.stream import position_header
 from .combine import mark_peer
 from .health import BACKOFF_S
 from .peers import Peer, PeerTable

@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from gateway.settings.config import ConfigError
-
+from ..settings.config import ConfigError
 from .settings import AggregationSettings
 
 if TYPE_CHECKING:
-    from gateway.settings.config import Settings
+    from ..settings.config import Settings
 
 log = logging.getLogger(__name__)
 

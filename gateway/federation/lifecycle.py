@@ -16,8 +16,7 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from gateway.model.entities import Entity
-
+from ..model.entities import Entity
 from .service import FederationService
 
 

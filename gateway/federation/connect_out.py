@@ -14,16 +14,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
 from urllib.parse import quote, urlsplit
 
 import aiohttp
-from aiohttp import web
 
-from gateway.http.state import GatewayState
-from gateway.process.settings import ServerSettings
-from gateway.settings.config import ConfigError
-
+from ..http.state import GatewayState
+from ..process.settings import ServerSettings
+from ..settings.config import ConfigError
 from .settings import AggregationSettings, FederationSettings
 from .tunnel import Mux
 
@@ -80,13 +77,26 @@ class ConnectOut:
                 self.connected = False
                 await asyncio.sleep(BACKOFF_S[min(failures, len(BACKOFF_S) - 1)])
 
+    def start(self) -> None:
+        """Keep connected while the gateway runs (a task on the running loop)."""
+        self.task = asyncio.get_running_loop().create_task(self.run(), name="connect-out")
 
-def install_connect_out(app: web.Application, state: GatewayState) -> None:
-    """Keep the robot connected to aggregation.connect_to while the app runs."""
+    async def stop(self) -> None:
+        """Close the connection and stop reconnecting."""
+        task, self.task = self.task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+def connect_out(state: GatewayState) -> ConnectOut | None:
+    """The robot's connection to aggregation.connect_to (None when unset); ConfigError on a
+    URL or token it cannot use."""
     a = state.settings.typed(AggregationSettings.from_settings)
     url = a.connect_to
     if not url:
-        return
+        return None
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"setting 'aggregation.connect_to': {url!r} is not an http(s) URL "
@@ -102,15 +112,4 @@ def install_connect_out(app: web.Application, state: GatewayState) -> None:
                     "primary refuses it once connect_accept_shared is false; ask its operator "
                     "for this robot's own token, diag-gateway robot-token; docs/security.md)",
                     url)
-    out = ConnectOut(state)
-
-    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
-        out.task = asyncio.get_running_loop().create_task(out.run(), name="connect-out")
-        try:
-            yield
-        finally:
-            out.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await out.task
-
-    app.cleanup_ctx.append(lifecycle)
+    return ConnectOut(state)

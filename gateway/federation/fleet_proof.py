@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .settings import AggregationSettings, peer_name
 
 if TYPE_CHECKING:
-    from gateway.settings.config import Settings
+    from ..settings.config import Settings
 
 NONCE_BYTES = 16
 PROOF_BODY_CAP = 4096

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from gateway.errors import invalid_parameter, not_found
-from gateway.http.jsonutil import dumps
-from gateway.http.routes import Registry
-from gateway.http.state import state_of
-
+from ..errors import invalid_parameter, not_found
+from ..http.jsonutil import dumps
+from ..http.routes import Registry
+from ..http.state import state_of
 from .beacon import beacon_stream
 from .connect_in import connect
 from .fleet_proof import NONCE_BYTES, own_name, proof, valid_nonce

@@ -25,9 +25,8 @@ from collections.abc import Callable
 import aiohttp
 from aiohttp import web
 
-from gateway.errors import invalid_parameter, vendor_error
-from gateway.http.state import state_of
-
+from ..errors import invalid_parameter, vendor_error
+from ..http.state import state_of
 from .health import PROBE_BUDGET_S
 from .sites import declared
 from .wire import etag

@@ -17,13 +17,12 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gateway.process.settings import ProcessSettings
-from gateway.settings.config import ConfigError
-
+from ..process.settings import ProcessSettings
+from ..settings.config import ConfigError
 from .settings import AggregationSettings
 
 if TYPE_CHECKING:
-    from gateway.settings.config import Settings
+    from ..settings.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +34,7 @@ MAX_KEY_FILE_BYTES = 4096
 
 def key_path(state_dir: str) -> Path:
     """Where the made robot key lives below the state directory."""
-    from gateway.process.statefiles import default_state_dir
+    from ..process.statefiles import default_state_dir
 
     base = Path(state_dir).expanduser() if state_dir else default_state_dir()
     return base / KEY_DIR / KEY_FILE

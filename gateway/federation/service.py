@@ -19,13 +19,12 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from gateway.auth.enforce import claims_of
-from gateway.http import client_tls, hot
-from gateway.http.jsonutil import JSON_TYPE, dumps
-from gateway.http.state import GatewayState
-from gateway.model.entities import Entity, EntitySet
-from gateway.process.settings import ServerSettings
-
+from ..auth.enforce import claims_of
+from ..http import client_tls, hot
+from ..http.jsonutil import JSON_TYPE, dumps
+from ..http.state import GatewayState
+from ..model.entities import Entity, EntitySet
+from ..process.settings import ServerSettings
 from .client import base_url
 from .combine import PeerAnswer, combine
 from .connect_auth import ConnectGate

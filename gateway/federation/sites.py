@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gateway.http.state import GatewayState
-from gateway.model.entities import EntitySet
+from ..http.state import GatewayState
+from ..model.entities import EntitySet
 
 if TYPE_CHECKING:
     from .service import FederationService

@@ -21,9 +21,8 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from gateway.errors import ApiError
-from gateway.model.entities import Entity
-
+from ..errors import ApiError
+from ..model.entities import Entity
 from .service import FederationService
 
 log = logging.getLogger(__name__)

@@ -15,9 +15,8 @@ from typing import Any
 
 import orjson
 
-from gateway.http.jsonutil import dumps
-from gateway.model.items import operation_fleet_ids, reattribute
-
+from ..http.jsonutil import dumps
+from ..model.items import operation_fleet_ids, reattribute
 from .items import MAX_PEER_PATH, reserialize, topic_of
 from .settings import LOCAL
 

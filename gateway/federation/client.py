@@ -10,9 +10,8 @@ import aiohttp
 import orjson
 from multidict import CIMultiDictProxy
 
-from gateway.http import client_tls
-from gateway.process.waits import within
-
+from ..http import client_tls
+from ..process.waits import within
 from .health import CANCELED, ERROR_STATUS, INVALID_RESPONSE, TIMEOUT, TOO_LARGE, UNREACHABLE
 from .rawhttp import TooLarge, Unsupported, pool_for
 from .settings import Budgets
