@@ -145,8 +145,11 @@ class Worker:
         self.tasks.append(loop.create_task(self._keepalive()))
 
     async def _announce(self) -> None:
-        from zeroconf import IPVersion
-        from zeroconf.asyncio import AsyncServiceInfo, AsyncZeroconf
+        from zeroconf import IPVersion  # noqa: PLC0415 - zeroconf only when announcing
+        from zeroconf.asyncio import (  # noqa: PLC0415 - zeroconf only when announcing
+            AsyncServiceInfo,
+            AsyncZeroconf,
+        )
 
         self.azc = AsyncZeroconf(interfaces=["127.0.0.1"], ip_version=IPVersion.V4Only)
         service = {name: r["service"] for name, r in self.spec_of.items()}

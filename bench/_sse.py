@@ -73,7 +73,7 @@ async def run_clients(port: int, paths: list[str], expect: int,
     on_data(data, arrival_ns) sees every `data:` line and says whether the frame counts; each
     client ends after `expect` counted frames.
     """
-    import aiohttp
+    import aiohttp  # noqa: PLC0415 - aiohttp only in the worker processes
 
     ready = asyncio.Event()
     connected = 0

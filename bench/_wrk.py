@@ -6,7 +6,10 @@ import re
 import shutil
 import statistics
 import subprocess
+import time
 from dataclasses import dataclass
+
+import psutil
 
 _RPS = re.compile(r"Requests/sec:\s+([\d.]+)")
 _PCT = re.compile(r"^\s+(50|99)(?:\.0+)?%\s+([\d.]+)(us|ms|s)\s*$", re.MULTILINE)
@@ -60,8 +63,6 @@ def run_wrk(url: str, seconds: float, connections: int = 16, threads: int = 1,
 
 def cpu_s(pid: int) -> float:
     """CPU seconds (user + system, all threads) a process used so far."""
-    import psutil
-
     t = psutil.Process(pid).cpu_times()
     return float(t.user + t.system)
 
@@ -97,8 +98,6 @@ def spread(values: list[float]) -> str:
 
 def idle_cpu_rate(pid: int, seconds: float = 3.0) -> float:
     """CPU seconds per second a process uses while no request arrives."""
-    import time
-
     before = cpu_s(pid)
     time.sleep(seconds)
     return (cpu_s(pid) - before) / seconds

@@ -16,12 +16,17 @@ import time
 from pathlib import Path
 
 import psutil
+from aiohttp.test_utils import make_mocked_request
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench._load import LoadResult, median, run_load  # noqa: E402
+from gateway.auth import enforce  # noqa: E402
 from gateway.demo.robot import Robot  # noqa: E402
+from gateway.http.routes import Route  # noqa: E402
+from gateway.model.roles import Role  # noqa: E402
+from gateway.settings import config  # noqa: E402
 from tests.conftest import free_port  # noqa: E402
 from tests.harness import enc  # noqa: E402
 from tests.integration.test_security_helpers import (  # noqa: E402
@@ -50,13 +55,6 @@ def _wait_for_data(gw: SecureGateway, headers: dict[str, str], timeout_s: float 
 
 def check_cost_us(algorithm: str, d: Path, miss: bool, n: int) -> float:
     """Microseconds per guard auth check (in-process, one GET route needing viewer)."""
-    from aiohttp.test_utils import make_mocked_request
-
-    from gateway.auth import enforce
-    from gateway.http.routes import Route
-    from gateway.model.roles import Role
-    from gateway.settings import config
-
     if algorithm == "RS256":
         private, _, _ = write_rsa_keys(d)
         keys = ["auth.jwt_algorithm=RS256", f"auth.jwt_secret={private}"]

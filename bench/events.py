@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"  # network rule
@@ -49,8 +51,6 @@ RESOURCE = f"/api/v1/apps/bench_pub/data{NS}/level"
 # worker process: SSE clients ----------------------------------------------------------------
 
 async def _worker(port: int, paths: list[str], expect: int) -> None:
-    import orjson
-
     latencies: list[float] = []
 
     def on_data(data: bytes, now: int) -> bool:
@@ -136,7 +136,7 @@ class Publisher:
     """Float64 samples on the bench topic from a node of this process (optionally at 10 Hz)."""
 
     def __init__(self, ros: Any) -> None:
-        from std_msgs.msg import Float64
+        from std_msgs.msg import Float64  # noqa: PLC0415 - ROS: not in the workers
 
         self.Float64 = Float64
         self.node = ros.node("bench_pub", NS)
@@ -151,9 +151,9 @@ class Publisher:
 
 
 def main() -> None:
-    from tests.conftest import free_port
-    from tests.harness import Gateway
-    from tests.integration.test_faults_support import RosSide
+    from tests.conftest import free_port  # noqa: PLC0415 - not in the workers
+    from tests.harness import Gateway  # noqa: PLC0415 - not in the workers
+    from tests.integration.test_faults_support import RosSide  # noqa: PLC0415 - not in the workers
 
     with tempfile.TemporaryDirectory() as tmp:
         gw = Gateway(free_port(), DOMAIN, [

@@ -27,6 +27,7 @@ import signal
 import statistics
 import sys
 import time
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -118,8 +119,6 @@ def pid(gw: Gateway) -> int:
 
 def robots_cpu_ms_per_s(peers: list[Gateway], primary: Gateway, path: str) -> float:
     """The peers' CPU (ms per second, summed) while a dashboard polls primary once a second."""
-    import urllib.request
-
     before = sum(cpu_s(pid(g)) for g in peers)
     t0 = time.monotonic()
     while time.monotonic() - t0 < POLL_S:

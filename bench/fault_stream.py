@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"  # network rule
@@ -60,8 +62,6 @@ PROBE_FIFO = os.environ.get("FAULT_BENCH_PROBE_FIFO", "1")
 # worker process: N SSE clients --------------------------------------------------------------
 
 async def _worker(port: int, clients: int, expect: int, prefix: str) -> None:
-    import orjson
-
     latencies: list[float] = []
 
     def on_data(raw: bytes, now: int) -> bool:
@@ -215,9 +215,9 @@ def ingest(gw: Any, reporter: Any, tag: str) -> dict[str, float]:
 
 def main(storm_only: bool = False, extra: list[str] | None = None,
          coalesce_sec: float | None = None) -> None:
-    from tests.conftest import free_port
-    from tests.harness import Gateway
-    from tests.integration.test_faults_support import RosSide
+    from tests.conftest import free_port  # noqa: PLC0415 - not in the workers
+    from tests.harness import Gateway  # noqa: PLC0415 - not in the workers
+    from tests.integration.test_faults_support import RosSide  # noqa: PLC0415 - not in the workers
 
     with tempfile.TemporaryDirectory() as tmp:
         gw = Gateway(free_port(), DOMAIN, [

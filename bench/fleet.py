@@ -52,6 +52,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -130,8 +131,6 @@ class Events:
 
 def event_time(data: dict[str, Any]) -> float | None:
     """The event's own time (seconds since the epoch), when it carries one."""
-    from datetime import datetime
-
     for key in ("timestamp", "event_time"):
         value = data.get(key)
         if isinstance(value, int):

@@ -566,7 +566,7 @@ def main() -> None:
     args = parse()
     loop_factory = None
     with contextlib.suppress(ImportError):
-        import uvloop
+        import uvloop  # noqa: PLC0415 - optional: asyncio's loop without it
         loop_factory = uvloop.new_event_loop
     with asyncio.Runner(loop_factory=loop_factory) as runner, \
             contextlib.suppress(asyncio.CancelledError, KeyboardInterrupt):

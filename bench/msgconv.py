@@ -81,8 +81,18 @@ def stock(data: bytes, cls: type) -> bytes:
 
 def messages() -> list[tuple[str, Any]]:
     """The benchmark messages, with realistic values from a fixed seed."""
-    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-    from sensor_msgs.msg import Imu, JointState, LaserScan, PointCloud2, PointField
+    from diagnostic_msgs.msg import (  # noqa: PLC0415 - ROS types load on first use
+        DiagnosticArray,
+        DiagnosticStatus,
+        KeyValue,
+    )
+    from sensor_msgs.msg import (  # noqa: PLC0415 - ROS types load on first use
+        Imu,
+        JointState,
+        LaserScan,
+        PointCloud2,
+        PointField,
+    )
 
     rnd = random.Random(7)
     stamp = {"sec": 1_700_000_000, "nanosec": 123_456_789}

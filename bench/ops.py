@@ -80,8 +80,8 @@ class DirectClient:
     """
 
     def __init__(self, executor: str) -> None:
-        import rclpy
-        from std_srvs.srv import Trigger
+        import rclpy  # noqa: PLC0415 - rclpy only once ROS runs
+        from std_srvs.srv import Trigger  # noqa: PLC0415 - ROS types load on first use
 
         self.rclpy = rclpy
         self.kind = executor
@@ -97,8 +97,10 @@ class DirectClient:
 
     def run(self, seconds: float) -> LoadResult:
         """Calls/s with IN_FLIGHT outstanding for `seconds` (a new node, client and executor)."""
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.experimental import EventsExecutor
+        from rclpy.executors import (  # noqa: PLC0415 - rclpy only once ROS runs
+            SingleThreadedExecutor,
+        )
+        from rclpy.experimental import EventsExecutor  # noqa: PLC0415 - rclpy only once ROS runs
 
         self.runs += 1
         node = self.rclpy.create_node(f"_bench_direct_{self.kind}_{self.runs}",

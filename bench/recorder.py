@@ -143,8 +143,8 @@ def push_rate(module: Any, payload: bytes, n: int) -> float:
 
 
 def _messages(count: int) -> tuple[list[TopicMeta], list[tuple[int, int, int, bytes]]]:
-    from rclpy.serialization import serialize_message
-    from sensor_msgs.msg import Image
+    from rclpy.serialization import serialize_message  # noqa: PLC0415 - rclpy only once ROS runs
+    from sensor_msgs.msg import Image  # noqa: PLC0415 - ROS types load on first use
 
     payloads = []
     for k in range(8):
@@ -161,7 +161,7 @@ def _messages(count: int) -> tuple[list[TopicMeta], list[tuple[int, int, int, by
 def bare_mcap(path: Path, topics: list[TopicMeta], msgs: list[tuple[int, int, int, bytes]]
               ) -> None:
     """The baseline: the mcap library alone, same records, same durability."""
-    from mcap.writer import CompressionType, Writer
+    from mcap.writer import CompressionType, Writer  # noqa: PLC0415 - mcap only for the baseline
 
     with open(path, "wb") as f:
         w = Writer(f, compression=CompressionType.NONE)

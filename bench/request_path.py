@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +42,9 @@ PATHS = {
 
 
 def _report_faults(gw: Gateway, domain: int = DOMAIN) -> None:
-    from tests.integration.test_faults_support import RosSide
+    from tests.integration.test_faults_support import (  # noqa: PLC0415 - rclpy when reporting
+        RosSide,
+    )
 
     ros = RosSide(domain)
     try:
@@ -55,8 +58,6 @@ def _report_faults(gw: Gateway, domain: int = DOMAIN) -> None:
 
 
 def _wait_up(url: str, timeout: float = 30.0) -> None:
-    import urllib.request
-
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -70,8 +71,6 @@ def _wait_up(url: str, timeout: float = 30.0) -> None:
 
 def _shape(url: str) -> tuple[int, int]:
     """Body bytes and header count of one GET (both sides must serve the same)."""
-    import urllib.request
-
     with urllib.request.urlopen(url, timeout=10) as resp:
         return len(resp.read()), len(resp.getheaders())
 

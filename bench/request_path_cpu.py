@@ -21,13 +21,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
+from aiohttp import web
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"  # network rule
 
 from bench._wrk import spread  # noqa: E402
 from bench.request_path import DATA, FAULTS, PATHS  # noqa: E402
+from gateway.app import make_app  # noqa: E402
 from gateway.demo.robot import Robot, ros_env  # noqa: E402
+from gateway.http.server import GatewayRunner  # noqa: E402
+from gateway.settings.config import load  # noqa: E402
 
 DOMAIN = int(os.environ.get("BENCH_DOMAIN", "96"))
 REQUESTS = 4000
@@ -86,9 +92,6 @@ async def drive(server: Any, path: str, n: int) -> tuple[float, bytes]:
 
 async def bare_server(body: bytes) -> Any:
     """bench/_bare.py's handler (orjson.dumps of the document per request), same body."""
-    import orjson
-    from aiohttp import web
-
     doc = orjson.loads(body)
 
     async def handler(request: web.Request) -> web.Response:
@@ -103,9 +106,9 @@ async def bare_server(body: bytes) -> Any:
 
 async def _report_faults(gateway: Any) -> None:
     """FAULTS faults reported, as request_path.py does; the reporter node gone again."""
-    import orjson
-
-    from tests.integration.test_faults_support import RosSide
+    from tests.integration.test_faults_support import (  # noqa: PLC0415 - rclpy when reporting
+        RosSide,
+    )
 
     async def body(path: str) -> Any:
         return orjson.loads((await drive(gateway, path, 1))[1].split(b"\r\n\r\n", 1)[1])
@@ -126,10 +129,6 @@ async def _report_faults(gateway: Any) -> None:
 
 async def measure() -> None:
     """Gateway (the cli's runner) and bare apps in this process; alternating rounds."""
-    from gateway.app import make_app
-    from gateway.http.server import GatewayRunner
-    from gateway.settings.config import load
-
     tmp = tempfile.mkdtemp()
     settings = load(None, [f"ros.domain_id={DOMAIN}", f"state_dir={tmp}/state"])
     runner = GatewayRunner(make_app(settings), settings.vendor, access_log=None)

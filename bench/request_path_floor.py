@@ -18,6 +18,7 @@ take a digit).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import socket
@@ -25,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,9 +78,6 @@ def thread_cpu_s(pid: int) -> tuple[float, float]:
 
 def hot_counts(port: int) -> tuple[int, int]:
     """The gateway's hot answers so far: (hits, of them on the wire)."""
-    import json
-    import urllib.request
-
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health", timeout=10) as resp:
         hot = json.loads(resp.read())["x-vendor-hot-answers"]
     return int(hot["hits"]), int(hot["on_wire"])

@@ -30,6 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import uvloop
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -72,16 +74,29 @@ class Transport:
 
 async def gateway_side(what: str, n: int) -> int:
     """Answer the hot read `what` n times on one connection; the number of answers written."""
-    from aiohttp import web
+    from aiohttp import web  # noqa: PLC0415 - the floor side loads no aiohttp
 
-    from gateway.discovery.cache import EntityCache
-    from gateway.discovery.runtime import HostInfo
-    from gateway.faults.bodies import BodyCache
-    from gateway.http.routes import Registry
-    from gateway.http.server import GatewayRunner
-    from gateway.http.state import STATE, GatewayState
-    from gateway.ros.topics.pool import SamplePool
-    from gateway.settings.config import load
+    from gateway.discovery.cache import (  # noqa: PLC0415 - the floor side loads no gateway code
+        EntityCache,
+    )
+    from gateway.discovery.runtime import (  # noqa: PLC0415 - the floor side loads no gateway code
+        HostInfo,
+    )
+    from gateway.faults.bodies import (  # noqa: PLC0415 - the floor side loads no gateway code
+        BodyCache,
+    )
+    from gateway.http.routes import Registry  # noqa: PLC0415 - the floor side loads no gateway code
+    from gateway.http.server import (  # noqa: PLC0415 - the floor side loads no gateway code
+        GatewayRunner,
+    )
+    from gateway.http.state import (  # noqa: PLC0415 - the floor side loads no gateway code
+        STATE,
+        GatewayState,
+    )
+    from gateway.ros.topics.pool import (  # noqa: PLC0415 - the floor side loads no gateway code
+        SamplePool,
+    )
+    from gateway.settings.config import load  # noqa: PLC0415 - the floor side loads no gateway code
 
     @web.middleware
     async def own(request: Any, handler: Any) -> Any:
@@ -104,7 +119,9 @@ async def gateway_side(what: str, n: int) -> int:
         state.cache._bodies[("topics", "apps", "talker")] = {topic: None}
         hot.store(raw, data_probe(state, entity, topic, type_name))
     elif what == "faults":
-        from gateway.faults import handlers as faults
+        from gateway.faults import (  # noqa: PLC0415 - the floor side loads no gateway code
+            handlers as faults,
+        )
 
         svc = types.SimpleNamespace(bodies=BodyCache(), generation=(1, 2))
         svc.bodies.put(("faults", "all"), svc.generation, BODY)
@@ -136,8 +153,13 @@ async def gateway_side(what: str, n: int) -> int:
 
 def data_probe(state: Any, entity: Any, topic: str, type_name: str) -> Any:
     """The data read's hot probe over a pool entry holding one sample and its cached body."""
-    from gateway.data import handlers as data
-    from gateway.ros.topics.pool import Sample, _Entry
+    from gateway.data import (  # noqa: PLC0415 - the floor side loads no gateway code
+        handlers as data,
+    )
+    from gateway.ros.topics.pool import (  # noqa: PLC0415 - the floor side loads no gateway code
+        Sample,
+        _Entry,
+    )
 
     pool = state.pool
     entry = _Entry(topic, type_name)
@@ -145,7 +167,7 @@ def data_probe(state: Any, entity: Any, topic: str, type_name: str) -> Any:
     entry.sample = Sample(b"\0\1\0\0", 0, 1, 1)
     pool._entries[topic] = entry
     try:
-        from gateway.data.reads import reads_of
+        from gateway.data.reads import reads_of  # noqa: PLC0415 - absent in older trees
     except ImportError:  # before: the body cache in the pool's entries
         entry.json_seq, entry.json = 1, b"{}"  # type: ignore[attr-defined]
         view = (entity.kind, entity.id, state.cache.generation)
@@ -172,8 +194,6 @@ def floor_side(n: int) -> int:
 
 
 def inner(what: str, n: int) -> None:
-    import uvloop
-
     if what == "floor":
         floor_side(n)
     else:

@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"  # network rule
@@ -47,8 +49,6 @@ RSS_TARGET_MB = 120.0
 def _watch(get: Any, t0: float, pid: int) -> dict[str, float]:
     """Poll /health and /apps until ready and every demo app is listed; times from t0 (s)
     and the process's CPU seconds when it said ready."""
-    import psutil
-
     ready = apps = cpu = float("inf")
     while time.monotonic() - t0 < 60 and (ready == float("inf") or apps == float("inf")):
         try:
@@ -66,8 +66,6 @@ def _watch(get: Any, t0: float, pid: int) -> dict[str, float]:
 
 
 def _memory(pid: int) -> dict[str, float]:
-    import psutil
-
     mem = psutil.Process(pid).memory_full_info()
     return {"uss": mem.uss / 2**20, "rss": mem.rss / 1e6}
 

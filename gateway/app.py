@@ -12,21 +12,53 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from . import dashboard
+from . import dashboard, mcp
 from .auth import enforce
 from .auth import routes as auth_routes
+from .bulk_data import handlers as bulk_data
+from .bulk_data.keys import BULK_DATA
+from .bulk_data.service import BulkData
+from .dashboard import page_stream
+from .discovery.empty_domain import EmptyDomain, domain_source
+from .discovery.keys import DISCOVERY
+from .discovery.runtime import HostInfo
+from .discovery.settings import DiscoverySettings, EntityCacheSettings
+from .entities import handlers as entities
 from .events import GRAPH
+from .faults.keys import FAULT_SERVICE
+from .faults.stream import SseSlots
+from .federation import routes as federation_routes  # the peer entity declaration
+from .federation.install import install as install_federation  # docs/federation.md
 from .federation.peer_auth import check_settings as check_peer_settings
+from .federation.settings import AggregationSettings
 from .http import cors, ratelimit, resolve_cache
 from .http.jsonutil import JSON_BODY_LIMIT, json_body_limit
 from .http.lifecycle import FeatureService, run_features, shutdown_features
 from .http.middleware import make_middleware
+from .http.openapi import add_schemas
 from .http.routes import Registry
+from .http.settings import SseSettings
 from .http.state import STATE, GatewayState
+from .lifecycle.schemas import SCHEMAS as lifecycle_schemas
+from .locks import handlers as locks
+from .locks.schemas import SCHEMAS as lock_schemas
+from .plugins.manager import PLUGINS, PluginManager
+from .process import loopslice
+from .process.gcpolicy import GcPolicy
+from .process.looplag import LoopLag
+from .process.settings import ProcessSettings, ServerSettings
+from .process.storage import probe_loop
+from .push import fault_trigger_handlers as fault_triggers
+from .push.keys import PUSH_DELIVERY
+from .push.settings import FaultTriggerSettings, TriggerSettings
+from .scripts.schemas import SCHEMAS as script_schemas
+from .server_info import unbuilt
 from .settings.config import Settings
+from .updates import handlers as updates
+from .updates.feature import UPDATES, PluginsAndUpdates
+from .updates.settings import UpdateSettings
 
 if TYPE_CHECKING:
-    from .plugins.manager import PluginManager
     from .ros.dds.bridge import RosBridge
 
 log = logging.getLogger(__name__)
@@ -40,25 +72,31 @@ def build_registry(vendor: str, built: set[str], plugins: Any = None) -> Registr
 
     `plugins` (a plugins.manager.PluginManager) adds the loaded plugins' routes.
     """
-    from .bulk_data import handlers as bulk_data
-    from .configurations import handlers as configurations
-    from .dashboard import page_stream
-    from .data import handlers as data
-    from .entities import handlers as entities
-    from .entities import manifest, status
-    from .faults import handlers as faults
-    from .federation import routes as federation_routes  # the peer entity declaration
-    from .lifecycle import handlers as lifecycle
-    from .locks import handlers as locks
-    from .logs import handlers as logs
-    from .operations import handlers as operations
-    from .push import fault_trigger_handlers as fault_triggers
-    from .push import subscription_handlers as subscriptions
-    from .push import trigger_handlers as triggers
-    from .scripts import handlers as scripts
-    from .server_info import handlers as server
-    from .server_info import unbuilt
-    from .updates import handlers as updates
+    from .configurations import (  # noqa: PLC0415 - rclpy loads on build, not on import
+        handlers as configurations,
+    )
+    from .data import handlers as data  # noqa: PLC0415 - rclpy loads on build, not on import
+    from .entities import manifest, status  # noqa: PLC0415 - rclpy loads on build, not on import
+    from .faults import handlers as faults  # noqa: PLC0415 - rclpy loads on build, not on import
+    from .lifecycle import (  # noqa: PLC0415 - gateway.ros (numpy) loads on build, not on import
+        handlers as lifecycle,
+    )
+    from .logs import handlers as logs  # noqa: PLC0415 - rclpy loads on build, not on import
+    from .operations import (  # noqa: PLC0415 - rclpy loads on build, not on import
+        handlers as operations,
+    )
+    from .push import (  # noqa: PLC0415 - rclpy loads on build, not on import
+        subscription_handlers as subscriptions,
+    )
+    from .push import (  # noqa: PLC0415 - rclpy loads on build, not on import
+        trigger_handlers as triggers,
+    )
+    from .scripts import (  # noqa: PLC0415 - gateway.ros, re2 load on build, not on import
+        handlers as scripts,
+    )
+    from .server_info import (  # noqa: PLC0415 - rclpy loads on build, not on import
+        handlers as server,
+    )
 
     reg = Registry(vendor)
     server.register(reg)
@@ -72,10 +110,6 @@ def build_registry(vendor: str, built: set[str], plugins: Any = None) -> Registr
         module.register(reg)
     built.update({"operations", "configurations", "logs", "status", "faults", "bulk-data",
                   "manifest"})
-    from .http.openapi import add_schemas
-    from .lifecycle.schemas import SCHEMAS as lifecycle_schemas
-    from .locks.schemas import SCHEMAS as lock_schemas
-    from .scripts.schemas import SCHEMAS as script_schemas
     for schemas in (lock_schemas, script_schemas, lifecycle_schemas):
         add_schemas(schemas)
     for module in (locks, scripts, lifecycle):
@@ -91,7 +125,7 @@ def build_registry(vendor: str, built: set[str], plugins: Any = None) -> Registr
     unbuilt.register(reg, built)  # 501 rows for every feature not built
     server.register_docs(reg)
     if plugins is not None:
-        from .plugins import dispatch
+        from .plugins import dispatch  # noqa: PLC0415 - rclpy loads on build, not on import
         dispatch.install(reg, plugins)  # plugin-owned entities reach their plugin's providers
     return reg
 
@@ -105,13 +139,6 @@ def make_app(settings: Settings, ros: RosLifecycle | None = None,
     fake robot's in the in-process tests. Each feature's service is built here under its app
     key and started by `feature_services` once the ROS side runs.
     """
-    from .discovery.settings import DiscoverySettings
-    from .federation.install import install as install_federation  # docs/federation.md
-    from .plugins.manager import PLUGINS, PluginManager
-    from .process.settings import ServerSettings
-    from .push.settings import FaultTriggerSettings, TriggerSettings
-    from .updates.settings import UpdateSettings
-
     built: set[str] = set()
     plugins = PluginManager(settings)  # a plugin that fails to load is a /health warning
     state = GatewayState(settings=settings,
@@ -139,20 +166,23 @@ def make_app(settings: Settings, ros: RosLifecycle | None = None,
     ratelimit.install(app, state, app[enforce.AUTH].peek)
     cors.install(app, state)
     dashboard.install(app, state)  # GET / and /dashboard/* (docs/dashboard.md)
-    from . import mcp
     mcp.install(app, state)  # /mcp: the MCP server, SDK loaded on first use (docs/mcp.md)
     if settings.typed(ServerSettings.from_settings).tls_enabled:
         state.features.add("tls")
     check_peer_settings(settings)
     if settings.typed(DiscoverySettings.from_settings).mode != "runtime_only":  # docs/manifest.md
-        from .discovery.keys import DISCOVERY
-        from .discovery.pipeline import ManifestDiscovery
+        from .discovery.pipeline import (  # noqa: PLC0415 - re2 (manifests) only when one is set
+            ManifestDiscovery,
+        )
         app[DISCOVERY] = ManifestDiscovery(settings)  # ManifestError: not served
     app.cleanup_ctx.append(_storage_probe)  # a failing store recovers by itself
     app.cleanup_ctx.append(ros or _ros_lifecycle(bridge))
-    from .lifecycle import handlers as lifecycle
-    from .locks import handlers as locks
-    from .scripts import handlers as scripts
+    from .lifecycle import (  # noqa: PLC0415 - gateway.ros (numpy) loads on build, not on import
+        handlers as lifecycle,
+    )
+    from .scripts import (  # noqa: PLC0415 - gateway.ros, re2 load on build, not on import
+        handlers as scripts,
+    )
     for module in (locks, scripts, lifecycle):
         module.install(app, state)
     _declare_order(app, (*over_ros, app[locks.LOCK_SERVICE], app[scripts.SCRIPT_SERVICE],
@@ -163,8 +193,6 @@ def make_app(settings: Settings, ros: RosLifecycle | None = None,
 
 
 async def _storage_probe(app: web.Application) -> AsyncIterator[None]:
-    from .process.storage import probe_loop
-
     task = asyncio.ensure_future(probe_loop(app[STATE].storage))
     yield
     task.cancel()
@@ -183,16 +211,12 @@ FEATURE_SERVICES: web.AppKey[tuple[FeatureService, ...]] = web.AppKey("feature_s
 def _build_features(app: web.Application, state: GatewayState, plugins: PluginManager
                     ) -> tuple[FeatureService, ...]:
     """The services over the ROS side, each under its app key, in their start order."""
-    from .bulk_data.keys import BULK_DATA
-    from .bulk_data.service import BulkData
-    from .faults.keys import FAULT_SERVICE
-    from .faults.service import FaultService
-    from .faults.stream import SseSlots
-    from .http.settings import SseSettings
-    from .logs.configs import LOG_CONFIGURATIONS, LogConfigurations
-    from .push.keys import PUSH_DELIVERY
-    from .push.service import PushDelivery
-    from .updates.feature import UPDATES, PluginsAndUpdates
+    from .faults.service import FaultService  # noqa: PLC0415 - rclpy loads on build, not on import
+    from .logs.configs import (  # noqa: PLC0415 - rclpy loads on build, not on import
+        LOG_CONFIGURATIONS,
+        LogConfigurations,
+    )
+    from .push.service import PushDelivery  # noqa: PLC0415 - rclpy loads on build, not on import
 
     slots = SseSlots(state.settings.typed(SseSettings.from_settings).max_clients)
     faults = app[FAULT_SERVICE] = FaultService(state, slots)  # slots shared with push streams
@@ -227,27 +251,37 @@ def _ros_lifecycle(prestarted: RosBridge | None) -> RosLifecycle:
 
 
 async def _ros_side(app: web.Application, prestarted: RosBridge | None) -> AsyncIterator[None]:
-    from .discovery.cache import EntityCache
-    from .discovery.empty_domain import EmptyDomain, domain_source
-    from .discovery.keys import DISCOVERY
-    from .discovery.poller import GraphPoller
-    from .discovery.runtime import HostInfo
-    from .discovery.settings import DiscoverySettings, EntityCacheSettings
-    from .federation.settings import AggregationSettings
-    from .operations.handlers import state_directory
-    from .process import loopslice
-    from .process.gcpolicy import GcPolicy
-    from .process.looplag import LoopLag
-    from .process.settings import ProcessSettings, ServerSettings
-    from .ros.calls.actions import ActionManager
-    from .ros.calls.parameters import ParameterStore
-    from .ros.calls.services import ServiceCaller
-    from .ros.dds.bridge import start_ros
-    from .ros.graph.discovery_info import ros_types_health
-    from .ros.interfaces import typesources
-    from .ros.settings import RosServiceSettings, RosSettings
-    from .ros.topics.pool import SamplePool
-    from .ros.topics.rosout import RosoutLog
+    from .discovery.cache import (  # noqa: PLC0415 - gateway.ros: with the ROS side
+        EntityCache,
+    )
+    from .discovery.poller import (  # noqa: PLC0415 - rclpy: with the ROS side
+        GraphPoller,
+    )
+    from .operations.handlers import state_directory  # noqa: PLC0415 - rclpy: with the ROS side
+    from .ros.calls.actions import (  # noqa: PLC0415 - rclpy: with the ROS side
+        ActionManager,
+    )
+    from .ros.calls.parameters import ParameterStore  # noqa: PLC0415 - rclpy: with the ROS side
+    from .ros.calls.services import ServiceCaller  # noqa: PLC0415 - rclpy: with the ROS side
+    from .ros.dds.bridge import (  # noqa: PLC0415 - rclpy: with the ROS side
+        start_ros,
+    )
+    from .ros.graph.discovery_info import (  # noqa: PLC0415 - gateway.ros: with the ROS side
+        ros_types_health,
+    )
+    from .ros.interfaces import (  # noqa: PLC0415 - rclpy: with the ROS side
+        typesources,
+    )
+    from .ros.settings import (  # noqa: PLC0415 - gateway.ros: with the ROS side
+        RosServiceSettings,
+        RosSettings,
+    )
+    from .ros.topics.pool import (  # noqa: PLC0415 - rclpy: with the ROS side
+        SamplePool,
+    )
+    from .ros.topics.rosout import (  # noqa: PLC0415 - rclpy: with the ROS side
+        RosoutLog,
+    )
 
     state = app[STATE]
     s = state.settings

@@ -11,11 +11,26 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from recorder import pull
 
 from . import __version__
-from .process import eventloop, hardexit, portcheck
+from .bulk_data.settings import BulkDataSettings
+from .demo import robot
+from .demo.robot import NODES, Robot, demo_nodes, ros_env
+from .discovery.settings import DiscoverySettings
+from .federation.connect_auth import robot_entries, robot_token
+from .federation.connect_key import key_path, robot_key
+from .federation.settings import LOCAL, AggregationSettings, peer_name
+from .http import client_tls
+from .http.tls import server_context
+from .process import eventloop, hardexit, mallocarenas, portcheck, statefiles
 from .process.settings import ProcessSettings, ServerSettings
-from .settings.config import ConfigError, Settings, load
+from .settings.config import SETTINGS, ConfigError, Settings, load
+from .settings.secret_values import registered_secrets
+from .settings.secretfiles import scrub_process
+from .wire.settings import ApiSettings
 
 log = logging.getLogger("gateway")
 
@@ -123,9 +138,6 @@ def _settings(args: argparse.Namespace) -> Settings:
         overrides.append(f"ros.domain_id={args.domain}")
     settings = load(args.config, overrides)
     # Secrets given by --set no longer show in /proc/<pid>/cmdline (nor environ) once read.
-    from .settings.secret_values import registered_secrets
-    from .settings.secretfiles import scrub_process
-
     scrub_process(registered_secrets())
     return settings
 
@@ -133,18 +145,13 @@ def _settings(args: argparse.Namespace) -> Settings:
 async def serve(settings: Settings, ready_message: str | None = None,
                 on_force_exit: Callable[[], object] | None = None) -> None:
     """Serve until SIGINT or SIGTERM; stop within the grace period, at once on a second one."""
-    from .http import client_tls
-    from .process import statefiles
-
     client_tls.import_aiohttp()  # the CA store of its client contexts waits for a client
-    from aiohttp import web
+    from aiohttp import web  # noqa: PLC0415 - after client_tls.import_aiohttp()
 
-    from .app import make_app
-    from .discovery.settings import DiscoverySettings
-    from .http.server import GatewayRunner
-    from .http.state import STATE
-    from .http.tls import server_context
-    from .ros.dds.bridge import start_ros
+    from .app import make_app  # noqa: PLC0415 - aiohttp after import_aiohttp()
+    from .http.server import GatewayRunner  # noqa: PLC0415 - aiohttp after import_aiohttp()
+    from .http.state import STATE  # noqa: PLC0415 - aiohttp after import_aiohttp()
+    from .ros.dds.bridge import start_ros  # noqa: PLC0415 - rclpy only for the serving commands
 
     ssl_context = server_context(settings)  # ConfigError names a bad server.tls.* setting
     _check_port(settings)  # a taken port fails now, not after the ROS start-up
@@ -224,14 +231,12 @@ def _logging(level: str) -> None:
 
 
 def _announce_isolation() -> None:
-    from .ros.dds import isolation
+    from .ros.dds import isolation  # noqa: PLC0415 - gateway.ros (numpy): not for every command
 
     isolation.announce()  # one line naming what the shell's foreign ROS had and was set aside
 
 
 def _cap_arenas(settings: Settings) -> None:
-    from .process import mallocarenas
-
     mallocarenas.limit(settings.typed(ServerSettings.from_settings).malloc_arenas)
 
 
@@ -248,9 +253,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Start the demo robot and a gateway in front of it."""
-    from .dashboard.settings import DashboardSettings
-    from .demo.robot import NODES, Robot, demo_nodes, ros_env
-    from .wire.settings import ApiSettings
+    from .dashboard.settings import DashboardSettings  # noqa: PLC0415 - aiohttp: serving only
 
     _logging(args.log_level)
     _announce_isolation()
@@ -293,7 +296,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def _demo_settings(args: argparse.Namespace) -> Settings:
     """The demo's settings: the configured bulk-data categories plus the demo's own."""
     settings = _settings(args)
-    from .bulk_data.settings import BulkDataSettings
 
     categories = list(settings.typed(BulkDataSettings.from_settings).categories)
     if DEMO_CATEGORY in categories:
@@ -305,8 +307,6 @@ def _demo_settings(args: argparse.Namespace) -> Settings:
 
 def _manifest_overrides(manifest: str) -> list[str]:
     """Settings of `demo --manifest`: hybrid mode with the shipped (or given) manifest."""
-    from pathlib import Path
-
     deploy = Path(__file__).resolve().parents[1] / "deploy"
     out = ["discovery.mode=hybrid"]
     if manifest == "shipped":
@@ -319,8 +319,6 @@ def _manifest_overrides(manifest: str) -> list[str]:
 
 def cmd_settings(args: argparse.Namespace) -> int:
     """Print the settings reference (and resolved values when a file or overrides are given)."""
-    from .settings.config import SETTINGS
-
     loaded = load(args.config, args.overrides) if (args.config or args.overrides) else None
     # Compare real values (a redacted secret always differs from its default), show redacted.
     actual = loaded.as_dict(redact=False) if loaded is not None else None
@@ -348,10 +346,6 @@ def cmd_settings(args: argparse.Namespace) -> int:
 
 def cmd_robot_token(args: argparse.Namespace) -> int:
     """`robot-token NAME...`: print `NAME TOKEN` lines issued from the primary's robot key."""
-    from .federation.connect_auth import robot_entries, robot_token
-    from .federation.connect_key import key_path, robot_key
-    from .federation.settings import LOCAL, AggregationSettings, peer_name
-
     settings = load(args.config, args.overrides)
     aggregation = settings.typed(AggregationSettings.from_settings)
     listed = robot_entries(aggregation.connect_robots)
@@ -378,8 +372,6 @@ def cmd_robot_token(args: argparse.Namespace) -> int:
 
 def cmd_robot(args: argparse.Namespace) -> int:
     """Start the demo robot alone."""
-    from .demo import robot
-
     argv = []
     if args.domain is not None:
         argv += ["--domain", str(args.domain)]
@@ -391,14 +383,12 @@ def cmd_robot(args: argparse.Namespace) -> int:
 
 def cmd_bag(args: argparse.Namespace) -> int:
     """`bag pull URL [-o DIR]`: download a fault's recording with a progress bar."""
-    from recorder import pull
-
     return pull.main(args.url, args.output, args.token)
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     """`mcp --gateway URL [--token-file F]`: the MCP server on stdio (docs/mcp.md)."""
-    from .mcp import stdio
+    from .mcp import stdio  # noqa: PLC0415 - aiohttp and the MCP SDK only for `mcp`
 
     return stdio.main(args.gateway, args.token_file, args.client_id,
                       max(1, min(500, args.page_size)), args.timeout, args.insecure)
@@ -407,7 +397,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the diag-gateway console script."""
     if argv is None:  # the program itself (not a call from Python): on its own ROS first
-        from .ros.dds import isolation
+        from .ros.dds import isolation  # noqa: PLC0415 - gateway.ros (numpy): not for every command
 
         isolation.isolate()
     args = parser().parse_args(argv)

@@ -47,7 +47,12 @@ def offered_qos(node: Any, topic: str) -> tuple[list[dict[str, Any]], str]:
 
 def _subscription_qos(profiles: list[dict[str, Any]]) -> Any:
     """Reliable only when every publisher is; transient local only when every one is."""
-    from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+    from rclpy.qos import (  # noqa: PLC0415 - rclpy only once ROS runs
+        DurabilityPolicy,
+        HistoryPolicy,
+        QoSProfile,
+        ReliabilityPolicy,
+    )
 
     reliable = bool(profiles) and all(p["reliability"] == "reliable" for p in profiles)
     latched = bool(profiles) and all(p["durability"] == "transient_local" for p in profiles)
@@ -85,9 +90,13 @@ class Taps:
 
         Returns (added, removed).
         """
-        from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+        from rclpy.callback_groups import (  # noqa: PLC0415 - rclpy only once ROS runs
+            MutuallyExclusiveCallbackGroup,
+        )
 
-        from gateway.ros.interfaces.message import import_type
+        from gateway.ros.interfaces.message import (  # noqa: PLC0415 - gateway.ros once ROS runs
+            import_type,
+        )
 
         if self._group is None:
             self._group = MutuallyExclusiveCallbackGroup()

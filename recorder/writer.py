@@ -72,7 +72,7 @@ class McapStorage:
     """MCAP with `ros2msg` schemas, `cdr` channels and rosbag2's channel metadata."""
 
     def __init__(self, path: Path, compression: str = "none") -> None:
-        from mcap.writer import CompressionType, Writer
+        from mcap.writer import CompressionType, Writer  # noqa: PLC0415 - mcap only once recording
 
         kinds = {"none": CompressionType.NONE, "lz4": CompressionType.LZ4,
                  "zstd": CompressionType.ZSTD}

@@ -315,7 +315,9 @@ def _make_plan(name, specs):
 
 
 def _plan_from_class(name):
-    from rosidl_parser import definition as idl
+    from rosidl_parser import (  # noqa: PLC0415 - rosidl_parser only when a plan is built
+        definition as idl,
+    )
 
     cls = _message_class(name)
     specs = []

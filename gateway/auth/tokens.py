@@ -118,8 +118,8 @@ def _read(path: str, setting: str) -> bytes:
 # jwt and cryptography (about 9 MiB) are imported on first use: a gateway without auth never
 # loads them.
 def _rsa_private(path: str) -> rsa.RSAPrivateKey:
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415 - ~9 MiB: auth only
+    from cryptography.hazmat.primitives.asymmetric import rsa  # noqa: PLC0415 - ~9 MiB: auth only
 
     data = _read(path, "auth.jwt_secret")
     try:
@@ -133,8 +133,8 @@ def _rsa_private(path: str) -> rsa.RSAPrivateKey:
 
 
 def _rsa_public(path: str) -> rsa.RSAPublicKey:
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415 - ~9 MiB: auth only
+    from cryptography.hazmat.primitives.asymmetric import rsa  # noqa: PLC0415 - ~9 MiB: auth only
 
     data = _read(path, "auth.jwt_public_key")
     try:
@@ -197,7 +197,7 @@ class AccessTokens:
 
     def issue(self, subject: str, role: Role, family: str, now: float) -> str:
         """A signed access token for subject with role, in a refresh family."""
-        import jwt
+        import jwt  # noqa: PLC0415 - jwt, cryptography (~9 MiB): auth only
 
         claims = {
             "iss": self.issuer, "sub": subject, "role": role.label, "scope": role.label,
@@ -220,7 +220,7 @@ class AccessTokens:
         return claims
 
     def _decode(self, token: str, now: float) -> Claims:
-        import jwt
+        import jwt  # noqa: PLC0415 - jwt, cryptography (~9 MiB): auth only
 
         if not token.isascii():  # a JWT is base64url and dots; other bytes cannot encode
             raise TokenError("invalid", INVALID_TOKEN)

@@ -35,6 +35,7 @@ from std_srvs.srv import Trigger
 from test_msgs.action import Fibonacci
 
 from gateway.demo.robot import PARENT_ENV
+from gateway.faults.reporter import FaultReporter
 from gateway.process import hardexit
 
 #: Set when the process is asked to stop; long-running callbacks watch it.
@@ -210,8 +211,6 @@ def status_sensor() -> Node:
 
 def lidar_sensor() -> Node:
     """Lidar with deliberately faulty parameters, logging and reporting its faults every 2 s."""
-    from gateway.faults.reporter import FaultReporter
-
     node = Node("lidar_sensor", namespace="/perception/lidar")
     period = LIGHT_SCAN_PERIOD_S if light() else SCAN_PERIOD_S
     reporter = FaultReporter(node)
@@ -350,7 +349,9 @@ def long_calibration() -> Node:
 def managed_lifecycle(name: str = "managed_lifecycle") -> Node:
     """A lifecycle node that configures and activates itself on start."""
     try:
-        from rclpy.lifecycle import LifecycleNode
+        from rclpy.lifecycle import (  # noqa: PLC0415 - rclpy.lifecycle only for lifecycle nodes
+            LifecycleNode,
+        )
     except ImportError:  # rclpy without lifecycle support: a plain node keeps the graph intact
         return Node(name, namespace="/")
 
@@ -362,7 +363,9 @@ def managed_lifecycle(name: str = "managed_lifecycle") -> Node:
 
 def _lifecycle(name: str, activate: bool) -> Node:
     """A managed node left unconfigured, or configured and activated on start."""
-    from rclpy.lifecycle import LifecycleNode
+    from rclpy.lifecycle import (  # noqa: PLC0415 - rclpy.lifecycle only for lifecycle nodes
+        LifecycleNode,
+    )
 
     node = LifecycleNode(name, namespace="/")
     if activate:

@@ -30,7 +30,9 @@ class GraphWake:
         if not self.enabled or self.why_not is not None:
             return False
         if self.watch is None and getattr(self.bridge, "rejoins", 0) >= self._after:
-            from ..ros.graph.graph_watch import GraphWatch
+            from ..ros.graph.graph_watch import (  # noqa: PLC0415 - gateway.ros: on watch start
+                GraphWatch,
+            )
 
             loop = asyncio.get_running_loop()
 

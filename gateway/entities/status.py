@@ -10,6 +10,7 @@ from ..http.jsonutil import json_response
 from ..http.resource_helpers import resolve_entity
 from ..http.routes import Registry
 from ..http.state import GatewayState, state_of
+from ..lifecycle.control import LIFECYCLE  # the last control request, while polling it
 from ..lifecycle.plans import TRANSITIONS
 from ..model.entities import Entity
 from ..ros.calls.services import CallError
@@ -46,7 +47,7 @@ async def _lifecycle(state: GatewayState, app: Entity) -> dict[str, Any] | None:
     service = f"{_node(app)}/get_state"
     if node is None or (service, GET_STATE_TYPE) not in node.services:
         return None
-    from lifecycle_msgs.srv import GetState
+    from lifecycle_msgs.srv import GetState  # noqa: PLC0415 - ROS types load on first use
 
     caller = state.service_caller
     budget = state.settings.typed(RosServiceSettings.from_settings).parameter_service_timeout_sec
@@ -68,7 +69,6 @@ async def app_status(request: web.Request) -> web.Response:
     if lifecycle is not None:
         xv["lifecycle"] = lifecycle
         state_id = lifecycle.get("state_id", -1)
-    from ..lifecycle.control import LIFECYCLE  # the last control request, while polling it
     control = request.app.get(LIFECYCLE)
     transition = control.latest(entity.id) if control is not None else None
     if transition is not None:

@@ -196,7 +196,9 @@ class RosBridges:
                  code_map: Mapping[str, str] | None = None,
                  rosout_cooldown_s: float = ROSOUT_COOLDOWN_S, rosout_code_tags: bool = True,
                  report_canceled: bool = False, log_node: Any = None) -> None:
-        from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+        from rclpy.callback_groups import (  # noqa: PLC0415 - rclpy only once ROS runs
+            MutuallyExclusiveCallbackGroup,
+        )
 
         self.node = node
         # /rosout on this node (the bridge's call node: its EventsExecutor takes an entry for
@@ -219,7 +221,12 @@ class RosBridges:
 
     def start(self) -> None:
         """Create the fixed subscriptions (blocking ROS work: call off the event loop)."""
-        from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+        from rclpy.qos import (  # noqa: PLC0415 - rclpy only once ROS runs
+            DurabilityPolicy,
+            HistoryPolicy,
+            QoSProfile,
+            ReliabilityPolicy,
+        )
 
         # Volatile on purpose: /rosout publishers keep 1000 entries transient-local, and a
         # restarted gateway must not raise faults again from old log lines.
@@ -227,10 +234,12 @@ class RosBridges:
                          reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.VOLATILE)
         if self.want_rosout:
-            from rcl_interfaces.msg import Log
+            from rcl_interfaces.msg import Log  # noqa: PLC0415 - ROS types load on first use
             self.log_sub = self.log_node.create_subscription(Log, "/rosout", self._on_log, qos)
         if self.want_diagnostics:
-            from diagnostic_msgs.msg import DiagnosticArray
+            from diagnostic_msgs.msg import (  # noqa: PLC0415 - ROS types load on first use
+                DiagnosticArray,
+            )
             self.subs.append(self.node.create_subscription(
                 DiagnosticArray, self.diagnostics_topic, self._on_diagnostics, qos,
                 callback_group=self.group))
@@ -239,8 +248,13 @@ class RosBridges:
         """Subscribe to action status topics that appeared (blocking ROS work)."""
         if not self.want_actions:
             return
-        from action_msgs.msg import GoalStatusArray
-        from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+        from action_msgs.msg import GoalStatusArray  # noqa: PLC0415 - ROS types load on first use
+        from rclpy.qos import (  # noqa: PLC0415 - rclpy only once ROS runs
+            DurabilityPolicy,
+            HistoryPolicy,
+            QoSProfile,
+            ReliabilityPolicy,
+        )
 
         qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
                          reliability=ReliabilityPolicy.RELIABLE,
@@ -268,8 +282,13 @@ class RosBridges:
         gid = bytes(gid)
         fqn = self._gids.get(gid)
         if fqn is None:
-            from ..ros.graph.discovery_info import tracker_of
-            from ..ros.graph.nameless import UNNAMED, endpoint_fqn
+            from ..ros.graph.discovery_info import (  # noqa: PLC0415 - gateway.ros once ROS runs
+                tracker_of,
+            )
+            from ..ros.graph.nameless import (  # noqa: PLC0415 - gateway.ros once ROS runs
+                UNNAMED,
+                endpoint_fqn,
+            )
 
             tracker = tracker_of(self.node)
             owner_of = tracker.owner_of if tracker is not None else None

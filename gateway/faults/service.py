@@ -14,6 +14,8 @@ from collections.abc import Callable, Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from ..events import FAULTS
 from ..http.settings import SseSettings
@@ -171,9 +173,7 @@ class FaultService:
         return self.faults.get(code)
 
     def _create_ros(self) -> None:
-        from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-        from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-        from std_msgs.msg import String
+        from std_msgs.msg import String  # noqa: PLC0415 - ROS types load on first use
 
         # The report topic is the storm path: on the call node (rclpy's EventsExecutor with
         # ros.executor=events) a message costs a fraction of a wait-set rebuild, so a burst of

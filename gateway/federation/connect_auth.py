@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..settings.config import ConfigError
+from .connect_key import robot_key
 from .settings import AggregationSettings
 
 if TYPE_CHECKING:
@@ -190,8 +191,6 @@ class ConnectGate:
     @classmethod
     def from_settings(cls, s: Settings) -> ConnectGate:
         """From the aggregation.connect_* settings (the robot key read or made once)."""
-        from .connect_key import robot_key
-
         a = s.typed(AggregationSettings.from_settings)
         return cls(Credentials.from_settings(s, robot_key(s)), a.connect_attempts_per_minute,
                    a.max_connected_robots)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..process.settings import ProcessSettings
+from ..process.statefiles import default_state_dir
 from ..settings.config import ConfigError
 from .settings import AggregationSettings
 
@@ -34,8 +35,6 @@ MAX_KEY_FILE_BYTES = 4096
 
 def key_path(state_dir: str) -> Path:
     """Where the made robot key lives below the state directory."""
-    from ..process.statefiles import default_state_dir
-
     base = Path(state_dir).expanduser() if state_dir else default_state_dir()
     return base / KEY_DIR / KEY_FILE
 

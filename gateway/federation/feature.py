@@ -99,7 +99,7 @@ def _serve_peers(app: web.Application, state: GatewayState) -> FederationService
 
 
 def _announcer(state: GatewayState) -> Mdns:
-    from .mdns import Mdns  # the only zeroconf importer
+    from .mdns import Mdns  # noqa: PLC0415 - the only zeroconf importer
 
     opts = state.settings.typed(FederationSettings.from_settings).mdns
     srv = state.settings.typed(ServerSettings.from_settings)

@@ -20,6 +20,6 @@ def install(app: web.Application, state: GatewayState) -> tuple[FeatureService, 
     aggregation = state.settings.typed(AggregationSettings.from_settings)
     if not (aggregation.enabled or aggregation.announce or aggregation.connect_to):
         return ()
-    from .feature import Federation
+    from .feature import Federation  # noqa: PLC0415 - only when federation is on
 
     return (Federation(app, state),)

@@ -71,7 +71,7 @@ def interface_addresses(entries: tuple[str, ...]) -> list[str] | InterfaceChoice
         except ValueError:
             pass
         if names is None:
-            import psutil
+            import psutil  # noqa: PLC0415 - psutil only when no interface is named
 
             names = {n: [a.address for a in addrs if a.family == socket.AF_INET]
                      for n, addrs in psutil.net_if_addrs().items()}
@@ -96,7 +96,7 @@ def announced_addresses(host: str, interfaces: list[str] | InterfaceChoice) -> l
             return [bound]
     if isinstance(interfaces, list):
         return interfaces
-    import psutil
+    import psutil  # noqa: PLC0415 - psutil only when no interface is named
 
     return [a.address for addrs in psutil.net_if_addrs().values() for a in addrs
             if a.family == socket.AF_INET and not a.address.startswith("127.")]

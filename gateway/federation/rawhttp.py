@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from typing import Any, cast
+from urllib.parse import urlsplit
 
 # Idle connections kept per peer (fan-out reads in flight at once rarely exceed this).
 MAX_IDLE = 32
@@ -260,8 +261,6 @@ class RawPool:
 def pool_for(url: str, fixed: dict[str, str] | None = None) -> RawPool | None:
     """A RawPool for an http:// base URL with host and port (`fixed` headers on every
     request); None for anything else."""
-    from urllib.parse import urlsplit
-
     parts: Any = urlsplit(url)
     if parts.scheme != "http" or not parts.hostname or parts.path not in ("", "/"):
         return None

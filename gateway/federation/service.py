@@ -97,7 +97,7 @@ class FederationService:
             self.table.add(peer.name, peer.url, discovered=False)
         mdns = self.settings.mdns
         if mdns.announce or mdns.discover:
-            from .mdns import Mdns
+            from .mdns import Mdns  # noqa: PLC0415 - mdns.py: the only zeroconf importer
 
             srv = self.state.settings.typed(ServerSettings.from_settings)
             self.mdns = Mdns(mdns, srv.host, srv.port, self._found, self._lost)

@@ -142,7 +142,7 @@ class GraphPlugin(Plugin):
             self.seen.pop(fid, None)
 
     def _read_diagnostics(self) -> None:
-        from ..ros.topics.samples import sample_to_json
+        from ..ros.topics.samples import sample_to_json  # noqa: PLC0415 - rclpy only once ROS runs
 
         assert self.ctx is not None
         sample = self.ctx.newest_sample(DIAGNOSTICS)

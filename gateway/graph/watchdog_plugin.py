@@ -6,6 +6,8 @@ import logging
 import time
 from typing import Any
 
+import orjson
+
 from ..errors import ApiError
 from ..faults.model import Report
 from ..plugins.api import INTROSPECTION, Plugin, PluginRoute
@@ -33,9 +35,8 @@ def _event_node(sample: Any) -> str | None:
     """The node named by a pooled /parameter_events sample."""
     if sample is None:
         return None
-    import orjson
 
-    from ..ros.topics.samples import sample_to_json
+    from ..ros.topics.samples import sample_to_json  # noqa: PLC0415 - rclpy only once ROS runs
 
     try:
         return str(orjson.loads(sample_to_json(PARAMETER_EVENT_TYPE, sample.data))["node"])
@@ -283,7 +284,7 @@ class WatchdogPlugin(Plugin):
         return out
 
     async def _state_label(self, fqn: str) -> str | None:
-        from lifecycle_msgs.srv import GetState
+        from lifecycle_msgs.srv import GetState  # noqa: PLC0415 - ROS types load on first use
 
         assert self.ctx is not None
         try:

@@ -32,7 +32,7 @@ def import_aiohttp() -> None:
     with _lock:
         ssl.SSLContext.set_default_verify_paths = _postpone  # type: ignore[method-assign,assignment]
         try:
-            import aiohttp.connector  # noqa: F401
+            import aiohttp.connector  # noqa: F401, PLC0415 - the CA store left for load_ca()
         finally:
             del ssl.SSLContext.set_default_verify_paths  # the inherited method again
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, cast
 import orjson
 from aiohttp import web
 
+from ..errors import INVALID_REQUEST, ApiError, bad_request
 from ..process.settings import ServerSettings
 
 if TYPE_CHECKING:
@@ -44,8 +45,6 @@ async def read_limited(request: web.BaseRequest, limit: int | None = None) -> by
 
 async def read_json_body(request: web.Request) -> Any:
     """The request body parsed as JSON; ApiError 400 naming the problem otherwise."""
-    from ..errors import bad_request
-
     raw = await read_limited(request)
     if not raw:
         raise bad_request("Request body is empty; a JSON object is required")
@@ -72,8 +71,6 @@ def json_body_limit(settings: Settings) -> int:
 
 def body_too_large(size: int, limit: int) -> Exception:
     """413 for a body over the JSON limit, whatever its content type."""
-    from ..errors import INVALID_REQUEST, ApiError
-
     return ApiError(413, INVALID_REQUEST,
                     f"Request body is {size} bytes; bodies of this route are limited to {limit} "
                     "bytes (setting server.max_json_body_bytes)",

@@ -10,6 +10,7 @@ from aiohttp import web
 from ..errors import not_found
 from ..model.entities import ENTITY_PARAM, SINGULAR, Entity, EntitySet
 from . import hot
+from .jsonutil import dumps
 from .routes import API_PREFIX, entity_type_of
 from .state import GatewayState, state_of
 
@@ -94,8 +95,6 @@ async def list_collection(request: web.Request, collection: str,
                           ) -> web.Response:
     """A collection list of the addressed entity: this gateway's cached items, merged with the
     peers' when aggregation names contributors."""
-    from .jsonutil import dumps
-
     state = state_of(request)
     entity = resolve_entity(request)
     fed = federation(state)

@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..model.timestamps import iso
 from .plans import FORCE_RESTART, LABELS, PlanError, Step, plan
 
 log = logging.getLogger(__name__)
@@ -47,8 +48,6 @@ class TransitionRecord:
 
     def body(self) -> dict[str, Any]:
         """The record as status bodies and 202 answers show it."""
-        from ..model.timestamps import iso
-
         out: dict[str, Any] = {"app_id": self.app_id, "transition": self.transition,
                                "status": self.status, "from_state": self.from_state,
                                "steps": [s.label for s in self.steps], "done": list(self.done),
@@ -78,9 +77,9 @@ class LifecycleProvider:
 
     async def get_state(self, fqn: str) -> int:
         """The node's primary state id; Unavailable when it does not answer."""
-        from lifecycle_msgs.srv import GetState
+        from lifecycle_msgs.srv import GetState  # noqa: PLC0415 - ROS types load on first use
 
-        from ..ros.calls.services import CallError
+        from ..ros.calls.services import CallError  # noqa: PLC0415 - rclpy only once ROS runs
 
         try:
             resp = await self.caller.call(f"{fqn}/get_state", GET_STATE, GetState.Request(),
@@ -119,10 +118,10 @@ class LifecycleProvider:
             self._finish(record, "abandoned for a force-restart")
 
     async def _run(self, record: TransitionRecord) -> None:
-        from lifecycle_msgs.msg import Transition
-        from lifecycle_msgs.srv import ChangeState
+        from lifecycle_msgs.msg import Transition  # noqa: PLC0415 - ROS types load on first use
+        from lifecycle_msgs.srv import ChangeState  # noqa: PLC0415 - ROS types load on first use
 
-        from ..ros.calls.services import CallError
+        from ..ros.calls.services import CallError  # noqa: PLC0415 - rclpy only once ROS runs
 
         for step in record.steps:
             request = ChangeState.Request(transition=Transition(id=step.transition_id))

@@ -23,6 +23,7 @@ from aiohttp import web
 from ..auth.enforce import claims_of
 from ..events import LOCKS, Event
 from ..http.routes import ENTITY_PARAM, ENTITY_TYPES, Route
+from ..plugins.context import parse_plugin_source
 from .rules import (
     Lock,
     LockConfig,
@@ -230,8 +231,6 @@ class LockService:
 
     def source_apps(self, sources: Any) -> list[str]:
         """The apps whose nodes (or plugin entities) report under these fault sources."""
-        from ..plugins.context import parse_plugin_source
-
         es = self.state.cache.entities
         ids: list[str] = []
         for source in sources:

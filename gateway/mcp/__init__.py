@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from ..auth.enforce import AUTH
+from ..bulk_data.keys import BULK_DATA
 from ..http.state import GatewayState
+from .service import PATH, McpService
 from .settings import McpSettings
 
 __all__ = ["install"]
@@ -18,9 +21,6 @@ def install(app: web.Application, state: GatewayState) -> None:
     """Route /mcp when `mcp.enabled` (the default); the SDK loads on its first request."""
     if not state.settings.typed(McpSettings.from_settings).enabled:
         return
-    from ..auth.enforce import AUTH
-    from ..bulk_data.keys import BULK_DATA
-    from .service import PATH, McpService
 
     service = McpService(state, app.get(AUTH), app.get(BULK_DATA))
     # POST only: the transport is stateless, so there is no session to DELETE and no

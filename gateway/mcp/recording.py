@@ -8,6 +8,7 @@ fault. Blocking reads: call `summarize` from a thread.
 from __future__ import annotations
 
 from collections import Counter
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +17,11 @@ MAX_TOPICS = 50
 
 
 def _iso(ns: int) -> str:
-    from datetime import datetime, timezone
-
     return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).isoformat(timespec="milliseconds")
 
 
 def _mcap_part(path: Path, fault_ns: int, around_s: float) -> dict[str, Any]:
-    from mcap.reader import make_reader
+    from mcap.reader import make_reader  # noqa: PLC0415 - mcap only for a recording summary
 
     out: dict[str, Any] = {}
     with path.open("rb") as stream:

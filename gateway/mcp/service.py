@@ -51,10 +51,12 @@ class McpService:
         async with self._lock:
             if self._manager is not None:
                 return self._manager
-            from mcp.server.transport_security import TransportSecuritySettings
+            from mcp.server.transport_security import (  # noqa: PLC0415 - SDK: on first /mcp use
+                TransportSecuritySettings,
+            )
 
-            from .env import ToolEnv
-            from .server import build
+            from .env import ToolEnv  # noqa: PLC0415 - the MCP SDK loads on the first /mcp request
+            from .server import build  # noqa: PLC0415 - the MCP SDK loads on the first /mcp request
 
             server = build(ToolEnv(None, self.page_size), version=_version())
             # A refused tool call is the REST request the client-error log already records
@@ -143,7 +145,9 @@ class McpService:
 
 def _version() -> str:
     try:
-        from importlib.metadata import version
+        from importlib.metadata import (  # noqa: PLC0415 - importlib.metadata (zipfile, csv) on use
+            version,
+        )
 
         return version("diag-gateway")
     except Exception:

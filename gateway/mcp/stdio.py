@@ -14,7 +14,9 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ..http.client_tls import ensure_ca
 from ..http.routes import API_PREFIX
+from .rest import Rest, loopback_session
 
 log = logging.getLogger(__name__)
 
@@ -42,10 +44,8 @@ def token_of(token_file: str | None) -> str | None:
 async def serve(base: str, token: str | None, client_id: str, page_size: int,
                 timeout_s: float, insecure: bool) -> None:
     """Serve MCP on stdio until stdin closes."""
-    from ..http.client_tls import ensure_ca
-    from .env import ToolEnv
-    from .rest import Rest, loopback_session
-    from .server import build
+    from .env import ToolEnv  # noqa: PLC0415 - the MCP SDK only when serving
+    from .server import build  # noqa: PLC0415 - the MCP SDK only when serving
 
     if base.startswith("https") and not insecure:
         await ensure_ca()

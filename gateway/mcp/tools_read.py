@@ -10,6 +10,7 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from .env import ToolEnv, ToolFailure, call, epath
+from .recording import summarize
 from .rest import segment
 from .shape import (
     clip,
@@ -156,8 +157,6 @@ def register(add: Callable[..., Any], env: ToolEnv) -> None:  # noqa: C901 - cou
         out = found[0]
         bulk = env.rest(ctx).recordings
         if bulk is not None and bulk.recorder is not None:
-            from .recording import summarize
-
             detail = await asyncio.to_thread(summarize, bulk.recorder, recording_id,
                                              max(0.1, min(around_sec, 60.0)))
             if detail is not None:

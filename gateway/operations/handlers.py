@@ -21,6 +21,7 @@ from ..model.entities import Entity
 from ..model.items import ItemLookupError, MemberItem, resolve
 from ..model.roles import Role
 from ..process.settings import ProcessSettings
+from ..process.statefiles import default_state_dir
 from ..push.publishers import service_completed, watch_execution
 from ..ros.calls.actions import ActionManager, Execution
 from ..ros.calls.callbuild import ServiceTypeBuilds
@@ -145,8 +146,6 @@ def call_budget(state: GatewayState) -> float:
 
 def state_directory(setting: str) -> str:
     """The gateway's state directory (setting `state_dir`, else the default)."""
-    from ..process.statefiles import default_state_dir
-
     return str(Path(setting).expanduser() if setting else default_state_dir())
 
 

@@ -20,7 +20,7 @@ class SpecOperations(WireBase):
 
     def ros2_status(self, ex: Execution) -> str:
         """The goal status name (upper case, as action_msgs names it)."""
-        from ..ros.calls.actions import ros_status_name
+        from ..ros.calls.actions import ros_status_name  # noqa: PLC0415 - rclpy only once ROS runs
 
         return ros_status_name(ex.ros_status, ex.rejected)
 
@@ -65,7 +65,10 @@ class SpecOperations(WireBase):
 
     def call_error(self, exc: CallError, **parameters: Any) -> ApiError:
         """A call that produced no answer: 504 timeout, 503 off the graph, 500 otherwise."""
-        from ..ros.calls.services import CallTimeout, NotAvailable
+        from ..ros.calls.services import (  # noqa: PLC0415 - rclpy only once ROS runs
+            CallTimeout,
+            NotAvailable,
+        )
 
         if isinstance(exc, CallTimeout):
             return not_responding(str(exc), timeout_sec=exc.budget_s, **parameters)

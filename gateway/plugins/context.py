@@ -10,6 +10,8 @@ from aiohttp import web
 from ..bulk_data.keys import BULK_DATA
 from ..events import Event
 from ..faults.keys import FAULT_SERVICE
+from ..faults.model import FAILED, PASSED, Report
+from ..federation.reads import peer_reads
 from ..http.resource_helpers import federation
 from ..model.entities import Entity, EntitySet
 from ..push.keys import PUSH_DELIVERY
@@ -81,7 +83,6 @@ class PluginContext:
         fed = federation(self._state)
         if fed is None:
             return []
-        from ..federation.reads import peer_reads
 
         return await peer_reads(fed, kind, entity_id, suffix)
 
@@ -116,15 +117,11 @@ class PluginContext:
     def raise_fault(self, entity_id: str, code: str, severity: int = 2, description: str = "",
                     kind: str = "apps") -> bool:
         """Report a FAILED fault of an entity (shows in /faults, the stream, its faults)."""
-        from ..faults.model import FAILED, Report
-
         return self.report_faults([Report(code, FAILED, severity, description,
                                           self.fault_source(entity_id, kind))])
 
     def pass_fault(self, entity_id: str, code: str, kind: str = "apps") -> bool:
         """Report PASSED for a fault of an entity (the manager heals it per its settings)."""
-        from ..faults.model import PASSED, Report
-
         return self.report_faults([Report(code, PASSED, source=self.fault_source(entity_id,
                                                                                  kind))])
 

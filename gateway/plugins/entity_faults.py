@@ -8,6 +8,7 @@ from aiohttp import web
 
 from ..errors import not_found
 from ..faults import views
+from ..faults.keys import service
 from ..faults.model import CLEARED, parse_status_filter
 from ..faults.scope import in_scope
 from ..faults.wire import FAULTS as FAULT_WIRE
@@ -52,8 +53,6 @@ async def _from_provider(s: Served, provider: Any) -> web.StreamResponse:
 
 
 async def _from_manager(s: Served) -> web.StreamResponse:
-    from ..faults.keys import service
-
     svc = service(s.request)
     own = sources(s)
     wire = s.state.serializer(FAULT_WIRE)  # the same shapes as every other entity's faults

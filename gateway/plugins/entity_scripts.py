@@ -14,7 +14,7 @@ from aiohttp import web
 from ..errors import ApiError, bad_request, invalid_parameter, not_found
 from ..http.jsonutil import json_response
 from ..http.resource_helpers import envelope, href
-from ..scripts.gates import refuse_anonymous
+from ..scripts.gates import read_upload, refuse_anonymous, upload_limit
 from ..scripts.wire import SCRIPTS as SCRIPT_WIRE
 from .api import SCRIPTS
 from .served import Served, compact, items_of
@@ -80,7 +80,6 @@ async def serve(s: Served) -> web.StreamResponse | None:
         if not hasattr(provider, "upload_script"):
             raise bad_request(f"Plugin '{s.owner.name}' does not accept script uploads for "
                               f"{s.entity.type} '{eid}'", entity_id=eid)
-        from ..scripts.gates import read_upload, upload_limit
 
         filename, content, meta = await read_upload(s.request, upload_limit(s.state))
         item = await call(provider.upload_script, eid, filename, content, meta, entity_id=eid)

@@ -38,7 +38,7 @@ class Failure:
 
 def find(name: str, group: str = ENTRY_POINT_GROUP) -> Callable[[], Any] | None:
     """The factory registered under name in the entry point group, or None."""
-    from importlib import metadata  # only when a plugin is configured (zipfile, csv, ...)
+    from importlib import metadata  # noqa: PLC0415 - importlib.metadata (zipfile, csv) on use
 
     for ep in metadata.entry_points(group=group):
         if ep.name == name:
@@ -48,7 +48,7 @@ def find(name: str, group: str = ENTRY_POINT_GROUP) -> Callable[[], Any] | None:
 
 def available(group: str = ENTRY_POINT_GROUP) -> list[str]:
     """Names of every installed plugin."""
-    from importlib import metadata
+    from importlib import metadata  # noqa: PLC0415 - importlib.metadata (zipfile, csv) on use
 
     return sorted({ep.name for ep in metadata.entry_points(group=group)})
 

@@ -20,7 +20,7 @@ from ..model.entities import KINDS, Entity, EntitySet
 from ..model.roles import Role
 from .api import INTROSPECTION, UPDATES, PluginRoute
 from .calls import Caller
-from .context import PluginContext
+from .context import PluginContext, plugin_source
 from .loader import Failure, Loaded, load_all
 from .settings import PluginSettings
 
@@ -64,8 +64,6 @@ class PluginManager:
 
     def fault_sources(self, entity: Entity, entities: EntitySet) -> list[str]:
         """Fault sources of the plugin entities in an entity's scope (itself, its apps)."""
-        from .context import plugin_source
-
         out = []
         for kind, eid in [(entity.kind, entity.id)] + [("apps", a.id) for a in
                                                         entities.member_apps(entity)]:

@@ -31,7 +31,7 @@ def loop_factory(choice: str) -> tuple[str, Callable[[], asyncio.AbstractEventLo
                           f"got {choice!r}")
     if choice != "asyncio":
         try:
-            import uvloop
+            import uvloop  # noqa: PLC0415 - optional: asyncio's loop without it
         except ImportError as exc:
             if choice == "uvloop":
                 raise ConfigError("setting 'server.event_loop': uvloop is not installed "

@@ -9,7 +9,12 @@ from typing import Any
 
 import orjson
 
+from ..data.reads import reads_of  # the JSON cache data reads use
 from ..events import CONFIGURATIONS, Event
+from ..faults import views
+from ..faults.model import DEFAULT_FILTER
+from ..faults.scope import owners
+from ..logs.members import members_of
 from .cadence import DeliveryCount, next_due
 from .model import Subscription, iso_ms
 from .rules import INTERVALS
@@ -132,8 +137,7 @@ class CyclicSampler:
         entry = self.state.pool.peek(topic, type_name)
         if entry is None:
             return None
-        from ..data.reads import reads_of  # the JSON cache data reads use
-        from ..ros.topics.samples import sample_to_json
+        from ..ros.topics.samples import sample_to_json  # noqa: PLC0415 - rclpy only once ROS runs
 
         sample = entry.sample
         if sample is None:  # peek returns only entries holding a sample
@@ -149,16 +153,15 @@ class CyclicSampler:
             return None
         col = sub.ref.collection
         if col == "faults":
-            from ..faults import views
-            from ..faults.model import DEFAULT_FILTER
-            from ..faults.scope import owners
-
             svc = self.engine.faults
             return [views.list_item(svc.wire, f)
                     for f in svc.select(DEFAULT_FILTER, owners(svc, entity))]
         if col == "logs":
-            from ..logs.members import members_of
-            from ..ros.topics.rosout import entry, logger_to_node, select
+            from ..ros.topics.rosout import (  # noqa: PLC0415 - rclpy only once ROS runs
+                entry,
+                logger_to_node,
+                select,
+            )
 
             rosout = state.rosout
             config = self.engine.log_configs.of(entity)
@@ -184,7 +187,9 @@ class CyclicSampler:
     async def _refresh(self, key: tuple[str, str, str], col: str, entity: Any) -> None:
         try:
             if col == "configurations":
-                from ..configurations.listing import local_items
+                from ..configurations.listing import (  # noqa: PLC0415 - rclpy only once ROS runs
+                    local_items,
+                )
 
                 items = (await local_items(self.state, entity))[0]
             else:

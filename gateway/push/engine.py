@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import SERVICE_UNAVAILABLE, ApiError
 from ..events import DATA, FAULTS, LOCKS, LOGS, OPERATIONS, UPDATES, Event, body_of
 from ..http.jsonutil import dumps
+from ..http.resource_helpers import local_member_apps
 from ..http.settings import SseSettings
 from ..model.resource_uris import topic_matches
 from ..model.runids import new_id
@@ -19,6 +20,7 @@ from ..process.storage import StorageWriteError, log_write_failure
 from ..process.waits import wait_event
 from ..ros.topics.rosout import ReceivedLog, severity_rank
 from .cadence import DeliveryCount
+from .cyclic import CyclicSampler
 from .model import ACTIVE, TERMINATED, Subscription, Trigger, envelope
 from .orphans import OrphanClock
 from .publishers import LogView
@@ -106,7 +108,6 @@ class PushEngine:
         except StorageWriteError as exc:  # a full disk at start: the rows wait for the next one
             log_write_failure(log, "persistent triggers: %s not stored", "the start's changes",
                               exc)
-        from .cyclic import CyclicSampler
 
         self.sampler = CyclicSampler(self)
         self._tasks.append(asyncio.ensure_future(self._housekeeping()))
@@ -404,7 +405,6 @@ class PushEngine:
         entity = self.state.cache.entities.get(trig.entity_type, trig.entity_id)
         if rosout is None or entity is None:
             return
-        from ..http.resource_helpers import local_member_apps
 
         apps = local_member_apps(self.state, entity)
         node = next((a.node_fqn for a in apps if a.node_fqn), None)

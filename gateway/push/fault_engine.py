@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ApiError, invalid_parameter
 from ..events import DATA, Event, body_of
 from ..faults.model import FAILED, Report
+from ..model.resource_uris import topic_matches
 from ..model.runids import new_id
 from ..process.storage import StorageWriteError, log_write_failure
 from .fault_rules import SEVERITIES, Rule, crossed, extract, from_record, parse_rule
@@ -87,13 +88,14 @@ class FaultTriggerEngine:
         return rule
 
     def _check_topic(self, app: Any, rule: Rule) -> None:
-        from ..data.topics import entity_topics
-        from ..model.resource_uris import topic_matches
+        from ..data.topics import (  # noqa: PLC0415 - gateway.ros, aiohttp only for topic rules
+            entity_topics,
+        )
 
         topics = list(entity_topics(self.state, app))
         if not topics or any(topic_matches(t, rule.topic_path) for t in topics):
             return
-        import difflib  # only on a bad rule: not held from start
+        import difflib  # noqa: PLC0415 - only on a bad rule: not held from start
 
         close = difflib.get_close_matches(rule.topic_path, topics, n=1, cutoff=0.0)
         hint = f"; did you mean '{close[0]}'?" if close else ""

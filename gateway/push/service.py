@@ -6,7 +6,10 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..federation.push_links import PeerLinks
+from ..http.resource_helpers import federation
 from ..http.settings import SseSettings
+from ..ros.calls.param_events import ParameterEvents
 from .engine import PushEngine
 from .fault_engine import FaultTriggerEngine
 from .publishers import parameter_changed
@@ -18,7 +21,6 @@ if TYPE_CHECKING:
     from ..http.state import GatewayState
     from ..logs.configs import LogConfigurations
     from ..model.entities import Entity
-    from ..ros.calls.param_events import ParameterEvents
 
 log = logging.getLogger(__name__)
 
@@ -41,16 +43,11 @@ class PushDelivery:
 
     async def start(self) -> None:
         """Start the engines and the publishers."""
-        from ..ros.calls.param_events import ParameterEvents
-
         state, engine = self.state, self.engine
         await engine.start()  # a trigger that cannot be stored: 507, /health
-        from ..http.resource_helpers import federation
 
         fed = federation(state)  # not federation.service_of: that imports the whole package
         if fed is not None:  # a primary: mixed entities also cover their members on peers
-            from ..federation.push_links import PeerLinks
-
             engine.links = PeerLinks(engine, fed)
         if self.fault_triggers.enabled:
             await self.fault_triggers.start()

@@ -67,7 +67,9 @@ class TopicWatch:
         return want.topic
 
     def _resolve(self, want: _Want) -> tuple[str, str] | None:
-        from ..data.topics import entity_topics
+        from ..data.topics import (  # noqa: PLC0415 - gateway.ros, aiohttp only on a topic watch
+            entity_topics,
+        )
 
         entity = self.state.cache.entities.get(want.entity_type, want.entity_id)
         if entity is None:

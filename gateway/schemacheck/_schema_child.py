@@ -55,7 +55,7 @@ def _status_bytes(field: bytes) -> int:
 
 
 def _answer(line: bytes, limit: int) -> dict[str, object]:
-    from . import safeschema
+    from . import safeschema  # noqa: PLC0415 - after the memory limit (re2, jsonschema)
 
     try:
         request = json.loads(line)
@@ -81,7 +81,7 @@ def main(argv: list[str]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _limit_memory(limit)
-    from . import safeschema
+    from . import safeschema  # noqa: PLC0415 - after the memory limit (re2, jsonschema)
 
     safeschema.validator({})  # jsonschema, referencing and RE2 imported before the first request
     out = sys.stdout.buffer

@@ -62,7 +62,7 @@ def patterns_of(node: dict[str, Any]) -> Iterator[str]:
 
 
 def _pattern(validator: Any, patrn: Any, instance: Any, schema: Any) -> Iterator[Any]:
-    from jsonschema.exceptions import ValidationError
+    from jsonschema.exceptions import ValidationError  # noqa: PLC0415 - jsonschema: on first use
 
     if validator.is_type(instance, "string") and not search(patrn, instance):
         yield ValidationError(f"{instance!r} does not match {patrn!r}")
@@ -80,8 +80,10 @@ def _pattern_properties(validator: Any, pprops: Any, instance: Any,
 
 def _additional_properties(validator: Any, extra_schema: Any, instance: Any,
                            schema: Any) -> Iterator[Any]:
-    from jsonschema._utils import extras_msg
-    from jsonschema.exceptions import ValidationError
+    from jsonschema._utils import (  # noqa: PLC0415 - jsonschema loads on the first schema check
+        extras_msg,
+    )
+    from jsonschema.exceptions import ValidationError  # noqa: PLC0415 - jsonschema: on first use
 
     if not validator.is_type(instance, "object"):
         return
@@ -111,7 +113,7 @@ KEYWORDS = {"pattern": _pattern, "patternProperties": _pattern_properties,
 @lru_cache(maxsize=16)
 def on_re2(cls: Any) -> Any:
     """The jsonschema validator class `cls` with its regex keywords matched by RE2."""
-    import jsonschema
+    import jsonschema  # noqa: PLC0415 - jsonschema loads on the first schema check
 
     return jsonschema.validators.extend(
         cls, {k: fn for k, fn in KEYWORDS.items() if k in cls.VALIDATORS})

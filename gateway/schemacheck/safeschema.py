@@ -141,7 +141,7 @@ def expansion(schema: dict[str, Any], limit: int = MAX_EXPANSION) -> int:
 
 def check(schema: Any, what: str = "parameters_schema") -> dict[str, Any]:
     """A usable schema, or SchemaRefused: only local refs that resolve, bounded, well formed."""
-    import jsonschema
+    import jsonschema  # noqa: PLC0415 - jsonschema loads on the first schema check
 
     if not isinstance(schema, dict):
         raise SchemaRefused(f"{what} must be a JSON Schema object")
@@ -200,8 +200,8 @@ def _check_patterns(node: dict[str, Any], where: str, what: str) -> None:
 def validator(schema: dict[str, Any]) -> Any:
     """A jsonschema validator whose registry holds nothing and retrieves nothing, whose
     regexes match on RE2."""
-    import jsonschema
-    from referencing import Registry
+    import jsonschema  # noqa: PLC0415 - jsonschema loads on the first schema check
+    from referencing import Registry  # noqa: PLC0415 - referencing: on the first schema check
 
     cls = safepattern.on_re2(jsonschema.validators.validator_for(schema))
     return cls(schema, registry=Registry())
@@ -235,7 +235,9 @@ def problems(schema: dict[str, Any] | None, instance: Any) -> list[str]:
 
 def validation_problems(schema: dict[str, Any], instance: Any) -> list[str]:
     """Problems of a bounded instance against schema, at most MAX_PROBLEMS of them."""
-    from referencing.exceptions import Unresolvable
+    from referencing.exceptions import (  # noqa: PLC0415 - referencing: on the first schema check
+        Unresolvable,
+    )
 
     out: list[str] = []
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import pwd
 import re
 import shutil
 import stat
@@ -18,6 +19,7 @@ from typing import Any
 import yaml
 
 from ..auth.settings import AuthSettings
+from ..process.statefiles import default_state_dir
 from ..process.storage import StorageHealth
 from ..schemacheck import safeschema
 from ..settings.safeyaml import BoundedSafeLoader
@@ -302,9 +304,6 @@ ROOT_WARNING = ("scripts run as root (scripts.allow_root=true, no scripts.run_as
 def run_as(user: str) -> RunAs:
     """argv prefix, environment and group that run a script as `user` (name or uid);
     ScriptError naming scripts.run_as_user when that cannot be done."""
-    import pwd
-    import shutil as _shutil
-
     where = f"setting 'scripts.run_as_user': {user!r}"
     try:
         entry = pwd.getpwuid(int(user)) if user.isdigit() else pwd.getpwnam(user)
@@ -312,7 +311,7 @@ def run_as(user: str) -> RunAs:
         raise ScriptError(f"{where} is not a user of this host") from None
     if os.geteuid() != 0:
         raise ScriptError(f"{where}: the gateway must run as root to switch users")
-    setpriv = _shutil.which("setpriv")
+    setpriv = shutil.which("setpriv")
     if setpriv is None:
         raise ScriptError(f"{where}: setpriv (util-linux) is not installed")
     prefix = [setpriv, f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups",
@@ -328,8 +327,6 @@ def runs_dir(state_dir: str) -> Path:
 
 def default_upload_root(state_dir: str) -> Path:
     """<state_dir>/scripts (state_dir default as the fault store's)."""
-    from ..process.statefiles import default_state_dir
-
     base = Path(state_dir).expanduser() if state_dir else default_state_dir()
     return base / "scripts"
 

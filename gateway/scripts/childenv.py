@@ -38,7 +38,7 @@ def user_environment() -> dict[str, str]:
     """The environment of the user who started the gateway, before the gateway's own loader
     variables (os.environ when the ROS isolation helper is not available)."""
     try:
-        from ..ros.dds import isolation
+        from ..ros.dds import isolation  # noqa: PLC0415 - optional: the ROS isolation helper
     except ImportError:
         return dict(os.environ)
     getter = getattr(isolation, "user_environment", None)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.runids import new_id
+from ..model.timestamps import iso
 from ..process.waits import wait_event
 from .containment import MARKER, Containment, RunBox
 
@@ -42,8 +43,6 @@ class NotRunning(Exception):
 
 
 def _iso(ns: int) -> str:
-    from ..model.timestamps import iso
-
     return iso(ns)
 
 

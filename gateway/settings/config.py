@@ -10,6 +10,8 @@ from typing import Any, TypeVar, cast
 import yaml
 
 from .safeyaml import BoundedSafeLoader
+from .secret_values import register_secrets, secret_values
+from .secretfiles import SecretFileError, read_secret_files
 from .settings_table import OPEN_KEYS, REMOVED, SETTINGS, Setting
 from .settings_unbuilt import built_features, unbuilt_feature, unbuilt_keys
 from .settings_unbuilt import pattern as unbuilt_pattern
@@ -209,8 +211,6 @@ def load(path: str | Path | None = None, overrides: Iterable[str] = ()) -> Setti
 
 def _read_secret_files(values: dict[str, Any], warnings: list[str]) -> None:
     """Secret settings given by their `<key>_file` twins (gateway/settings/secretfiles.py)."""
-    from .secretfiles import SecretFileError, read_secret_files
-
     try:
         read = read_secret_files(values, [s.key for s in SETTINGS if s.secret])
     except SecretFileError as exc:
@@ -254,7 +254,6 @@ def resolve(raw: Mapping[str, Any]) -> Settings:
         log.warning("%s", message)
     settings = Settings(values, warnings)
     # Children (scripts, update hooks) never see a secret (gateway/settings/secret_values.py).
-    from .secret_values import register_secrets, secret_values
 
     register_secrets(secret_values(settings))
     return settings

@@ -9,6 +9,7 @@ process's own argument and environment memory once read, so `/proc/<pid>/cmdline
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 from collections.abc import Iterable, Mapping
@@ -110,8 +111,6 @@ def scrub_process(secrets: Iterable[str]) -> int:
 def forbid_inspection() -> bool:
     """PR_SET_DUMPABLE 0: processes of the gateway's own (non-root) user can no longer read its
     /proc files (environ, mem, fd) or attach to it; root still can. False if not applied."""
-    import ctypes
-
     pr_set_dumpable = 4
     try:
         libc = ctypes.CDLL(None, use_errno=True)

@@ -17,7 +17,7 @@ def closest_key(key: str, candidates: Iterable[str], cutoff: float = CUTOFF) -> 
     A key given without its leading section (`rosbag.enabled` for `snapshots.rosbag.enabled`)
     is matched on the candidate's last dotted parts too: an exact suffix wins, then the best
     of whole-key and last-parts similarity (ties go to the whole key, then to the shorter)."""
-    import difflib  # only when a key is unknown: not at every start
+    import difflib  # noqa: PLC0415 - only when a key is unknown: not at every start
 
     names = sorted(set(candidates))
     if not key or not names:

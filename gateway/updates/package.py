@@ -16,7 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ..process.statefiles import child_umask
 from ..process.storage import INSUFFICIENT, failure_kind
+from ..scripts.childenv import child_environment
+from ..settings.secret_values import registered_secrets
 from . import rules
 
 CHUNK = 1 << 20
@@ -154,10 +157,6 @@ def swap_link(link: Path, target: Path) -> Path | None:
 def run_script(release: Path, rel: PurePosixPath, env: dict[str, str], timeout_s: float) -> str:
     """Run the post-install script rel of release, inside it, with the scrubbed environment;
     PackageError (its output redacted of secrets) on a non-zero exit or timeout."""
-    from ..process.statefiles import child_umask
-    from ..scripts.childenv import child_environment
-    from ..settings.secret_values import registered_secrets
-
     try:
         script = rules.hook_inside(release, rel)
     except rules.RuleError as exc:

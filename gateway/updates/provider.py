@@ -14,6 +14,8 @@ from typing import Any
 
 from ..plugins.api import UPDATES, AlreadyExists, InvalidInput, NotFound, Plugin, PluginError
 from ..plugins.context import PluginContext
+from ..process.settings import ProcessSettings
+from ..process.statefiles import default_state_dir
 from ..process.storage import StorageHealth, StorageWriteError
 from . import package, rules
 from .package import Limits, PackageError
@@ -27,9 +29,6 @@ METADATA_ONLY = "metadata only"  # sub-progress step of a registration without `
 
 
 def _state_dir(ctx: PluginContext | None) -> Path:
-    from ..process.settings import ProcessSettings
-    from ..process.statefiles import default_state_dir
-
     configured = ctx.settings.typed(ProcessSettings.from_settings).state_dir if ctx else ""
     return Path(configured).expanduser() if configured else default_state_dir()
 

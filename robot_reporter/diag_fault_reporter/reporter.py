@@ -136,9 +136,16 @@ class FaultReporter:
                  retry_interval_sec: float = 1.0, max_pending: int = 1000,
                  coalesce_sec: float = COALESCE_SEC,
                  report_topic: str = REPORT_TOPIC, ack_topic: str = ACK_TOPIC) -> None:
-        from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-        from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-        from std_msgs.msg import String
+        from rclpy.callback_groups import (  # noqa: PLC0415 - rclpy only once ROS runs
+            MutuallyExclusiveCallbackGroup,
+        )
+        from rclpy.qos import (  # noqa: PLC0415 - rclpy only once ROS runs
+            DurabilityPolicy,
+            HistoryPolicy,
+            QoSProfile,
+            ReliabilityPolicy,
+        )
+        from std_msgs.msg import String  # noqa: PLC0415 - ROS types load on first use
 
         self._String = String
         self.node = node

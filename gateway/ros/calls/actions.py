@@ -10,6 +10,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from unique_identifier_msgs.msg import UUID
+
 from ..dds.bridge import ClientCache, RosBridge
 from ..interfaces.message import message_to_dict
 from .services import (
@@ -134,7 +136,9 @@ class ActionManager:
 
     async def client(self, action: str, type_name: str) -> Any:
         """The cached action client, created on first use (off the loop)."""
-        from .action_client import GatewayActionClient  # rclpy.action loads on first use
+        from .action_client import (  # noqa: PLC0415 - rclpy.action loads on first use
+            GatewayActionClient,
+        )
 
         return await self._clients.get(action, type_name, GatewayActionClient,
                                        f"creating an action client for {action}")
@@ -142,8 +146,6 @@ class ActionManager:
     async def send_goal(self, entity: tuple[str, str], op_id: str, action: str,
                         type_name: str, goal: Any, timeout: float) -> Execution:
         """Send one goal; the execution is stored (rejected goals too, as failed)."""
-        from unique_identifier_msgs.msg import UUID
-
         loop = asyncio.get_running_loop()
         deadline = budget_now() + timeout
         try:

@@ -12,6 +12,7 @@ service type of it that appears later answers 501 with the reason until a restar
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import logging
 import os
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ...process.storage import StorageHealth
 from ..interfaces import interface_paths, typecache
 from ..interfaces.described import ask_description
+from ..interfaces.msgtypes import UnknownTypeError, import_type
 from ..interfaces.typebuild import (
     MAX_TYPES,
     BuildError,
@@ -85,8 +87,6 @@ class ServiceTypeBuilds:
         """Queue the builds of the service types on `graph` that the gateway lacks and whose
         servers publish service events; they start (one at a time, niced) once the graph
         settled. The types queued."""
-        from ..interfaces.msgtypes import UnknownTypeError, import_type
-
         queued = []
         for node in graph.nodes:
             for service, type_name in node.user_services():
@@ -299,7 +299,9 @@ class ServiceTypeBuilds:
 
     async def _describe(self, node_fqn: str, type_name: str, type_hash: str
                         ) -> dict[str, list[Any]]:
-        from type_description_interfaces.srv import GetTypeDescription
+        from type_description_interfaces.srv import (  # noqa: PLC0415 - ROS types load on first use
+            GetTypeDescription,
+        )
 
         node = self.bridge.node
         client = await self.bridge.run(node.create_client, GetTypeDescription,
@@ -368,8 +370,6 @@ class ServiceTypeBuilds:
 
 
 def _gateway_has_package(pkg: str) -> bool:
-    import importlib.util
-
     try:
         return importlib.util.find_spec(pkg) is not None
     except (ImportError, ValueError):

@@ -23,6 +23,9 @@ import struct
 import time
 from typing import Any
 
+from rclpy.serialization import deserialize_message, serialize_message
+
+from ..dds._rawtopic import RawTopicReader, RawTopicWriter
 from ..graph.nameless import vendor_of
 from ..interfaces.described import BorrowedTypeSupport
 
@@ -87,8 +90,6 @@ class CycloneClient:
     """A client of one service served through Cyclone DDS (made on a graph pool thread)."""
 
     def __init__(self, node: Any, srv_cls: Any, name: str, type_name: str) -> None:
-        from ..dds._rawtopic import RawTopicReader, RawTopicWriter
-
         self.name = _absolute(name)
         self.srv_cls = srv_cls
         pkg, _, short = type_name.split("/")
@@ -124,8 +125,6 @@ class CycloneClient:
 
     async def call(self, request: Any, deadline: float, clock: Any = time.monotonic) -> Any:
         """The response, or asyncio.TimeoutError at `deadline` (on `clock`)."""
-        from rclpy.serialization import serialize_message
-
         self._seq += 1
         seq = self._seq
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -149,8 +148,6 @@ class CycloneClient:
             self._pending.pop(seq, None)
 
     def _take(self) -> None:
-        from rclpy.serialization import deserialize_message
-
         for sample in self._reader.take():
             try:
                 client_id, seq, cdr = decode_reply(sample)

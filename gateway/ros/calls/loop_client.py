@@ -103,8 +103,10 @@ REPLY_DEPTH = 100
 
 def client_qos() -> Any:
     """The QoS of the gateway's service clients: the services default, REPLY_DEPTH deep."""
-    from rclpy.qos import QoSProfile
-    from rclpy.qos import qos_profile_services_default as d
+    from rclpy.qos import QoSProfile  # noqa: PLC0415 - rclpy only once ROS runs
+    from rclpy.qos import (  # noqa: PLC0415 - rclpy only once ROS runs
+        qos_profile_services_default as d,
+    )
 
     return QoSProfile(history=d.history, depth=REPLY_DEPTH, reliability=d.reliability,
                       durability=d.durability)
@@ -114,8 +116,12 @@ class LoopClient:
     """One service client whose responses complete asyncio futures on one loop."""
 
     def __init__(self, node: Any, srv_type: Any, name: str, hook: _Wakeup) -> None:
-        from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
-        from rclpy.type_support import check_is_valid_srv_type
+        from rclpy.impl.implementation_singleton import (  # noqa: PLC0415 - rclpy once ROS runs
+            rclpy_implementation as _rclpy,
+        )
+        from rclpy.type_support import (  # noqa: PLC0415 - rclpy only once ROS runs
+            check_is_valid_srv_type,
+        )
 
         check_is_valid_srv_type(srv_type)  # loads the type support the client needs
         self.name = name

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from rclpy.qos import qos_profile_parameter_events
+
 from ..dds.bridge import RosBridge
 
 
@@ -21,8 +23,7 @@ class ParameterEvents:
         await self.bridge.run(self._subscribe, what="subscribing to /parameter_events")
 
     def _subscribe(self) -> None:
-        from rcl_interfaces.msg import ParameterEvent
-        from rclpy.qos import qos_profile_parameter_events
+        from rcl_interfaces.msg import ParameterEvent  # noqa: PLC0415 - ROS types load on first use
 
         self._sub = self.bridge.node.create_subscription(
             ParameterEvent, "/parameter_events", self._on_event, qos_profile_parameter_events)

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from rcl_interfaces.msg import Parameter, ParameterValue
+
 from .services import CallFailed, CallTimeout, NotAvailable, ServiceCaller
 
 # rcl_interfaces/msg/ParameterType values and the ParameterValue field of each.
@@ -172,8 +174,6 @@ def value_of(pv: Any) -> tuple[int, Any]:
 
 def to_msg(type_code: int, value: Any) -> Any:
     """A ParameterValue message holding an already coerced value."""
-    from rcl_interfaces.msg import ParameterValue
-
     if type_code == 0:
         type_code = infer_type(value)
     if type_code == 5:
@@ -271,7 +271,10 @@ class ParameterStore:
         return response
 
     async def _values(self, node: str, names: list[str]) -> list[Param]:
-        from rcl_interfaces.srv import DescribeParameters, GetParameters
+        from rcl_interfaces.srv import (  # noqa: PLC0415 - ROS types load on first use
+            DescribeParameters,
+            GetParameters,
+        )
 
         got: Any
         described: Any
@@ -304,7 +307,7 @@ class ParameterStore:
 
     async def params(self, node: str) -> list[Param]:
         """Every parameter of the node, sorted by name."""
-        from rcl_interfaces.srv import ListParameters
+        from rcl_interfaces.srv import ListParameters  # noqa: PLC0415 - ROS types load on first use
 
         listed = await self._call(node, "list_parameters", ListParameters.Request(depth=0))
         names = sorted(listed.result.names)
@@ -323,8 +326,7 @@ class ParameterStore:
         return (await self._values(node, [name]))[0]
 
     async def _set(self, node: str, items: list[tuple[str, int, Any]]) -> list[str | None]:
-        from rcl_interfaces.msg import Parameter
-        from rcl_interfaces.srv import SetParameters
+        from rcl_interfaces.srv import SetParameters  # noqa: PLC0415 - ROS types load on first use
 
         request = SetParameters.Request(parameters=[
             Parameter(name=name, value=to_msg(code, value)) for name, code, value in items])

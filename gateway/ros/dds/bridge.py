@@ -17,13 +17,22 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 
+from ..._fast.typegraph import configure as configure_type_limits
 from ...errors import not_responding
+from ...process.settings import ServerSettings
 from ...process.waits import within
+from ...settings.config import ConfigError
 from ..calls.replies import ReplyHub
+from ..graph.census import take_census
 from ..graph.discovery_info import DiscoveryInfo
 from ..graph.discovery_info import attach as attach_discovery_info
+from ..interfaces.interface_paths import install
+from ..interfaces.message import import_type
 from ..rejoin.proxy import REJOIN_GOODBYE_LEAD_S, STOP_GOODBYE_PAUSE_S, NodeProxy, await_goodbye
 from ..rejoin.proxy import Joined as _Joined
+from ..rejoin.testhooks import install as install_test_hooks
+from ..settings import RosSettings
+from .ddsprofile import prepare
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -44,13 +53,6 @@ def start_ros(settings: Any) -> RosBridge:
     serve() makes it before the app is built, so DDS discovery overlaps building the routes;
     it reaches the app as `state.bridge`.
     """
-    from ..._fast.typegraph import configure as configure_type_limits
-    from ...process.settings import ServerSettings
-    from ...settings.config import ConfigError
-    from ..interfaces.interface_paths import install
-    from ..settings import RosSettings
-    from .ddsprofile import prepare
-
     ros = settings.typed(RosSettings.from_settings)
     log.info("DDS: %s", prepare(ros.dds_match_types_by_name))
 
@@ -152,7 +154,9 @@ class RosBridge:
         joined.thread = threading.Thread(target=self._spin, args=(joined, joined.executor),
                                          name="ros-executor", daemon=True)
         if self._executor_kind == "events":
-            from rclpy.experimental import EventsExecutor
+            from rclpy.experimental import (  # noqa: PLC0415 - only for the events executor
+                EventsExecutor,
+            )
 
             joined.call_node = rclpy.create_node(
                 self._node_name + "_calls", context=context, start_parameter_services=False,
@@ -173,7 +177,6 @@ class RosBridge:
         self.loop = loop
         self.replies = ReplyHub(loop)
         self._joined.start()
-        from ..rejoin.testhooks import install as install_test_hooks
 
         self.test_hooks = install_test_hooks(self, loop)
 
@@ -315,8 +318,6 @@ class RosBridge:
     def _prepare_rejoin(self) -> _Joined:
         """A new participant (through a probe node) that has discovered the graph; the old
         executors stopped."""
-        from ..graph.census import take_census
-
         before = len(take_census(self.node).participants)
         new = self._context()
         # The gateway's own node names stay registered for /rosout until the old nodes go:
@@ -430,8 +431,6 @@ class ClientCache:
     async def get(self, name: str, type_name: str, factory: Callable[..., Any],
                   what: str) -> Any:
         """The client for name, made with factory(node, msg_class, name) on first use."""
-        from ..interfaces.message import import_type
-
         key = (name, type_name)
         fut = self._clients.get(key)
         if fut is not None and fut.done() and not fut.cancelled() and fut.exception() is None:

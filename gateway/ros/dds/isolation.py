@@ -25,6 +25,8 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from .embedded import distro
+
 log = logging.getLogger(__name__)
 
 #: Set by the ROS wheels' `.pth` bootstrap once it has re-exec'd Python with its libraries.
@@ -190,8 +192,6 @@ def set_aside_line(environ: Mapping[str, str]) -> str | None:
 
 def own_ros(with_distro: bool = True) -> OwnRos:
     """The ROS of this interpreter, with the directories the wheels' bootstrap puts first."""
-    from .embedded import distro
-
     ver = f"{sys.version_info.major}.{sys.version_info.minor}"
     site = os.path.join(sys.prefix, "lib", f"python{ver}", "site-packages")
     libs = [os.path.join(sys.prefix, "lib")]

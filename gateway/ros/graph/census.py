@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .discovery_info import tracker_of
+
 DISCOVERY_TOPIC = "ros_discovery_info"  # the rmw's own topic: a DDS name, not a ROS one
 UNKNOWN_NODE = "_NODE_NAME_UNKNOWN_"
 PREFIX_BYTES = 12
@@ -44,8 +46,6 @@ def count(discovery_writers: list[Any], rosout_writers: list[Any],
 
 def take_census(node: Any) -> Census:
     """Query the graph through `node` (blocking; call from a worker thread)."""
-    from .discovery_info import tracker_of
-
     discovery = node.get_publishers_info_by_topic(DISCOVERY_TOPIC, no_mangle=True)
     tracker = tracker_of(node)
     named = frozenset() if tracker is None else tracker.writer_guids(

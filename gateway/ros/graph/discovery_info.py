@@ -24,6 +24,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from ..dds._rawtopic import RawTopicReader
+from ..interfaces.interface_paths import active
 from .discovery_layout import GUID_BYTES, LayoutError, ParticipantEntities, decode
 from .nameless import Nameless
 
@@ -228,9 +230,9 @@ class DiscoveryInfo:
 
 
 def _raw_reader(node: Any) -> Any:
-    from rmw_dds_common.msg import ParticipantEntitiesInfo
-
-    from ..dds._rawtopic import RawTopicReader
+    from rmw_dds_common.msg import (  # noqa: PLC0415 - ROS types load on first use
+        ParticipantEntitiesInfo,
+    )
 
     return RawTopicReader(node, ParticipantEntitiesInfo, DISCOVERY_TOPIC)
 
@@ -254,8 +256,6 @@ def tracker_of(node: Any) -> DiscoveryInfo | None:
 def ros_types_health(bridge: Any) -> Any:
     """/health's block on types and nodes from elsewhere: `ros.interface_paths` and our own
     reading of ros_discovery_info (Humble participants, participants back from a lost lease)."""
-    from ..interfaces.interface_paths import active
-
     def block() -> dict[str, Any]:
         tracker = getattr(bridge, "discovery_info", None)
         return {"interface_paths": active().summary(),

@@ -65,7 +65,9 @@ class GraphWatch:
     the node or its context goes."""
 
     def __init__(self, node: Any, on_change: Callable[[], None]) -> None:
-        from rclpy.impl.implementation_singleton import rclpy_implementation
+        from rclpy.impl.implementation_singleton import (  # noqa: PLC0415 - rclpy once ROS runs
+            rclpy_implementation,
+        )
 
         rcl = _rcl()
         self._on_change = on_change

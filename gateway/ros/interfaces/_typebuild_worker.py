@@ -23,6 +23,8 @@ import sysconfig
 from pathlib import Path
 from typing import Any
 
+import numpy
+
 COMPILE_TIMEOUT_S = 120.0
 _TS_IMPLS = ["rosidl_typesupport_fastrtps_c", "rosidl_typesupport_introspection_c"]
 
@@ -35,14 +37,28 @@ def _generate(pkg: str, sources: dict[str, dict[str, str]], work: Path,
         # gateway/ros/__init__.py leaves the generator out of the gateway; this process runs it
         del sys.modules["rosidl_generator_py.generate_py_impl"]
         sys.modules.pop("rosidl_generator_py", None)
-    from rosidl_adapter.msg import convert_msg_to_idl
-    from rosidl_adapter.srv import convert_srv_to_idl
-    from rosidl_cli.command.hash.api import generate_type_hashes
-    from rosidl_generator_c.cli import GenerateC
-    from rosidl_generator_py.cli import GeneratePython
-    from rosidl_typesupport_c.cli import GenerateCTypesupport
-    from rosidl_typesupport_fastrtps_c.cli import GenerateFastRTPSCTypesupport
-    from rosidl_typesupport_introspection_c.cli import GenerateIntrospectionCTypesupport
+    from rosidl_adapter.msg import (  # noqa: PLC0415 - after the reset above
+        convert_msg_to_idl,
+    )
+    from rosidl_adapter.srv import (  # noqa: PLC0415 - after the reset above
+        convert_srv_to_idl,
+    )
+    from rosidl_cli.command.hash.api import (  # noqa: PLC0415 - after the reset above
+        generate_type_hashes,
+    )
+    from rosidl_generator_c.cli import GenerateC  # noqa: PLC0415 - after the reset above
+    from rosidl_generator_py.cli import (  # noqa: PLC0415 - after the reset above
+        GeneratePython,
+    )
+    from rosidl_typesupport_c.cli import (  # noqa: PLC0415 - after the reset above
+        GenerateCTypesupport,
+    )
+    from rosidl_typesupport_fastrtps_c.cli import (  # noqa: PLC0415 - after the reset above
+        GenerateFastRTPSCTypesupport,
+    )
+    from rosidl_typesupport_introspection_c.cli import (  # noqa: PLC0415 - after the reset above
+        GenerateIntrospectionCTypesupport,
+    )
 
     src, idl = work / "src" / pkg, work / "idl" / pkg
     files = []
@@ -99,7 +115,6 @@ def _compile(pkg: str, deps: list[str], gen: Path, work: Path, out: Path) -> Non
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(header, target)
     venv_inc = Path(sys.prefix) / "include"
-    import numpy
 
     includes = [f"-I{work / 'include'}", f"-I{venv_inc}",
                 *[f"-I{d}" for d in sorted(venv_inc.iterdir()) if d.is_dir()],

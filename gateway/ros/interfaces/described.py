@@ -24,7 +24,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from ..._fast import typegraph
+from ..._fast import converter_for_definition, typegraph
 from ...process.waits import within
 from ..dds._rawtopic import RawTopicReader, RawTopicWriter, _libs, message_type_support
 from ..topics.pool import BEST_EFFORT_SETTLE_S, PUBLISH_MATCH_POLL_S, PUBLISH_MATCH_WAIT_S
@@ -91,7 +91,7 @@ class BorrowedTypeSupport:
     one; only good for readers that take serialized samples."""
 
     def __init__(self, type_name: str, type_hash: str) -> None:
-        from std_msgs.msg import String
+        from std_msgs.msg import String  # noqa: PLC0415 - ROS types load on first use
 
         pkg, kind, name = type_name.split("/")
         base = _TypeSupport.from_address(message_type_support(String))
@@ -231,9 +231,9 @@ class DescribedTypes:
             self._fetching.pop(type_name, None)
 
     async def _describe(self, type_name: str, topic: str) -> Description:
-        from type_description_interfaces.srv import GetTypeDescription
-
-        from ..._fast import converter_for_definition
+        from type_description_interfaces.srv import (  # noqa: PLC0415 - ROS types load on first use
+            GetTypeDescription,
+        )
 
         node = self.bridge.node
         infos = await self.bridge.run(node.get_publishers_info_by_topic, topic)

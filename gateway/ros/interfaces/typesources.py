@@ -15,6 +15,7 @@ from typing import Any
 
 from ...events import GRAPH, Event, EventBus
 from ..calls.callbuild import ServiceTypeBuilds
+from ..dds.isolation import user_environment
 from ..settings import RosSettings
 from . import interface_paths
 from .typecache import DAY_S
@@ -27,8 +28,6 @@ def start(bridge: Any, settings: Any, state_dir: str,
     """Offer the shell's prefixes, prune the build cache, hook the builds on discovery."""
     ros = settings.typed(RosSettings.from_settings)
     if ros.interface_paths_from_shell:
-        from ..dds.isolation import user_environment
-
         interface_paths.offer_shell_prefixes(interface_paths.shell_prefixes(
             user_environment(), sys.prefix, ros.interface_paths))
     builds = ServiceTypeBuilds(bridge, state_dir)

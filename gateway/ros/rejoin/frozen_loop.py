@@ -18,6 +18,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...process.waits import wait_event
+from ..graph.census import take_census
+from ..graph.discovery_info import tracker_of
+from ..graph.orphans import missing_endpoints
 from . import portcensus
 from .frozen import FAST_CHECK_S, INCOMPLETE_GRACE_S, FrozenWatch
 from .hearing_loop import HearingLoop
@@ -29,8 +32,6 @@ WINDOW_S = 15.0  # checks go on this long after a graph change (a lease is 3-10 
 def bound_and_discovered(node: Any, domain_id: int) -> tuple[int | None, frozenset[bytes]]:
     """The participants bound on this host (by their ports; None: unknown) and the GUID
     prefixes of those the node's DDS participant discovered."""
-    from ..graph.census import take_census
-
     # The ports first: a participant bound after them is then counted as discovered anyway.
     bound = portcensus.local_participants(domain_id)
     return bound, take_census(node).participants
@@ -39,9 +40,6 @@ def bound_and_discovered(node: Any, domain_id: int) -> tuple[int | None, frozens
 def incomplete(node: Any, alive: frozenset[bytes]) -> dict[bytes, tuple[int, int]]:
     """Participants back from a lost lease whose announced endpoints DDS has not all
     rediscovered: GUID prefix -> (readers, writers) missing (blocking)."""
-    from ..graph.discovery_info import tracker_of
-    from ..graph.orphans import missing_endpoints
-
     tracker = tracker_of(node)
     returned = [] if tracker is None else tracker.returned_recently(alive)
     return missing_endpoints(node, returned) if returned else {}

@@ -15,6 +15,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..graph.census import take_census
+from ..graph.discovery_layout import prefix_pid_key
+
 log = logging.getLogger(__name__)
 PROBE_BUDGET_S = 3.0  # discovery of a local participant takes 0.1-0.3 s, a loaded host more
 PROBE_POLL_S = 0.05
@@ -35,14 +38,14 @@ def probe(domain_id: int, want_keys: Iterable[int] = (),
     """Make a fresh participant and let it discover for up to budget_s: until it discovers a
     participant of each wanted pid key and receives a sample of each (topic, type) (blocking;
     a worker thread)."""
-    import rclpy
-    from rclpy.parameter import Parameter
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
-    from rclpy.signals import SignalHandlerOptions
+    import rclpy  # noqa: PLC0415 - rclpy only once ROS runs
+    from rclpy.parameter import Parameter  # noqa: PLC0415 - rclpy only once ROS runs
+    from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: PLC0415 - rclpy only once ROS runs
+    from rclpy.signals import SignalHandlerOptions  # noqa: PLC0415 - rclpy only once ROS runs
 
-    from ..graph.census import take_census
-    from ..graph.discovery_layout import prefix_pid_key
-    from ..interfaces.message import import_type
+    from ..interfaces.message import (  # noqa: PLC0415 - gateway.ros once ROS runs
+        import_type,
+    )
 
     wanted = set(want_keys)
     topics = list(topics)

@@ -138,7 +138,7 @@ def destroy_waitables(node: Any) -> int:
     stayed, and with it the rmw context's node count and the whole DDS participant (its ~8
     threads, its `_diag_gateway_calls` still announced) at every rejoin after a goal.
     """
-    from rclpy.event_handler import EventHandler
+    from rclpy.event_handler import EventHandler  # noqa: PLC0415 - rclpy only once ROS runs
 
     destroyed = 0
     for waitable in list(getattr(node, "waitables", ())):
@@ -238,7 +238,7 @@ class Joined:
         """Shut the context down (its DDS participant goes with its last node); with a pause,
         the participant's last node list (no nodes) leads its goodbye by that long, so that
         other graphs take it first (await_goodbye)."""
-        import rclpy
+        import rclpy  # noqa: PLC0415 - rclpy only once ROS runs
 
         had_nodes = self.node is not None or self.call_node is not None
         self.destroy()

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
 from ...events import LOGS, Event, EventBus
 from ..dds.bridge import RosBridge
 
@@ -156,8 +158,7 @@ class RosoutLog:
         await self.bridge.run(self._subscribe, what="subscribing to /rosout")
 
     def _subscribe(self) -> None:
-        from rcl_interfaces.msg import Log
-        from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+        from rcl_interfaces.msg import Log  # noqa: PLC0415 - ROS types load on first use
 
         # Match the /rosout publishers (reliable, transient local, depth 1000) so the history
         # each node kept is replayed when the gateway starts after it.

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import orjson
 from rclpy.serialization import deserialize_message
 
+from ... import _fast as fast
 from ..interfaces.message import import_type, message_to_dict
 
 log = logging.getLogger(__name__)
@@ -28,8 +29,6 @@ def _stock(type_name: str) -> Converter:
 def _fast(type_name: str) -> Converter | None:
     """The compiled CDR->JSON converter; None without it (the pure twin is slower than the
     stock path on float32 arrays, so it is not used for reads)."""
-    from ... import _fast as fast
-
     if fast.MSGCONV_IMPL != "compiled":
         return None
     try:
@@ -41,8 +40,6 @@ def _fast(type_name: str) -> Converter | None:
 
 def implementation() -> str:
     """Which converter data reads use: compiled or stock."""
-    from ... import _fast as fast
-
     return "compiled" if fast.MSGCONV_IMPL == "compiled" else "stock"
 
 
