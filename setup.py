@@ -93,7 +93,7 @@ class OptionalBuildExt(build_ext):
         if not self.extensions:
             return
         try:
-            from Cython.Build import cythonize
+            from Cython.Build import cythonize  # noqa: PLC0415 - a missing Cython falls back
 
             compiled = cythonize(
                 self.extensions, compiler_directives=COMPILER_DIRECTIVES, quiet=True
