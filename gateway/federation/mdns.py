@@ -39,6 +39,12 @@ from .settings import Budgets, MdnsOptions, peer_name
 log = logging.getLogger(__name__)
 
 RESOLVE_TIMEOUT_MS = 3000
+# A name whose records did not come within RESOLVE_TIMEOUT_MS (a loaded host or LAN) is
+# resolved again after these waits, the last one repeating: its announcement is in the
+# browser's cache, so no new one would tell this gateway about it again. At most
+# MAX_UNRESOLVED names wait at once (names come from the LAN); others are logged and left.
+RESOLVE_RETRY_S = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
+MAX_UNRESOLVED = 256
 # A start that fails (zeroconf not running within its own 9 s on a loaded host, a socket
 # error) is retried after these waits, the last one repeating: mDNS is optional, the gateway
 # serves meanwhile. One attempt is cut at START_ATTEMPT_S (zeroconf's wait plus its probing).
@@ -211,6 +217,8 @@ class Mdns:
         self._requery: asyncio.Task[None] | None = None
         self.gate = ProofGate(MAX_UNPROVED, opts.max_per_address)
         self._proving: dict[Key, asyncio.Task[None]] = {}  # (name, URL) being asked
+        # full service name -> (resolves failed, the timer of the next one)
+        self._unresolved: dict[str, tuple[int, asyncio.TimerHandle]] = {}
         self._evicted = 0  # gate.evictions already seen
         self._starting: asyncio.Task[int] | None = None
         self.started = False  # announcing and/or browsing
@@ -317,6 +325,7 @@ class Mdns:
     async def _handle(self, name: str, change: ServiceStateChange) -> None:
         instance = peer_name(instance_of(name, self.opts.service))
         if change is ServiceStateChange.Removed:
+            self._forget_unresolved(name)
             known = self.known.pop(name, None)
             if self.opts.fleet_secret:
                 self.gate.left(instance)
@@ -326,11 +335,13 @@ class Mdns:
                 log.info("mDNS: %s left", known)
                 await self.lost(known)
             return
-        assert self.azc is not None
+        if self.azc is None:
+            return  # closed, or being opened again (addresses changed)
         info = AsyncServiceInfo(self.opts.service, name)
         if not await info.async_request(self.azc.zeroconf, RESOLVE_TIMEOUT_MS):
-            log.info("mDNS: %s did not resolve", name)
+            self._resolve_failed(name)
             return
+        self._forget_unresolved(name)
         addresses = info.parsed_addresses(IPVersion.V4Only)
         if not addresses or not info.port:
             return
@@ -340,6 +351,25 @@ class Mdns:
             return
         self.known[name] = instance
         self.found(instance, url)
+
+    def _resolve_failed(self, name: str) -> None:
+        """Ask for the name's records again later (RESOLVE_RETRY_S), within MAX_UNRESOLVED."""
+        failed = self._unresolved[name][0] + 1 if name in self._unresolved else 1
+        if failed == 1 and len(self._unresolved) >= MAX_UNRESOLVED:
+            log.warning("mDNS: %s did not resolve; %d other names wait to be resolved again, "
+                        "so this one is not (it is seen again when it announces anew)",
+                        name, len(self._unresolved))
+            return
+        wait = RESOLVE_RETRY_S[min(failed, len(RESOLVE_RETRY_S)) - 1]
+        log.info("mDNS: %s did not resolve; asking again in %.0f s", name, wait)
+        timer = asyncio.get_running_loop().call_later(
+            wait, self._on_change, None, self.opts.service, name, ServiceStateChange.Updated)
+        self._unresolved[name] = (failed, timer)
+
+    def _forget_unresolved(self, name: str) -> None:
+        entry = self._unresolved.pop(name, None)
+        if entry is not None:
+            entry[1].cancel()
 
     def _check(self, name: str, instance: str, url: str) -> None:
         """Report the peer found if it proved the secret at `url`, else ask it (once at a
@@ -410,6 +440,8 @@ class Mdns:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        for name in list(self._unresolved):
+            self._forget_unresolved(name)
         for task in list(self._tasks):
             task.cancel()
         proving = list(self._proving.values())

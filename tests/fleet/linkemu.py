@@ -37,6 +37,10 @@ from typing import cast
 
 _now = time.monotonic  # due times: exact whatever the loop's clock (uvloop's counts in ms)
 CHUNK = 16384  # a large read leaves in pieces of this size, each when its time comes
+# The first piece of a read is at most one TCP segment: a real link delivers the first
+# segment of a write (a response's status line and headers) after its own serialization time,
+# not after that of the 16 KiB around it (at 2 Mbit/s: 6 ms against 66 ms).
+SEGMENT = 1460
 QUEUE_BYTES = 256 * 1024  # bytes held per direction of one connection before reading stops
 _EOF = b""  # in a pipe's queue: write EOF; None: close the sink
 
@@ -104,6 +108,16 @@ class Link:
         self.up()
 
 
+def _pieces(size: int) -> Iterator[tuple[int, int]]:
+    """(start, end) of the pieces a read of size bytes leaves in: one segment, then CHUNKs."""
+    if size <= SEGMENT:
+        yield 0, size
+        return
+    yield 0, SEGMENT
+    for at in range(SEGMENT, size, CHUNK):
+        yield at, min(at + CHUNK, size)
+
+
 class _Pipe:
     """One direction of one connection: chunks read from `source` leave on `sink` when due."""
 
@@ -123,8 +137,8 @@ class _Pipe:
         if not data:
             self.queue.append((self.last, data))
             data = b""
-        for at in range(0, len(data), CHUNK):
-            piece = data[at:at + CHUNK] if len(data) > CHUNK else data
+        for at, end in _pieces(len(data)):
+            piece = data[at:end] if len(data) > SEGMENT else data
             self.last = self.link.due(self.direction, len(piece), _now(), self.last)
             self.held += len(piece)
             self.queue.append((self.last, piece))

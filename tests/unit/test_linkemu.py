@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet.linkemu import Link, open_link
+from tests.fleet.linkemu import CHUNK, SEGMENT, Link, _pieces, open_link
 
 
 def _link(rtt_s: float, rate_bps: float) -> Link:
@@ -35,6 +35,20 @@ def test_order_is_kept_whatever_the_jitter() -> None:
         due = link.due("down", 10, now=k * 0.001, last=last)
         assert due >= last
         last = due
+
+
+def test_a_large_read_leaves_as_one_segment_then_chunks() -> None:
+    # The first piece carries a response's head: under a cap it arrives after one segment's
+    # serialization time, not after a whole chunk's (a real link's first segment).
+    assert list(_pieces(100)) == [(0, 100)]
+    assert list(_pieces(SEGMENT)) == [(0, SEGMENT)]
+    size = SEGMENT + 2 * CHUNK + 7
+    pieces = list(_pieces(size))
+    assert pieces == [(0, SEGMENT), (SEGMENT, SEGMENT + CHUNK),
+                      (SEGMENT + CHUNK, SEGMENT + 2 * CHUNK), (SEGMENT + 2 * CHUNK, size)]
+    link = _link(0.0, 8_000_000)  # 1 MB a second
+    first = link.due("down", pieces[0][1], now=0.0, last=0.0)
+    assert first == pytest.approx(SEGMENT / 1e6)
 
 
 @pytest.mark.parametrize("loop_name", ["asyncio", "uvloop"])
