@@ -27,6 +27,7 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
+from yarl import URL
 
 from gateway.app import feature_services, make_app
 from gateway.discovery.cache import EntityCache
@@ -48,7 +49,9 @@ from tests.inproc.inproc_robot import (
 PROFILES = ("spec", "medkit")
 # The fault bridges subscribe to rclpy message types; reports come through submit() here.
 BASE_SETTINGS = ("faults.rosout_bridge.enabled=false", "faults.action_bridge.enabled=false",
-                 "faults.diagnostics_bridge.enabled=false", "discovery.mode=runtime_only")
+                 "faults.diagnostics_bridge.enabled=false", "discovery.mode=runtime_only",
+                 # a node that did not answer is asked again at once unless a test says not
+                 "parameter_negative_cache_sec=0")
 
 
 @dataclass
@@ -69,8 +72,9 @@ class Gw:
         """The vendor key of the profile (x-vendor or x-medkit)."""
         return self.state.xv
 
-    async def json(self, method: str, path: str, **kw: Any) -> tuple[int, Any]:
-        """Status and JSON body of one request (None when the body is empty)."""
+    async def json(self, method: str, path: str | URL, **kw: Any) -> tuple[int, Any]:
+        """Status and JSON body of one request (None when the body is empty); a path given
+        as `URL(..., encoded=True)` is sent as it is."""
         async with self.client.request(method, path, **kw) as resp:
             text = await resp.text()
             if not text:
@@ -78,7 +82,7 @@ class Gw:
             assert resp.content_type.endswith("json"), (resp.status, text)
             return resp.status, await resp.json(content_type=None)
 
-    async def error(self, method: str, path: str, status: int, **kw: Any) -> dict[str, Any]:
+    async def error(self, method: str, path: str | URL, status: int, **kw: Any) -> dict[str, Any]:
         """The error body of a request that must answer `status`."""
         got, body = await self.json(method, path, **kw)
         assert got == status, (method, path, got, body)
@@ -111,8 +115,10 @@ def robot_lifecycle(nodes: list[FakeNode], bridge: FakeBridge, pool: FakePool,
         cache.apply(snapshot(nodes))
         rosout = RosoutLog(bridge, s["logs.buffer_size"])  # type: ignore[arg-type]
         rosout.publish_records(state.events)  # as app._ros_side: log triggers hear the bus
+        parameters = ParameterStore(caller, s["parameter_service_timeout_sec"],  # type: ignore[arg-type]
+                                    s["parameter_negative_cache_sec"])
         state.attach_ros(bridge, pool, cache, FakePoller(), caller,  # type: ignore[arg-type]
-                         actions, ParameterStore(caller, 2.0, 0.0), rosout)  # type: ignore[arg-type]
+                         actions, parameters, rosout)  # type: ignore[arg-type]
         await rosout.start()
         try:
             async with feature_services(app):  # the gateway's own services, in its order

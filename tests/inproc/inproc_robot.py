@@ -5,9 +5,10 @@ The graph is a real `GraphSnapshot`, turned into entities by the real `EntityCac
 runtime discovery heuristics); parameters go through the real `ParameterStore` over a fake
 service caller that answers the parameter services of the fake nodes with rcl_interfaces
 messages (and a managed node's lifecycle_msgs GetState/ChangeState); /rosout is the real
-`RosoutLog` over the fake bridge; the fault manager is the real `FaultService` (its reports
-arrive through `FaultService.submit`); action goals are the gateway's own `Execution`
-records, accepted or rejected by the fake action manager.
+`RosoutLog` over the fake bridge (a node logs through `FakeBridge.rosout`); the fault
+manager is the real `FaultService` (its reports arrive through `FaultService.submit`);
+action goals are the gateway's own `Execution` records, accepted or rejected by the fake
+action manager.
 
 The gateway modules imported here (ros.graph, ros.services, ros.parameters) import rclpy and
 the ROS message packages installed from PyPI; no ROS context or node is ever created.
@@ -72,6 +73,7 @@ class FakeParam:
     value: Any
     read_only: bool = False
     description: str = ""
+    refuse: Callable[[Any], str] | None = None  # the node's own check: a reason refuses a value
 
 
 @dataclass
@@ -202,6 +204,18 @@ class FakeBridge:
 
     def on_rejoin(self, fn: Callable[[], Any]) -> None:
         pass
+
+    def rosout(self, logger: str, level: int, text: str, stamp_ns: int, *, file: str = "",
+               function: str = "", line: int = 0) -> None:
+        """A node logs: its rcl_interfaces Log reaches the gateway's /rosout subscription."""
+        from rcl_interfaces.msg import Log
+
+        msg = Log(level=level, name=logger, msg=text, file=file, function=function, line=line)
+        msg.stamp.sec, msg.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
+        callbacks = [cb for topic, cb in self.call_node.subscriptions if topic == "/rosout"]
+        assert callbacks, "the gateway has no /rosout subscription"
+        for callback in callbacks:
+            callback(msg)
 
     def health(self) -> dict[str, Any]:
         return {"worker_alive": True}
@@ -419,7 +433,12 @@ def _param_service(node: FakeNode, service: str, request: Any) -> Any:
                 results.append(SetParametersResult(successful=False,
                                                    reason=f"parameter '{p.name}' is read-only"))
                 continue
-            held.type_code, held.value = value_of(p.value)
+            type_code, value = value_of(p.value)
+            reason = held.refuse(value) if held.refuse is not None else ""
+            if reason:
+                results.append(SetParametersResult(successful=False, reason=reason))
+                continue
+            held.type_code, held.value = type_code, value
             results.append(SetParametersResult(successful=True))
         return SetParameters.Response(results=results)
     raise NotAvailable(f"{node.fqn}/{service} is not served by the fake node")

@@ -4,7 +4,15 @@ fake nodes' parameter services; reads, writes, resets and their errors in both p
 from __future__ import annotations
 
 from tests.inproc.inproc_gateway import Gw, Runner
-from tests.inproc.inproc_robot import ACTUATOR, MONITOR
+from tests.inproc.inproc_robot import (
+    ACTUATOR,
+    HOST,
+    MONITOR,
+    STRING_T,
+    FakeNode,
+    FakeParam,
+    default_nodes,
+)
 
 CFG = "/api/v1/apps/actuator/configurations"
 
@@ -135,3 +143,118 @@ def test_a_node_that_does_not_answer(gateway: Runner) -> None:
         assert MONITOR in str(body[gw.xv])
 
     gateway(scenario)
+
+
+def _nodes_with_rules() -> list[FakeNode]:
+    """The default robot; the actuator refuses a max_pressure <= 0 (the node's own check)
+    and the monitor has a `mode` too (a bare id two members share)."""
+    nodes = default_nodes()
+    actuator, monitor = nodes[0], nodes[1]
+    assert actuator.params is not None and monitor.params is not None
+    actuator.params["max_pressure"].refuse = (
+        lambda v: "max_pressure must be > 0" if v <= 0 else "")
+    monitor.params["mode"] = FakeParam(STRING_T, "watch")
+    return nodes
+
+
+def test_values_convert_to_the_parameters_type(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("PUT", f"{CFG}/max_pressure", json={"value": 70})
+        assert (status, body["value"]) == (200, 70.0)  # int -> double
+        status, body = await gw.json("PUT", f"{CFG}/max_pressure", json={"value": "99.5"})
+        assert (status, body["value"]) == (200, 99.5)  # string -> double
+        status, body = await gw.json("GET", f"{CFG}/max_pressure")
+        assert body["value"] == 99.5 and _param(gw, ACTUATOR, "max_pressure") == 99.5
+        status, body = await gw.json("PUT", "/api/v1/apps/monitor/configurations/threshold",
+                                     json={"value": "7"})
+        assert (status, body["value"]) == (200, 7)  # string -> integer
+
+    gateway(scenario)
+
+
+def test_reset_all_restores_every_default(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        await gw.json("GET", CFG)  # the defaults are the values first seen
+        for name, value in (("max_pressure", 60.0), ("mode", "manual")):
+            status, _ = await gw.json("PUT", f"{CFG}/{name}", json={"value": value})
+            assert status == 200
+        status, _ = await gw.json("DELETE", CFG)
+        assert status == 204
+        status, body = await gw.json("GET", CFG)
+        assert {i["id"]: i["value"] for i in body["items"]} == {
+            "max_pressure": 80.0, "mode": "auto", "serial": "BX-7"}
+
+    gateway(scenario)
+
+
+def test_set_errors_name_the_field_and_the_nodes_reason(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        body = await gw.error("PUT", f"{CFG}/max_pressure", 400, json={"value": "hot"})
+        assert body["error_code"] == "invalid-request"
+        assert body["parameters"]["field"] == "value" and "double" in body["message"]
+        for bad in ({"value": [1]}, {"valu": 1}):
+            body = await gw.error("PUT", f"{CFG}/max_pressure", 400, json=bad)
+            assert body["error_code"] == "invalid-request"
+        # the node's own validation: its reason is passed on
+        body = await gw.error("PUT", f"{CFG}/max_pressure", 400, json={"value": 0})
+        assert "max_pressure must be > 0" in body["message"]
+        assert _param(gw, ACTUATOR, "max_pressure") == 80.0
+
+    gateway(scenario, nodes=_nodes_with_rules())
+
+
+def test_a_component_answers_partially_without_a_silent_node(gateway: Runner) -> None:
+    comp = f"/api/v1/components/{HOST}/configurations"
+
+    async def scenario(gw: Gw) -> None:
+        next(n for n in gw.nodes if n.fqn == MONITOR).online = False
+        status, body = await gw.json("GET", comp)
+        assert status == 200, body
+        xv = body[gw.xv]
+        assert xv["partial"] is True and xv["unavailable_nodes"] == [MONITOR]
+        assert "failed_nodes" not in xv
+        assert sorted(i["id"] for i in body["items"]) == [
+            "actuator:max_pressure", "actuator:mode", "actuator:serial"]
+        # the app alone: its node's failure is the answer; the silent node is negatively
+        # cached, so it is not asked (and waited for) again
+        asked = len(gw.caller.calls)
+        body = await gw.error("GET", "/api/v1/apps/monitor/configurations", 503)
+        assert body["error_code"] == "vendor-error"
+        assert body["vendor_code"] == f"{gw.xv}-ros2-node-unavailable"
+        assert "recently" in body["message"] and body["parameters"]["node"] == MONITOR
+        assert not any(name.startswith(MONITOR) for name, _, _ in gw.caller.calls[asked:])
+        # qualified and bare ids on the component
+        status, body = await gw.json("GET", f"{comp}/actuator:max_pressure")
+        assert (status, body["id"], body["value"]) == (200, "actuator:max_pressure", 80.0)
+        status, body = await gw.json("GET", f"{comp}/serial")
+        assert (status, body["id"]) == (200, "actuator:serial")
+        status, body = await gw.json("PUT", f"{comp}/actuator:max_pressure", json={"value": 2})
+        assert (status, body["value"]) == (200, 2.0)
+        # reset-all over the component; the body says what was reset
+        if gw.profile == "medkit":  # the reference: 207 whenever a node's reset failed
+            status, body = await gw.json("DELETE", comp)
+            assert status == 207, body
+            got = {r["app_id"]: r["success"] for r in body["results"]}
+            assert got == {"actuator": True, "monitor": False}
+            items = body["items"]
+        else:  # a local member that was not reset is the error (207: another gateway's)
+            body = await gw.error("DELETE", comp, 503)
+            assert body["vendor_code"] == f"{gw.xv}-ros2-node-unavailable"
+            assert "monitor" in body["message"]
+            items = body["parameters"]["items"]
+        assert {i["id"]: i["status"] for i in items} == {"actuator": 204, "monitor": 503}
+        assert _param(gw, ACTUATOR, "max_pressure") == 80.0
+
+    gateway(scenario, settings=("parameter_negative_cache_sec=60",))
+
+
+def test_a_bare_id_two_members_share(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        body = await gw.error("GET", f"/api/v1/components/{HOST}/configurations/mode", 404)
+        assert body["error_code"] == "resource-not-found"
+        assert sorted(body["parameters"]["candidates"]) == ["actuator:mode", "monitor:mode"]
+        status, body = await gw.json("GET", f"/api/v1/components/{HOST}/configurations/"
+                                            "monitor:mode")
+        assert (status, body["value"]) == (200, "watch")
+
+    gateway(scenario, nodes=_nodes_with_rules())

@@ -4,7 +4,16 @@ pool (CDR bytes of std_msgs), writes published through it, and the errors of bot
 from __future__ import annotations
 
 from tests.inproc.inproc_gateway import Gw, Runner
-from tests.inproc.inproc_robot import COMMAND, FLOAT32, LIDAR_STATUS, PRESSURE, STRING, cdr_float32
+from tests.inproc.inproc_robot import (
+    COMMAND,
+    FLOAT32,
+    LIDAR_STATUS,
+    PRESSURE,
+    STRING,
+    FakeNode,
+    cdr_float32,
+    default_nodes,
+)
 
 APP = "/api/v1/apps/actuator"
 STAMP = 1_700_000_000_000_000_000
@@ -110,3 +119,85 @@ def test_write_errors(gateway: Runner) -> None:
         assert gw.pool.published == []  # nothing reached the topic
 
     gateway(scenario)
+
+
+def test_the_list_carries_type_info(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", f"{APP}/data")
+        item = next(i for i in body["items"] if i["id"] == PRESSURE)
+        xv = item[gw.xv]
+        assert xv["member_ids"] == ["actuator"]
+        schema = xv["type_info"]["schema"]
+        assert schema["type"] == "object" and schema["properties"]["data"]["type"] == "number"
+        assert xv["type_info"]["default_value"] == {"data": 0.0}
+
+    gateway(scenario)
+
+
+def test_metadata_only_without_a_publisher(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", f"{APP}/data{COMMAND}")  # nobody publishes it
+        assert status == 200 and body["data"] == {}
+        assert body[gw.xv]["status"] == "metadata_only"
+        assert (body[gw.xv]["publisher_count"], body[gw.xv]["subscriber_count"]) == (0, 1)
+
+    gateway(scenario)
+
+
+def test_topics_of_another_app_or_entity(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        if gw.profile == "spec":  # a topic of another app is not this app's
+            body = await gw.error("GET", f"{APP}/data{LIDAR_STATUS}", 404)
+            assert body["parameters"]["data_id"] == LIDAR_STATUS.lstrip("/")
+        body = await gw.error("PUT", f"/api/v1/apps/ghost/data{COMMAND}", 404, json={"x": 1})
+        assert body["parameters"]["entity_id"] == "ghost"
+        assert gw.pool.published == []
+
+    gateway(scenario)
+
+
+def test_put_body_errors_name_the_problem(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        url = f"{APP}/data{COMMAND}"
+        body = await gw.error("PUT", url, 400, json={"data": "yes"})
+        assert body["error_code"] == "invalid-request"
+        assert body["parameters"]["field"] == "data" and "float32" in body["message"]
+        body = await gw.error("PUT", url, 400, json={"colour": 1})
+        assert body["parameters"]["field"] == "colour"
+        for raw in (b"[1, 2]", b""):
+            body = await gw.error("PUT", url, 400, data=raw,
+                                  headers={"Content-Type": "application/json"})
+            assert body["error_code"] == "invalid-request"
+        assert gw.pool.published == []
+
+    gateway(scenario)
+
+
+def test_a_service_or_action_type_is_not_a_message_type(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        for declared in ("std_srvs/srv/Trigger", "example_interfaces/action/Fib"):
+            for topic in ("/not/on/the/graph", COMMAND):
+                body = await gw.error("PUT", f"{APP}/data{topic}", 400,
+                                      json={"type": declared, "data": {}})
+                assert body["error_code"] == "invalid-parameter"
+                assert body["message"] == "Invalid message type format"
+                assert body["parameters"]["type"] == declared
+                assert "package/msg/Type" in body["parameters"]["details"]
+        assert gw.pool.published == []
+
+    gateway(scenario)
+
+
+def test_a_nested_fields_error_names_its_path(gateway: Runner) -> None:
+    temperature = "/engine/temperature"
+    nodes = default_nodes() + [FakeNode("thermo", "/engine", publishers=[
+        (temperature, "sensor_msgs/msg/Temperature")])]
+
+    async def scenario(gw: Gw) -> None:
+        body = await gw.error("PUT", f"/api/v1/apps/thermo/data{temperature}", 400,
+                              json={"header": {"stamp": {"sec": "x"}}})
+        assert body["error_code"] == "invalid-request"
+        assert body["parameters"]["field"] == "header.stamp.sec"
+        assert gw.pool.published == []
+
+    gateway(scenario, nodes=nodes)

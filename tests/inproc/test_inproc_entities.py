@@ -4,8 +4,10 @@ health, and the 404/400/405 answers of both wire profiles."""
 
 from __future__ import annotations
 
+from yarl import URL
+
 from tests.inproc.inproc_gateway import Gw, Runner
-from tests.inproc.inproc_robot import ACTUATOR, HOST
+from tests.inproc.inproc_robot import ACTIVE, ACTUATOR, HOST, FakeNode, default_nodes
 
 API = "/api/v1"
 
@@ -214,3 +216,83 @@ def test_unbuilt_features_answer_501(gateway: Runner) -> None:
         assert body["capabilities"]["triggers"] is False
 
     gateway(scenario, settings=("triggers.enabled=false",))
+
+
+def test_status_of_apps_and_components(gateway: Runner) -> None:
+    nodes = default_nodes() + [FakeNode("pump", "/chassis", lifecycle=ACTIVE)]
+
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", f"{API}/apps/actuator/status")
+        assert status == 200
+        assert (body["id"], body["status"]) == ("actuator", "ready")
+        assert body[gw.xv]["is_online"] is True
+        assert body[gw.xv]["ros2"] == {"node": ACTUATOR}
+        assert "lifecycle" not in body[gw.xv] and "start" not in body
+        status, body = await gw.json("GET", f"{API}/apps/pump/status")
+        assert (status, body["status"]) == (200, "ready")
+        assert body[gw.xv]["lifecycle"] == {"state": "active", "state_id": 3}
+        status, body = await gw.json("GET", f"{API}/components/{HOST}/status")
+        assert (status, body["id"], body["status"]) == (200, HOST, "ready")
+        assert body[gw.xv] == {"apps_total": 4, "apps_online": 4}
+        body = await gw.error("GET", f"{API}/apps/ghost/status", 404)
+        assert body["parameters"]["entity_id"] == "ghost"
+        # status is served for apps and components only
+        if gw.profile == "medkit":  # the reference names the unsupported collection
+            body = await gw.error("GET", f"{API}/functions/chassis/status", 400)
+            assert body["error_code"] == "collection-not-supported"
+            assert body["message"] == "Function entities do not support status collection"
+        else:
+            status, body = await gw.json("GET", f"{API}/functions/chassis/status")
+            assert status in (404, 405), (status, body)
+        # a plain node has no lifecycle to control
+        for action in ("restart", "shutdown", "force-shutdown"):
+            await gw.error("PUT", f"{API}/apps/actuator/status/{action}", 501, json={})
+
+    gateway(scenario, nodes=nodes)
+
+
+def test_more_relations_and_unknown_ids(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", f"{API}/apps/actuator/belongs-to")
+        assert (status, body["items"], body[gw.xv]["total_count"]) == (200, [], 0)
+        status, body = await gw.json("GET", f"{API}/components/{HOST}/depends-on")
+        assert (status, body["items"]) == (200, [])
+        status, body = await gw.json("GET", f"{API}/components/{HOST}")
+        caps = {c["name"] for c in body["capabilities"]}
+        assert {"data", "hosts", "depends-on", "subcomponents"} <= caps
+        status, body = await gw.json("GET", f"{API}/apps/actuator")
+        assert "belongs-to" in body["_links"]
+        for path in (f"{API}/components/ghost/data", f"{API}/functions/ghost",
+                     f"{API}/areas/ghost", f"{API}/functions/ghost/hosts",
+                     f"{API}/components/ghost/subcomponents"):
+            body = await gw.error("GET", path, 404)
+            assert body["error_code"] == ("entity-not-found" if gw.profile == "medkit"
+                                          else "resource-not-found"), path
+
+    gateway(scenario)
+
+
+def test_http_layer_errors(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        # as sent: the client must not quote the '%' again
+        body = await gw.error("GET", URL(f"{API}/apps/actuator/data/%ZZ", encoded=True), 400)
+        assert body["error_code"] == "invalid-request"
+        assert "percent-encoding" in body["message"]
+        await gw.error("GET", URL(f"{API}/apps/actuator/data/%C3%28", encoded=True), 400)
+        body = await gw.error("GET", f"{API}/health", 416, headers={"Range": "bytes=oops"})
+        assert body["parameters"]["status"] == 416
+        await gw.error("GET", f"{API}/apps", 416, headers={"Range": "lines=1-2"})
+        status, _ = await gw.json("GET", f"{API}/apps", headers={"Range": "bytes=0-10"})
+        assert status == 200
+
+    gateway(scenario)
+
+
+def test_manifest_status_and_health_without_linking(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", f"{API}/manifest/status")
+        assert "entity_counts" not in body and "metadata" not in body
+        status, body = await gw.json("GET", f"{API}/health")
+        assert "linking" not in body["discovery"]
+
+    gateway(scenario)

@@ -1,4 +1,6 @@
-"""Configurations (node parameters) and entity status against the demo robot."""
+"""Configurations (node parameters) against the demo robot: a listing, a write and reset, hung
+nodes (the errors, partial answers and entity status are tested in process:
+tests/inproc/test_inproc_configurations.py, test_inproc_entities.py)."""
 
 from __future__ import annotations
 
@@ -10,11 +12,11 @@ import pytest
 
 from gateway.demo.robot import Robot
 from tests.conftest import free_port
-from tests.harness import Gateway, assert_error, enc
+from tests.harness import Gateway, enc
 
 pytestmark = pytest.mark.integration
 
-ROBOT_NODES = ("temp_sensor", "unresponsive_param", "managed_lifecycle")
+ROBOT_NODES = ("temp_sensor", "unresponsive_param")
 TEMP = "/apps/temp_sensor/configurations"
 TEMPERATURE = "/apps/temp_sensor/data/" + enc("/powertrain/engine/temperature")
 
@@ -30,11 +32,6 @@ def gw(robot: Robot, domain: int, tmp_path_factory: pytest.TempPathFactory) -> I
                                        "service_call_timeout_sec=3"], log) as g:
         g.wait_for("/apps", _all_up, timeout=20)
         yield g
-
-
-@pytest.fixture(scope="module")
-def host(gw: Gateway) -> str:
-    return str(gw.get("/components").json()["items"][0]["id"])
 
 
 def values(body: dict) -> dict:
@@ -68,70 +65,6 @@ def test_read_set_and_reset_one(gw: Gateway) -> None:
     assert gw.get(f"{TEMP}/max_temp").json()["value"] == 99.5  # untouched by the single reset
     assert gw.request("DELETE", f"{TEMP}/max_temp").status == 204
     assert gw.get(f"{TEMP}/max_temp").json()["value"] == 95.0
-
-
-def test_reset_all(gw: Gateway) -> None:
-    for name, value in (("publish_rate", 4.0), ("temp_step", 1.5), ("min_temp", 70.0)):
-        assert gw.request("PUT", f"{TEMP}/{name}", {"value": value}).status == 200
-    assert gw.request("DELETE", TEMP).status == 204
-    got = values(gw.get(TEMP).json())
-    assert (got["publish_rate"], got["temp_step"], got["min_temp"]) == (2.0, 0.5, 85.0)
-
-
-def test_set_errors(gw: Gateway) -> None:
-    body = assert_error(gw.request("PUT", f"{TEMP}/min_temp", {"value": "hot"}), 400,
-                        "invalid-request")
-    assert body["parameters"]["field"] == "value" and "double" in body["message"]
-    assert_error(gw.request("PUT", f"{TEMP}/min_temp", {"value": [1]}), 400)
-    assert_error(gw.request("PUT", f"{TEMP}/min_temp", {"valu": 1}), 400)
-    # the node's own validation: its reason is passed on
-    body = assert_error(gw.request("PUT", f"{TEMP}/publish_rate", {"value": 0}), 400)
-    assert "publish_rate must be > 0" in body["message"]
-    # read-only parameter: the node's reason
-    body = assert_error(gw.request("PUT", f"{TEMP}/start_type_description_service",
-                                   {"value": False}), 400)
-    assert "read-only" in body["parameters"]["reason"]
-    assert_error(gw.get(f"{TEMP}/no_such_param"), 404, "resource-not-found")
-    assert_error(gw.request("PUT", f"{TEMP}/no_such_param", {"value": 1}), 404)
-    assert gw.get(f"{TEMP}/min_temp").json()["value"] == 85.0
-
-
-def test_partial_answers_with_an_unresponsive_node(gw: Gateway, host: str) -> None:
-    first = gw.get(f"/components/{host}/configurations")
-    assert first.status == 200, first
-    body = first.json()
-    xv = body["x-vendor"]
-    assert xv["partial"] is True
-    assert xv["unavailable_nodes"] == ["/unresponsive_param"]
-    assert "failed_nodes" not in xv
-    ids = {i["id"] for i in body["items"]}
-    assert {"temp_sensor:min_temp", "temp_sensor:publish_rate"} <= ids
-    assert not any(i.startswith("unresponsive_param:") for i in ids)
-    second = gw.get(f"/components/{host}/configurations").json()
-    assert second["x-vendor"]["unavailable_nodes"] == ["/unresponsive_param"]
-    # the app alone: no node answered, so the node's failure is the answer; the silent node
-    # is negatively cached, so it is not asked (and waited for) again
-    body = assert_error(gw.get("/apps/unresponsive_param/configurations"), 503, "vendor-error",
-                        "x-vendor-ros2-node-unavailable")
-    assert "recently" in body["message"] and body["parameters"]["node"] == "/unresponsive_param"
-    # qualified and bare ids on the component
-    item = gw.get(f"/components/{host}/configurations/temp_sensor:min_temp").json()
-    assert item["id"] == "temp_sensor:min_temp" and item["value"] == 85.0
-    assert gw.get(f"/components/{host}/configurations/temp_step").json()["id"] == \
-        "temp_sensor:temp_step"
-    body = assert_error(gw.get(f"/components/{host}/configurations/use_sim_time"), 404)
-    assert "temp_sensor:use_sim_time" in body["parameters"]["candidates"]
-    resp = gw.request("PUT", f"/components/{host}/configurations/temp_sensor:temp_step",
-                      {"value": 2})
-    assert resp.json()["value"] == 2.0
-    # reset-all over the component: a local member that was not reset is the error (207
-    # is only for members run by another gateway); the body says what was reset
-    resp = gw.request("DELETE", f"/components/{host}/configurations")
-    body = assert_error(resp, 503, "vendor-error", "x-vendor-ros2-node-unavailable")
-    status = {i["id"]: i["status"] for i in body["parameters"]["items"]}
-    assert status["unresponsive_param"] == 503 and status["temp_sensor"] == 204
-    assert "unresponsive_param" in body["message"]
-    assert gw.get(f"{TEMP}/temp_step").json()["value"] == 0.5
 
 
 def test_hung_calls_do_not_block_health_or_data(robot: Robot, domain: int,
@@ -171,24 +104,3 @@ def test_hung_calls_do_not_block_health_or_data(robot: Robot, domain: int,
         assert max(quick_done) < min(hung_done)
         # and the gateway answers parameter requests of other nodes afterwards
         assert g.get(f"{TEMP}/min_temp").json()["value"] == 85.0
-
-
-def test_app_status(gw: Gateway) -> None:
-    body = gw.get("/apps/temp_sensor/status").json()
-    assert body["id"] == "temp_sensor" and body["status"] == "ready"
-    assert body["x-vendor"]["is_online"] is True
-    assert "lifecycle" not in body["x-vendor"]
-    body = gw.get("/apps/managed_lifecycle/status").json()
-    assert body["status"] == "ready"
-    assert body["x-vendor"]["lifecycle"] == {"state": "active", "state_id": 3}
-    assert_error(gw.get("/apps/ghost/status"), 404)
-
-
-def test_component_status_and_lifecycle_control(gw: Gateway, host: str) -> None:
-    body = gw.get(f"/components/{host}/status").json()
-    assert body["status"] == "ready"
-    assert body["x-vendor"]["apps_online"] == body["x-vendor"]["apps_total"] == 3
-    for action in ("restart", "shutdown", "force-shutdown"):
-        assert_error(gw.request("PUT", f"/apps/temp_sensor/status/{action}", {}), 501)
-    # status is served for apps and components only
-    assert gw.get("/functions/powertrain/status").status in (404, 405)

@@ -1,4 +1,5 @@
-"""Logs from /rosout against the demo robot: app, function, component; log configuration."""
+"""Logs from /rosout against the demo robot: app, function, component (the log configuration
+and the errors are tested in process: tests/inproc/test_inproc_logs.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 from gateway.demo.robot import Robot
 from tests.conftest import free_port
-from tests.harness import Gateway, assert_error
+from tests.harness import Gateway
 
 pytestmark = pytest.mark.integration
 
@@ -69,44 +70,3 @@ def test_lidar_entries_through_its_function_and_the_component(gw: Gateway) -> No
     powertrain = gw.get("/functions/powertrain/logs").json()
     assert {i["context"]["node"] for i in powertrain["items"]} == \
         {"/powertrain/engine/calibration"}
-
-
-def test_log_configuration_filters_and_limits(gw: Gateway) -> None:
-    cfg = "/apps/lidar_sensor/logs/configuration"
-    assert gw.get(cfg).json() == {"severity_filter": "debug", "max_entries": 100}
-    assert gw.request("PUT", cfg, {"severity_filter": "warning"}).status == 204
-    assert gw.get(cfg).json() == {"severity_filter": "warning", "max_entries": 100}
-    assert severities(gw.get(LIDAR).json()) == {"error", "warning"}
-    assert gw.request("PUT", cfg, {"max_entries": 1}).status == 204
-    body = gw.get(LIDAR).json()
-    assert len(body["items"]) == 1 and body["items"][0]["severity"] in ("error", "warning")
-    assert gw.request("PUT", cfg, {"severity_filter": "error", "max_entries": 10000}).status \
-        == 204
-    assert severities(gw.get(LIDAR).json()) == {"error"}
-    # the configuration is the entity's own
-    assert gw.get("/functions/perception/logs/configuration").json() == {
-        "severity_filter": "debug", "max_entries": 100}
-    assert "info" in severities(gw.get("/functions/perception/logs").json())
-    assert gw.request("PUT", cfg, {"severity_filter": "debug", "max_entries": 100}).status == 204
-
-
-@pytest.mark.parametrize("body", [
-    {"max_entries": 0}, {"max_entries": 10001}, {"max_entries": -5}, {"max_entries": "10"},
-    {"max_entries": 1.5}, {"severity_filter": "warn"}, {"severity_filter": "ERROR"},
-    {"severity_filter": 40},
-])
-def test_log_configuration_limits(gw: Gateway, body: dict) -> None:
-    err = assert_error(gw.request("PUT", "/apps/lidar_sensor/logs/configuration", body), 400,
-                       "invalid-parameter")
-    assert err["parameters"]["field"] == next(iter(body))
-    assert gw.get("/apps/lidar_sensor/logs/configuration").json() == {
-        "severity_filter": "debug", "max_entries": 100}
-
-
-def test_log_configuration_body_errors(gw: Gateway) -> None:
-    cfg = "/apps/lidar_sensor/logs/configuration"
-    assert_error(gw.request("PUT", cfg, [1]), 400, "invalid-request")
-    assert_error(gw.request("PUT", cfg, raw=b"{nope", headers={"Content-Type":
-                                                                "application/json"}), 400)
-    assert_error(gw.get("/apps/ghost/logs"), 404)
-    assert_error(gw.request("PUT", "/apps/ghost/logs/configuration", {}), 404)
