@@ -4,6 +4,8 @@ store, fed through FaultService.submit; the real RosoutLog fed through RosoutLog
 from __future__ import annotations
 
 import asyncio
+import json
+from typing import Any
 
 from gateway.faults.keys import FAULT_SERVICE
 from gateway.faults.model import CRITICAL, ERROR, Report
@@ -175,3 +177,123 @@ def test_log_configuration(gateway: Runner) -> None:
         assert body["parameters"]["field"] == "severity_filter"
 
     gateway(scenario)
+
+
+class Stream:
+    """An open fault stream: its SSE events (id, event, data) and comments, as read."""
+
+    def __init__(self, resp: Any) -> None:
+        self.resp = resp
+        self.comments: list[str] = []
+
+    async def next_comment(self) -> None:
+        """Read on until the next comment line."""
+        count = len(self.comments)
+        while len(self.comments) == count:
+            await self._line({})
+
+    async def _line(self, event: dict[str, Any]) -> bool:
+        """Read one line into `event` or the comments; True at the end of an event."""
+        line = (await asyncio.wait_for(self.resp.content.readline(), 10)).decode().rstrip("\n")
+        if not line:
+            return "data" in event
+        if line.startswith(":"):
+            self.comments.append(line[1:].strip())
+            return False
+        key, _, value = line.partition(":")
+        value = value.strip()
+        event[key] = int(value) if key == "id" else json.loads(value) if key == "data" \
+            else value
+        return False
+
+    async def next(self) -> dict[str, Any]:
+        """The next event."""
+        event: dict[str, Any] = {}
+        while not await self._line(event):
+            pass
+        return event
+
+
+def test_the_fault_stream_delivers_numbered_events(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        async with gw.client.get("/api/v1/faults/stream") as resp:
+            assert resp.status == 200
+            assert resp.headers["Content-Type"].startswith("text/event-stream")
+            assert resp.headers["Cache-Control"] == "no-cache"
+            stream = Stream(resp)
+            await report(gw, Report("BRAKE_OVERHEAT", "FAILED", ERROR, "first", ACTUATOR))
+            ev = await stream.next()
+            assert ev["event"] == "fault_confirmed" and isinstance(ev["id"], int)
+            data = ev["data"]
+            assert data["event_type"] == "fault_confirmed"
+            assert (data["fault"]["fault_code"], data["fault"]["message"]) == (
+                "BRAKE_OVERHEAT", "first")
+            assert data["fault"]["source"] == ACTUATOR
+            kind = "app" if gw.profile == "spec" else "apps"
+            assert data[gw.xv] == {"entity_type": kind, "entity_id": "actuator"}
+            if gw.profile == "spec":  # the reference sends seconds since the epoch
+                assert data["timestamp"].endswith("Z")
+            else:
+                assert isinstance(data["timestamp"], float)
+            await report(gw, Report("BRAKE_OVERHEAT", "FAILED", CRITICAL, "worse", ACTUATOR))
+            upd = await stream.next()
+            assert upd["event"] == "fault_updated" and upd["id"] > ev["id"]
+            status, _ = await gw.json("DELETE", f"{FAULTS}/BRAKE_OVERHEAT")
+            assert status == 204
+            cleared = await stream.next()
+            assert cleared["event"] == "fault_cleared" and cleared["id"] == upd["id"] + 1
+            assert "auto_cleared_codes" not in cleared["data"]
+            while "keepalive" not in stream.comments:  # an idle stream keeps alive
+                await stream.next_comment()
+
+    gateway(scenario, settings=("sse.keepalive_sec=0.1",))
+
+
+def _fault(code: str, message: str = "seen") -> Report:
+    return Report(code, "FAILED", ERROR, message, ACTUATOR)
+
+
+def test_a_reconnect_with_last_event_id_replays(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        async with gw.client.get("/api/v1/faults/stream") as resp:
+            await report(gw, _fault("BRAVO_0", "seen live"))
+            seen = await Stream(resp).next()
+        await report(gw, _fault("BRAVO_1", "missed"), _fault("BRAVO_2", "missed too"))
+        async with gw.client.get("/api/v1/faults/stream",
+                                 headers={"Last-Event-ID": str(seen["id"])}) as resp:
+            stream = Stream(resp)
+            replayed = [await stream.next(), await stream.next()]
+            assert [e["data"]["fault"]["fault_code"] for e in replayed] == ["BRAVO_1",
+                                                                            "BRAVO_2"]
+            assert [e["id"] for e in replayed] == [seen["id"] + 1, seen["id"] + 2]
+            await report(gw, _fault("BRAVO_3", "live again"))
+            assert (await stream.next())["data"]["fault"]["fault_code"] == "BRAVO_3"
+
+    gateway(scenario)
+
+
+async def sse_clients(gw: Gw) -> int:
+    status, health = await gw.json("GET", "/api/v1/health")
+    return int(health[f"{gw.xv}-sse"]["connected_clients"])
+
+
+def test_the_stream_client_cap_and_slot_release(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        url = "/api/v1/faults/stream"
+        async with gw.client.get(url) as one:
+            two = await gw.client.get(url)
+            assert one.status == two.status == 200
+            body = await gw.error("GET", url, 503)
+            assert body["error_code"] == "service-unavailable"
+            status, health = await gw.json("GET", "/api/v1/health")
+            assert health[f"{gw.xv}-sse"] == {"connected_clients": 2, "max_clients": 2}
+            two.close()  # a disconnect frees the slot at once, not after a grace period
+            for _ in range(250):
+                if await sse_clients(gw) == 1:
+                    break
+                await asyncio.sleep(0.02)
+            assert await sse_clients(gw) == 1
+            async with gw.client.get(url) as four:
+                assert four.status == 200
+
+    gateway(scenario, settings=("sse.max_clients=2",))

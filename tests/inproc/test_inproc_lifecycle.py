@@ -102,3 +102,23 @@ def test_a_managed_node_that_does_not_answer(gateway: Runner) -> None:
         assert _node(gw).lifecycle == UNCONFIGURED
 
     gateway(scenario, nodes=_robot())
+
+
+def test_force_shutdown_and_force_restart(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        async with gw.client.put(f"{APP}/status/force-restart", json={}) as resp:
+            assert resp.status == 202, await resp.text()
+            assert resp.headers["Location"] == f"{APP}/status"
+            body = await resp.json()
+        assert body["transition"] == "force-restart"
+        body = await settled(gw)
+        assert body[gw.xv]["lifecycle"]["state_id"] == ACTIVE
+        assert _node(gw).lifecycle == ACTIVE
+        status, body = await gw.json("PUT", f"{APP}/status/force-shutdown", json={})
+        assert status == 202, body
+        assert body["apps"][0]["steps"] == ["active_shutdown"]
+        body = await settled(gw)
+        assert body[gw.xv]["lifecycle"]["transition"]["done"] == ["active_shutdown"]
+        assert _node(gw).lifecycle == FINALIZED
+
+    gateway(scenario, nodes=_robot(ACTIVE))

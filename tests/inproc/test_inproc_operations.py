@@ -7,7 +7,16 @@ from __future__ import annotations
 from typing import Any
 
 from tests.inproc.inproc_gateway import Gw, Runner
-from tests.inproc.inproc_robot import ACTUATOR, CALIBRATE, FAIL_SERVICE, FIBONACCI, HOST, TRIGGER
+from tests.inproc.inproc_robot import (
+    ACTUATOR,
+    CALIBRATE,
+    FAIL_SERVICE,
+    FIBONACCI,
+    HOST,
+    TRIGGER,
+    FakeNode,
+    default_nodes,
+)
 
 OPS = "/api/v1/apps/actuator/operations"
 
@@ -236,5 +245,124 @@ def test_a_rejected_goal(gateway: Runner) -> None:
             assert status == 202, body
             assert body["status"] == "failed"
             assert body[gw.xv]["reason"] == "order must not be negative"
+
+    gateway(scenario)
+
+
+FIB = f"{OPS}/brake_test/executions"
+SCAN_CALIBRATE = "/sensors/lidar/scanner/calibrate"
+
+
+def test_bad_goal_input_names_the_field(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        body = await gw.error("POST", FIB, 400, json={"parameters": {"order": "five"}})
+        assert (body["error_code"], body["parameters"]["field"]) == ("invalid-request", "order")
+        body = await gw.error("POST", FIB, 400, json={"parameters": {"ordr": 3}})
+        assert body["parameters"]["field"] == "ordr"
+        body = await gw.error("POST", FIB, 400, json={"order": 1 << 40})  # goal fields on top
+        assert body["parameters"]["field"] == "order"
+        body = await gw.error("POST", FIB, 400, json=[1])
+        assert body["error_code"] == "invalid-request"
+        body = await gw.error("POST", FIB, 400, json={"parameters": {"order": 2},
+                                                     "timeout": -1})
+        assert body["error_code"] == "invalid-parameter"
+        assert gw.actions.goals == []  # nothing reached the action server
+
+    gateway(scenario)
+
+
+def test_an_execution_belongs_to_its_entity(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body, _ = await _start_goal(gw, 2)
+        assert status == 202, body
+        ex_id = body["id"]
+        other = f"/api/v1/functions/chassis/operations/brake_test/executions/{ex_id}"
+        await gw.error("GET", other, 404)
+        await gw.error("PUT", other, 404, json={"capability": "stop"})
+        await gw.error("DELETE", other, 404)
+        status, listing = await gw.json("GET",
+                                        "/api/v1/functions/chassis/operations/brake_test"
+                                        "/executions")
+        assert status == 200 and ex_id not in {i["id"] for i in listing["items"]}
+        # started on the function, it is the function's
+        async with gw.client.post("/api/v1/functions/chassis/operations/brake_test/executions",
+                                  json={"parameters": {"order": 1}}) as resp:
+            assert resp.status == 202
+            location = resp.headers["Location"]
+        assert location.startswith("/api/v1/functions/chassis/operations/brake_test/")
+        status, _ = await gw.json("GET", location)
+        assert status == 200
+        assert gw.actions.by_id[ex_id].handle is not None  # the app's goal was not stopped
+
+    gateway(scenario)
+
+
+def _two_calibrates() -> list[FakeNode]:
+    nodes = default_nodes()
+    scanner = next(n for n in nodes if n.name == "scanner")
+    scanner.services.append((SCAN_CALIBRATE, TRIGGER))
+    return nodes
+
+
+def test_ids_on_aggregating_entities(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        from std_srvs.srv import Trigger
+
+        gw.caller.handlers[SCAN_CALIBRATE] = lambda _: Trigger.Response(
+            success=True, message="lidar calibrated")
+        comp = f"/api/v1/components/{HOST}/operations"
+        status, body = await gw.json("GET", comp)
+        by_id = {i["id"]: i for i in body["items"]}
+        assert {"actuator:calibrate", "scanner:calibrate", "brake_test"} <= set(by_id)
+        assert by_id["scanner:calibrate"][gw.xv]["member_ids"] == ["scanner"]
+        # a qualified id executes that member's service
+        status, body = await gw.json("POST", f"{comp}/scanner:calibrate/executions", json={})
+        assert (status, body["parameters"]["message"]) == (200, "lidar calibrated")
+        # a bare id naming two items is not enough; the full path names one
+        body = await gw.error("GET", f"{comp}/calibrate", 404)
+        assert sorted(body["parameters"]["candidates"]) == ["actuator:calibrate",
+                                                            "scanner:calibrate"]
+        status, body = await gw.json(
+            "POST", f"{comp}/chassis%2Fbrakes%2Factuator%2Fcalibrate/executions", json={})
+        assert (status, body["parameters"]["message"]) == (200, "calibrated")
+        # the chassis function has one calibrate: bare
+        status, body = await gw.json("GET", "/api/v1/functions/chassis/operations")
+        assert {i["id"] for i in body["items"]} == {"calibrate", "self_test", "brake_test"}
+
+    gateway(scenario, nodes=_two_calibrates())
+
+
+def test_operation_routes_in_the_openapi_document(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, doc = await gw.json("GET", "/api/v1/docs")
+        paths = doc["paths"]
+        start = paths["/apps/{app_id}/operations/{op_id}/executions"]["post"]
+        assert {"200", "202"} <= set(start["responses"])
+        assert start[f"{gw.xv}-alternates"] is True
+        assert set(paths["/functions/{function_id}/operations/{op_id}/executions/{exec_id}"]
+                   ) == {"get", "put", "delete"}
+        assert "get" in paths["/components/{component_id}/status"]
+        # the scoped document of an operation collection is served, not an operation named docs
+        status, scoped = await gw.json("GET", f"{OPS}/docs")
+        assert status == 200 and "/apps/actuator/operations" in scoped["paths"]
+
+    gateway(scenario)
+
+
+def test_service_and_action_descriptions(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", OPS)
+        item = next(i for i in body["items"] if i["id"] == "calibrate")
+        assert (item["name"], item["proximity_proof_required"]) == ("calibrate", False)
+        xv = item[gw.xv]
+        assert (xv["ros2_kind"], xv["ros2_type"]) == ("service", TRIGGER)
+        assert xv["type_info"]["response"]["properties"]["message"]["type"] == "string"
+        status, detail = await gw.json("GET", f"{OPS}/calibrate")
+        assert status == 200 and detail["item"]["schema"] == item["schema"]
+        status, detail = await gw.json("GET", f"{OPS}/brake_test")
+        xv = detail["item"][gw.xv]
+        assert (xv["ros2_kind"], xv["ros2_type"]) == ("action", FIBONACCI)
+        assert xv["ros2_action"] == "/chassis/brakes/actuator/brake_test"
+        assert set(xv["type_info"]) == {"goal", "result", "feedback"}
 
     gateway(scenario)

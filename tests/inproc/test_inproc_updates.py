@@ -86,6 +86,8 @@ def test_update_errors(gateway: Runner, tmp_path: Path) -> None:
             "vendor-error", f"{gw.xv}-update-already-exists")
         body = await gw.error("POST", UPD, 400, json={"id": "a:b"})
         assert body["error_code"] == "invalid-request"
+        body = await gw.error("POST", UPD, 400, json={"id": "badpkg", "package": "x"})
+        assert body["error_code"] == "invalid-request"
         body = await gw.error("GET", f"{UPD}/ghost", 404)
         assert body["vendor_code"] == f"{gw.xv}-update-not-found"
         await gw.error("GET", f"{UPD}/ghost/status", 404)
@@ -114,6 +116,8 @@ def test_prepare_checks_the_checksum(gateway: Runner, tmp_path: Path) -> None:
         assert body["status"] == "failed"
         assert "SHA-256 mismatch" in body["error"]["message"]
         assert not (tmp_path / "installed" / "app").exists()
+        body = await gw.error("PUT", f"{UPD}/tampered/execute", 400)
+        assert body["vendor_code"] == f"{gw.xv}-update-not-prepared"
 
     gateway(scenario, settings=_settings(tmp_path))
 
@@ -159,3 +163,49 @@ def test_updates_without_a_provider(gateway: Runner) -> None:
         assert body["capabilities"]["updates"] is False
 
     gateway(scenario)
+
+
+def test_a_spec_registration_body_is_accepted_and_declared(gateway: Runner,
+                                                           tmp_path: Path) -> None:
+    async def scenario(gw: Gw) -> None:
+        reg = {"id": "spec_body", "update_name": "Navigation 2.1", "automated": True,
+               "origins": ["remote", "proximity"], "duration": 120, "size": 1048576,
+               "updated_components": ["nav"], "affected_components": ["nav", "base"]}
+        status, body = await gw.json("POST", UPD, json=reg)
+        assert (status, body) == (201, {"id": "spec_body"})
+        status, body = await gw.json("GET", f"{UPD}/spec_body")
+        assert (status, body) == (200, reg)
+        status, _ = await gw.json("PUT", f"{UPD}/spec_body/automated")
+        assert status == 202
+        body = await phase(gw, "spec_body", ("executed", "failed"))
+        assert (body["status"], body[gw.xv]["phase"]) == ("completed", "executed"), body
+        body = await gw.error("POST", UPD, 400, json={"id": "typed", "automated": "yes"})
+        assert body["error_code"] == "invalid-request" and "'automated'" in body["message"]
+        status, doc = await gw.json("GET", "/api/v1/docs")
+        schema = doc["components"]["schemas"]["UpdateRegistration"]
+        for field in ("id", "update_name", "automated", "origins", "duration", "size",
+                      "updated_components", "affected_components", "package"):
+            assert field in schema["properties"], field
+        assert schema["required"] == ["id"]
+
+    gateway(scenario, settings=_settings(tmp_path))
+
+
+def test_registration_refusals_name_the_reason(gateway: Runner, tmp_path: Path) -> None:
+    async def scenario(gw: Gw) -> None:
+        data = package("1.0")
+        (tmp_path / "ok.tar.gz").write_bytes(data)
+        good = {"path": str(tmp_path / "ok.tar.gz"), "sha256": sha(data)}
+        for hook in ("/bin/sh", "../../outside.sh", "bin/../../x.sh"):
+            body = await gw.error("POST", UPD, 400, json={
+                "id": "hooked", "package": {**good, "post_install": hook}})
+            assert body["error_code"] == "invalid-request"
+            assert "post_install" in body["message"] and "inside the package" in body["message"]
+        body = await gw.error("POST", UPD, 400, json={
+            "id": "elsewhere", "package": {"path": "/etc/hostname", "sha256": "0" * 64}})
+        assert body["error_code"] == "invalid-request" and "package_dirs" in body["message"]
+        await gw.error("GET", f"{UPD}/hooked", 404)
+        status, body = await gw.json("GET", UPD)
+        assert body == {"items": []}
+
+    gateway(scenario, settings=_settings(tmp_path))

@@ -63,50 +63,6 @@ def status(gw: Gateway, uid: str, done: Any, timeout: float = 30.0) -> dict[str,
     return gw.wait_for(f"/updates/{uid}/status", done, timeout)  # type: ignore[no-any-return]
 
 
-def test_registration_and_errors(gw: Gateway, root: Path) -> None:
-    assert gw.get("/").json()["capabilities"]["updates"] is True
-    assert gw.get("/updates").json() == {"items": []}
-    reg = {"id": "bad_sum", "update_name": "broken", "automated": False, "origins": ["remote"],
-           "package": {"path": str(root / "nope.tar.gz"), "sha256": "0" * 64}}
-    resp = gw.request("POST", "/updates", reg)
-    assert resp.status == 201 and resp.json() == {"id": "bad_sum"}
-    assert resp.headers["location"] == "/api/v1/updates/bad_sum"
-    assert gw.get("/updates/bad_sum").json() == reg  # stored as given
-    assert gw.get("/updates/bad_sum/status").json() == {"status": "pending",
-                                                         "x-vendor": {"phase": "none"}}
-    assert_error(gw.request("POST", "/updates", reg), 400, "vendor-error",
-                 "x-vendor-update-already-exists")
-    assert_error(gw.request("POST", "/updates", {"id": "a:b"}), 400, "invalid-request")
-    assert_error(gw.request("POST", "/updates", {"id": "badpkg", "package": "x"}), 400,
-                 "invalid-request")
-    assert_error(gw.get("/updates/ghost"), 404, "vendor-error", "x-vendor-update-not-found")
-    assert_error(gw.get("/updates/ghost/status"), 404)
-    assert_error(gw.request("PUT", "/updates/ghost/prepare"), 404)
-    assert_error(gw.request("PUT", "/updates/bad_sum/execute"), 400, "vendor-error",
-                 "x-vendor-update-not-prepared")
-    assert_error(gw.request("PUT", "/updates/bad_sum/automated"), 400, "vendor-error",
-                 "x-vendor-update-not-automated")
-    assert gw.get("/updates?origin=remote").json() == {"items": ["bad_sum"]}
-    assert gw.get("/updates?origin=proximity").json() == {"items": []}
-
-
-def test_bad_checksum_is_refused(gw: Gateway, root: Path) -> None:
-    data = package("9.9")
-    path = root / "tampered.tar.gz"
-    path.write_bytes(data)
-    reg = {"id": "tampered", "update_name": "app",
-           "package": {"path": str(path), "sha256": sha(data + b"x"), "install_as": "app"}}
-    assert gw.request("POST", "/updates", reg).status == 201
-    resp = gw.request("PUT", "/updates/tampered/prepare")
-    assert resp.status == 202 and resp.headers["location"] == "/api/v1/updates/tampered/status"
-    body = status(gw, "tampered", lambda b: b["status"] == "failed")
-    assert body["x-vendor"]["phase"] == "failed"
-    assert "SHA-256 mismatch" in body["error"]["message"]
-    assert not (root / "installed" / "app").exists()
-    assert_error(gw.request("PUT", "/updates/tampered/execute"), 400, "vendor-error",
-                 "x-vendor-update-not-prepared")
-
-
 def test_full_cycle_swaps_the_good_package_in(gw: Gateway, root: Path) -> None:
     host = gw.get("/components").json()["items"][0]["id"]
     v1 = package("1.0")
@@ -147,7 +103,7 @@ def test_full_cycle_swaps_the_good_package_in(gw: Gateway, root: Path) -> None:
     assert gw.request("DELETE", "/updates/app_v1").status == 204
     assert_error(gw.get("/updates/app_v1"), 404, "vendor-error", "x-vendor-update-not-found")
     assert_error(gw.get("/updates/app_v1/status"), 404)
-    assert sorted(gw.get("/updates").json()["items"]) == ["app_v2", "bad_sum", "tampered"]
+    assert gw.get("/updates").json()["items"] == ["app_v2"]
 
 
 def test_failing_post_install_rolls_back(gw: Gateway, root: Path) -> None:
@@ -210,25 +166,6 @@ def run(gw: Gateway, uid: str, op: str = "automated") -> dict[str, Any]:
         "completed", "failed"))
 
 
-def test_spec_registration_body_is_accepted_and_declared(gw: Gateway) -> None:
-    reg = {"id": "spec_body", "update_name": "Navigation 2.1", "automated": True,
-           "origins": ["remote", "proximity"], "duration": 120, "size": 1048576,
-           "updated_components": ["nav"], "affected_components": ["nav", "base"]}
-    resp = gw.request("POST", "/updates", reg)
-    assert resp.status == 201 and resp.json() == {"id": "spec_body"}, resp
-    assert gw.get("/updates/spec_body").json() == reg
-    body = run(gw, "spec_body")
-    assert body["status"] == "completed" and body["x-vendor"]["phase"] == "executed", body
-    err = assert_error(gw.request("POST", "/updates", {"id": "typed", "automated": "yes"}),
-                       400, "invalid-request")
-    assert "'automated'" in err["message"]
-    schema = gw.get("/docs").json()["components"]["schemas"]["UpdateRegistration"]
-    for field in ("id", "update_name", "automated", "origins", "duration", "size",
-                  "updated_components", "affected_components", "package"):
-        assert field in schema["properties"], field
-    assert schema["required"] == ["id"]
-
-
 def test_pruning_keeps_every_other_install_name(gw: Gateway, root: Path) -> None:
     register_file(gw, root, "navx_1", package("x1", script=False), install_as="nav-x")
     assert run(gw, "navx_1")["x-vendor"]["phase"] == "executed"
@@ -268,17 +205,3 @@ def test_linked_archives_are_refused_by_name(gw: Gateway, root: Path, target: st
     assert "Plugin threw exception" not in message and "Traceback" not in message
     assert not (root / "state" / "updates" / "staging" / uid).exists()
 
-
-def test_registration_refusals_name_the_reason(gw: Gateway, root: Path) -> None:
-    data = package("1.0")
-    (root / "ok.tar.gz").write_bytes(data)
-    good = {"path": str(root / "ok.tar.gz"), "sha256": sha(data)}
-    for hook in ("/bin/sh", "../../outside.sh", "bin/../../x.sh"):
-        err = assert_error(gw.request("POST", "/updates", {
-            "id": "hooked", "package": {**good, "post_install": hook}}), 400, "invalid-request")
-        assert "post_install" in err["message"] and "inside the package" in err["message"]
-    err = assert_error(gw.request("POST", "/updates", {
-        "id": "elsewhere", "package": {"path": "/etc/hostname", "sha256": "0" * 64}}), 400,
-        "invalid-request")
-    assert "package_dirs" in err["message"]
-    assert_error(gw.get("/updates/hooked"), 404)
