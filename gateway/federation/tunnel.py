@@ -11,8 +11,8 @@ OPEN, DATA, CLOSE, CREDIT), payload. Streams are opened by the primary only.
 
 Flow control is per stream: each end may have WINDOW bytes of a stream's data unconfirmed;
 the receiving end confirms (CREDIT, a 4-byte count) what it has handed to the local
-connection, so a client reading one download slowly holds back only that stream, never the
-tunnel's other streams (health probes, reads, other downloads). An end announces that it
+connection, once a quarter of the window waits (CONFIRM_AT), so a client reading one
+download slowly holds back only that stream, never the tunnel's other streams (health probes, reads, other downloads). An end announces that it
 counts credits with an empty CREDIT when a stream opens; an end that never announced it (an
 earlier version, which ignores CREDIT frames) is sent to, and read from, as before: one
 stream's slow reader then holds the whole tunnel.
@@ -38,6 +38,10 @@ _HEAD = struct.Struct("!IB")
 _COUNT = struct.Struct("!I")
 CHUNK = 32 * 1024
 WINDOW = 256 * 1024  # a stream's data sent and not yet confirmed, at most
+# The receiving end confirms once this much of a stream's data waits to be confirmed (and the
+# local connection took it): a small answer costs no CREDIT frame and no task, and the
+# sender, with WINDOW - CONFIRM_AT still to send, never waits for a reader that keeps up.
+CONFIRM_AT = WINDOW // 4
 MAX_STREAMS = 256
 HEAD_WAIT_S = 30.0  # a local connection's first request head must arrive within this
 MAX_HEAD_BYTES = 64 * 1024
@@ -135,6 +139,7 @@ class Mux:
         finally:
             self.window.pop(stream, None)
             self.credited.pop(stream, None)
+            self.unconfirmed.pop(stream, None)
             writer = self.writers.pop(stream, None)
             if writer is not None:
                 writer.close()
@@ -152,16 +157,17 @@ class Mux:
 
     def _received(self, stream: int, writer: asyncio.StreamWriter, payload: bytes) -> None:
         """DATA for a stream of an end that counts credits: handed on at once, confirmed
-        once the local connection took it (the other end sends no more than its window)."""
+        in CONFIRM_AT steps once the local connection took it (the other end sends no more
+        than its window)."""
         writer.write(payload)
-        self.unconfirmed[stream] = self.unconfirmed.get(stream, 0) + len(payload)
-        if stream not in self.draining:
+        waiting = self.unconfirmed[stream] = self.unconfirmed.get(stream, 0) + len(payload)
+        if waiting >= CONFIRM_AT and stream not in self.draining:
             self.draining.add(stream)
             self._spawn(self._confirm(stream, writer))
 
     async def _confirm(self, stream: int, writer: asyncio.StreamWriter) -> None:
         try:
-            while self.unconfirmed.get(stream):
+            while self.unconfirmed.get(stream, 0) >= CONFIRM_AT:
                 with contextlib.suppress(OSError, ConnectionError):
                     await writer.drain()
                 count = self.unconfirmed.pop(stream, 0)
@@ -171,7 +177,6 @@ class Mux:
             pass
         finally:
             self.draining.discard(stream)
-            self.unconfirmed.pop(stream, None)
 
     async def _first_head(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
                           ) -> bytes | None:
@@ -268,6 +273,7 @@ class Mux:
                     self._credit(stream, payload)
                 elif kind == CLOSE:
                     writer = self.writers.pop(stream, None)
+                    self.unconfirmed.pop(stream, None)
                     event = self.credited.get(stream)
                     if event is not None:  # a pump waiting for credit ends
                         event.set()

@@ -161,3 +161,38 @@ def test_credit_counts_only_for_open_streams() -> None:
     mux._credit(7, tunnel._COUNT.pack(4096))
     mux._credit(7, b"\x00")  # malformed: ignored
     assert mux.window == {7: 4096}
+
+
+def test_small_answers_are_confirmed_in_steps_not_one_frame_each() -> None:
+    # A read's answer of a few KiB costs no CREDIT frame; what waits is confirmed once it
+    # reaches CONFIRM_AT, and a closed stream's count is dropped.
+    sent: list[tuple[int, int, bytes]] = []
+
+    class _Writer:
+        def write(self, data: bytes) -> None:
+            pass
+
+        async def drain(self) -> None:
+            pass
+
+    async def run() -> None:
+        mux = Mux.__new__(Mux)
+        mux.peer_credits, mux.unconfirmed, mux.draining, mux.tasks = True, {}, set(), set()
+        writer = _Writer()
+        mux.writers = {3: writer}  # type: ignore[dict-item]
+
+        async def send(stream: int, kind: int, payload: bytes = b"") -> None:
+            sent.append((stream, kind, payload))
+
+        mux.send = send  # type: ignore[method-assign]
+        for _ in range(10):
+            mux._received(3, writer, b"x" * 2000)  # type: ignore[arg-type]
+        await asyncio.sleep(0)
+        assert sent == [] and mux.unconfirmed == {3: 20000}
+        mux._received(3, writer, b"x" * tunnel.CONFIRM_AT)  # type: ignore[arg-type]
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert sent == [(3, CREDIT, tunnel._COUNT.pack(20000 + tunnel.CONFIRM_AT))]
+        assert not mux.unconfirmed.get(3)
+
+    asyncio.run(run())
