@@ -71,7 +71,7 @@ browser:
 # The hot-answer tests run a second time with the wire path off (setting server.hot_wire,
 # docs/performance.md): hot answers must hold on an aiohttp hotwire does not know; their
 # gateways then run on asyncio's own loop (server.event_loop), the first run's on uvloop.
-HOT_ANSWER_TESTS := tests/unit/test_hot_answers_pure.py tests/integration/test_hot_answers.py
+HOT_ANSWER_TESTS := tests/http/test_hot_answers_pure.py tests/integration/test_hot_answers.py
 
 # The suite runs on TEST_WORKERS processes (pytest-xdist): it mostly waits on DDS discovery and
 # gateway processes, so workers overlap the waits (tests/conftest.py keeps a module, the fleet
@@ -82,8 +82,12 @@ test: install jazzy cyclone lint browser
 	$(BIN)/python -m pytest -q -rs -n $(TEST_WORKERS) $(PYTEST_ARGS)
 	DIAG_TEST_HOT_WIRE=off DIAG_TEST_EVENT_LOOP=asyncio $(BIN)/python -m pytest -q -rs $(HOT_ANSWER_TESTS)
 
+# The fast tests: every folder of tests/ but those that start real processes (README, Layout).
+REAL_PROCESS_TESTS := tests/integration tests/fleet tests/e2e tests/jazzy tests/cyclone
+UNIT_TESTS := $(filter-out $(REAL_PROCESS_TESTS),$(patsubst %/,%,$(sort $(dir $(wildcard tests/*/test_*.py)))))
+
 unit: install
-	$(BIN)/python -m pytest -q tests/unit tests/inproc $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(UNIT_TESTS) $(PYTEST_ARGS)
 
 # mypy checks whole packages, with its settings in pyproject.toml ([tool.mypy]).
 lint: install

@@ -12,6 +12,10 @@ os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 
 from tests.domains import _domains  # one counter however a module imports it
 
+# The in-process gateway (`gateway`, parametrized over both wire profiles by `profile`): the
+# handler tests of every package folder take it.
+from tests.inproc.fixtures import gateway, profile  # noqa: F401
+
 # `DIAG_TEST_HOT_WIRE=off` (make test's second run of the hot-answer tests): gateways of
 # those tests run with the wire path off (setting server.hot_wire).
 HOT_WIRE_SETTINGS = ["server.hot_wire=false"] if os.environ.get("DIAG_TEST_HOT_WIRE") == "off" \

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 MAX_DOMAIN = 232  # the highest ROS domain id whose DDS ports fit (ROS 2's documented limit)
-RESERVED = frozenset({99})  # tests/unit/test_portowners.py binds a participant's ports of it
+RESERVED = frozenset({99})  # tests/ros/test_portowners.py binds a participant's ports of it
 BASE = int(os.environ.get("DIAG_TEST_DOMAIN_BASE", "20"))
 RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID")  # set in pytest-xdist workers only
 COUNTER = Path(tempfile.gettempdir()) / f"diag-test-domains-{RUN}" if RUN else None

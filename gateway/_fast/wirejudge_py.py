@@ -4,7 +4,7 @@ its bytes (compiled as wirejudge_c; http/hotwire.py `_judge` is the plain refere
 A robot answers each fan-out read of its primary after sleeping in between: its caches are
 cold, and the plain judge's string calls cost it about ten times their warm cost. One scan
 of the bytes in C touches far less. The verdict is the reference's exactly
-(tests/unit/test_wirejudge.py runs both twins against it):
+(tests/fast/test_wirejudge.py runs both twins against it):
 
 - at most MAX_CHUNK bytes, `GET <target> HTTP/1.1\\r\\n`, the target visible ASCII starting
   with `/`, then header lines `<token>:<value>\\r\\n` (value: tab, space to `~`, obs-text),

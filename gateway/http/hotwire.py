@@ -24,7 +24,7 @@ last chunk and the bytes of its last answer, written again while the probe retur
 body object and the Date second is the same (_Clock: the header tail made once a second, timed
 by the loop's clock); after a wire answer the handler's idle state is known until it closes.
 The fields read (HANDLER_FIELDS) are RequestHandler slots of
-aiohttp 3.14: verified on 3.14.2 to 3.14.5 (tests/unit/test_hotwire*.py, both parsers; 3.14.0
+aiohttp 3.14: verified on 3.14.2 to 3.14.5 (tests/http/test_hotwire*.py, both parsers; 3.14.0
 and 3.14.1 answer nothing to a bare-LF request with the pure-Python parser either way), hence
 pyproject's pin `>=3.14.2,<3.15`. 3.9 to 3.13 lack `_upgraded`: `available()` checks the
 fields at start, and without them (or with setting server.hot_wire false) the wire path is off

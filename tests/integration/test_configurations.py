@@ -1,6 +1,6 @@
 """Configurations (node parameters) against the demo robot: a listing, a write and reset, hung
 nodes (the errors, partial answers and entity status are tested in process:
-tests/inproc/test_inproc_configurations.py, test_inproc_entities.py)."""
+tests/configurations/test_inproc_configurations.py, test_inproc_entities.py)."""
 
 from __future__ import annotations
 

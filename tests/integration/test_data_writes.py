@@ -1,5 +1,5 @@
 """Data writes: a first PUT reaches the topic's subscribers (a service or action type named in
-a PUT is refused in process: tests/inproc/test_inproc_data.py).
+a PUT is refused in process: tests/data/test_inproc_data.py).
 
 A counting node in the test process subscribes to fresh topics (best-effort and reliable);
 every topic gets one PUT from a new gateway publisher, and every one must arrive.

@@ -1,5 +1,5 @@
 """Logs from /rosout against the demo robot: app, function, component (the log configuration
-and the errors are tested in process: tests/inproc/test_inproc_logs.py)."""
+and the errors are tested in process: tests/logs/test_inproc_logs.py)."""
 
 from __future__ import annotations
 

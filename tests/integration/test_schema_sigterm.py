@@ -21,7 +21,7 @@ from gateway.demo.robot import Robot
 from tests.conftest import free_port
 from tests.harness import Gateway, Response, assert_error, wait_until
 from tests.integration.test_bulk_data import multipart
-from tests.unit.test_schema_worker import alive, doubling
+from tests.schemacheck.test_schema_worker import alive, doubling
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ from gateway.demo.robot import Robot
 from tests.conftest import free_port
 from tests.harness import Gateway, Response, assert_error
 from tests.integration.test_bulk_data import multipart
-from tests.unit.test_script_runner import group_members
+from tests.scripts.test_script_runner import group_members
 
 pytestmark = pytest.mark.integration
 

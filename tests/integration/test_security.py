@@ -1,6 +1,6 @@
 """Tokens across restarts, RS256 key files, secrets kept out of logs and files, refused
 settings: real gateways (the grants and the bearer checks are tested in process:
-tests/inproc/test_inproc_auth_dashboard.py)."""
+tests/auth/test_inproc_auth_dashboard.py)."""
 
 from __future__ import annotations
 
@@ -123,7 +123,7 @@ def test_rs256_with_key_files(domain: int, tmp_path: Path) -> None:
 
 # --- startup refusals ---------------------------------------------------------------------
 
-# Every refusal is covered in-process by tests/unit/test_auth_settings.py; two through the CLI.
+# Every refusal is covered in-process by tests/auth/test_auth_settings.py; two through the CLI.
 @pytest.mark.parametrize(("settings", "named", "hidden"), [
     (["auth.enabled=true", "auth.jwt_secret=short-secret"], "auth.jwt_secret", "short-secret"),
     (["server.tls.enabled=true"], "server.tls.cert_file", None),

@@ -233,7 +233,7 @@ def app_scenario(fs: Path, managed: Path) -> dict[str, Any]:
 
     from gateway.bulk_data.keys import BULK_DATA
     from gateway.http.state import STATE
-    from tests.unit.test_schema_patterns import _app
+    from tests.schemacheck.test_schema_patterns import _app
 
     app = _app(str(managed), f"state_dir={fs}", "scripts.allow_root=true",
                "bulk_data.categories=[calib]")
@@ -303,7 +303,7 @@ def test_a_fault_clear_that_cannot_be_committed_is_undone(fs: Path) -> None:
     from gateway.faults.model import CONFIRMED, FaultRecord
     from gateway.faults.store import FaultStore, StoreBatch
     from gateway.faults.stream import FaultStream, SseSlots
-    from tests.unit.test_fault_clear_hook import service
+    from tests.faults.test_fault_clear_hook import service
 
     state, svc = service()
     store = FaultStore(fs / "faults.db", state.storage)

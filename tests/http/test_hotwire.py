@@ -12,7 +12,7 @@ from aiohttp import web
 from gateway.http import hotwire
 from gateway.http.server import GatewayRunner
 from tests.conftest import free_port
-from tests.unit.test_hot_answers_pure import BODY, Served
+from tests.http.test_hot_answers_pure import BODY, Served
 
 GET = b"GET /api/v1/things HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: */*\r\n\r\n"
 

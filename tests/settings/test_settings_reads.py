@@ -1,5 +1,5 @@
 """No string-keyed settings reads outside gateway/settings/: every package reads its typed
-settings (`settings.typed(X.from_settings)`, tests/unit/test_feature_settings.py)."""
+settings (`settings.typed(X.from_settings)`, tests/settings/test_feature_settings.py)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from aiohttp.http_parser import HttpRequestParserPy
 from gateway.http import hotwire
 from gateway.http.server import GatewayRunner
 from tests.conftest import free_port
-from tests.unit.test_hot_answers_pure import Served
+from tests.http.test_hot_answers_pure import Served
 
 PATH = b"/api/v1/things"
 GET = b"GET " + PATH + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: */*\r\n\r\n"

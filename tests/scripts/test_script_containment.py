@@ -22,7 +22,7 @@ from gateway.scripts.runner import (
     Execution,
     Runner,
 )
-from tests.unit.test_script_runner import until
+from tests.scripts.test_script_runner import until
 
 # A child that keeps the output pipe open, in the script's group, then the script exits.
 BACKGROUND = "sleep 1000 &\necho child=$!\nexit 0\n"

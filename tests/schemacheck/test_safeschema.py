@@ -16,7 +16,7 @@ from gateway.discovery.manifest import ManifestError, load
 from gateway.schemacheck import safeschema
 from gateway.schemacheck.safeschema import SchemaRefused, check, problems, problems_off_loop
 from gateway.scripts.catalog import ScriptError, managed_from, scan_managed
-from tests.unit.test_manifest_load import BASE, write
+from tests.discovery.test_manifest_load import BASE, write
 
 
 class _Counting(BaseHTTPRequestHandler):
@@ -98,7 +98,7 @@ def test_bounds() -> None:
 
 def test_validation_runs_off_the_loop_with_a_budget() -> None:
     from gateway.schemacheck import schema_worker
-    from tests.unit.test_schema_worker import doubling
+    from tests.schemacheck.test_schema_worker import doubling
 
     async def scenario() -> tuple[list[str], list[str], int]:
         ticks = 0

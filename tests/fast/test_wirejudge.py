@@ -13,7 +13,7 @@ import pytest
 import gateway._fast as fast
 from gateway._fast import wirejudge_py
 from gateway.http import hotwire
-from tests.unit.test_hotwire_differential import CORPUS
+from tests.http.test_hotwire_differential import CORPUS
 
 try:
     from gateway._fast import wirejudge_c

@@ -102,7 +102,7 @@ def run_as_user_scenario(tmp: str) -> dict[str, Any]:
     from aiohttp.test_utils import TestClient, TestServer
 
     from gateway.process.statefiles import private_by_default
-    from tests.unit.test_schema_patterns import _app
+    from tests.schemacheck.test_schema_patterns import _app
 
     private_by_default(tmp)
     app = _app(tmp, f"scripts.run_as_user={RUN_USER}")
@@ -133,7 +133,7 @@ def run_as_user_scenario(tmp: str) -> dict[str, Any]:
 @as_root
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux)")
 def test_an_uploaded_script_runs_as_the_run_user(tmp_path: Path) -> None:
-    code = ("import json; from tests.unit.test_script_access import run_as_user_scenario; "
+    code = ("import json; from tests.scripts.test_script_access import run_as_user_scenario; "
             f"print(json.dumps(run_as_user_scenario({str(tmp_path / 'state')!r})))")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, timeout=CHILD_BUDGET_S, check=False)

@@ -179,7 +179,7 @@ _ORPHAN = """
 import asyncio, sys
 from gateway.schemacheck import schema_worker
 from gateway.schemacheck.safeschema import problems_off_loop
-from tests.unit.test_schema_worker import doubling
+from tests.schemacheck.test_schema_worker import doubling
 
 async def main():
     task = asyncio.ensure_future(problems_off_loop(doubling(30), "x", timeout_s=600))

@@ -7,7 +7,7 @@ import asyncio
 from gateway.events import FAULTS, Event
 from gateway.push.orphans import OrphanClock
 from gateway.push.rules import subscription_create, trigger_create
-from tests.unit.test_push_engine import engine
+from tests.push.test_push_engine import engine
 
 CAM = ("apps", "cam")
 

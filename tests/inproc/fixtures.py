@@ -1,4 +1,5 @@
-"""Fixtures of the in-process gateway tests (the harness: inproc_gateway.py)."""
+"""Fixtures of the in-process gateway tests (the harness: inproc_gateway.py), made available to
+every test by tests/conftest.py."""
 
 from __future__ import annotations
 

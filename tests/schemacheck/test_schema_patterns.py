@@ -31,7 +31,7 @@ SCHEMA = {"properties": {"x": {"type": "string", "pattern": EVIL}}}
 def _in_child(call: str) -> Any:
     """JSON printed by `call` (a function of this module) in a fresh interpreter; fails the
     test when the child is still busy at the budget."""
-    code = f"import json; from tests.unit.test_schema_patterns import *; print(json.dumps({call}))"
+    code = f"import json; from tests.schemacheck.test_schema_patterns import *; print(json.dumps({call}))"
     try:
         done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                               text=True, timeout=CHILD_BUDGET_S, check=False)
@@ -189,7 +189,7 @@ def upload_scenario(tmp: str) -> dict[str, Any]:
 def test_sidecars_and_manifest_entries_refuse_patterns_re2_cannot_run(tmp_path: Path) -> None:
     from gateway.discovery.manifest import ManifestError, load
     from gateway.scripts.catalog import scan_managed
-    from tests.unit.test_manifest_load import BASE, write
+    from tests.discovery.test_manifest_load import BASE, write
 
     (tmp_path / "a.sh").write_text("true\n")
     (tmp_path / "a.json").write_text(json.dumps({"parameters_schema": {"pattern": "(a)\\1"}}))

@@ -19,7 +19,7 @@ from gateway.federation.push_links import (
 from gateway.model.entities import Entity, EntitySet
 from gateway.model.resource_uris import parse_resource
 from gateway.push.rules import subscription_create, trigger_create
-from tests.unit.test_push_engine import engine
+from tests.push.test_push_engine import engine
 
 
 def test_relink_delay_doubles_per_failure_up_to_the_cap() -> None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.unit.importgraph import edges
-from tests.unit.importgraph import modules as _modules
+from tests.project.importgraph import edges
+from tests.project.importgraph import modules as _modules
 
 CORE, FEATURE, ROOT = "core", "feature", "root"
 

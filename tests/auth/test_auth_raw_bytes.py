@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from aiohttp.test_utils import TestServer
 
-from tests.unit.test_auth_enforce import build
+from tests.auth.test_auth_enforce import build
 
 GARBAGE = b"\xff\xfe\x80\xc3("  # not UTF-8, not ASCII
 

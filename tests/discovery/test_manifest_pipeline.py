@@ -12,7 +12,7 @@ from gateway.discovery.runtime import HostInfo
 from gateway.events import ENTITIES, Event, EventBus
 from gateway.ros.graph.snapshot import GraphSnapshot, NodeInfo
 from gateway.settings import config
-from tests.unit.test_linker import MANIFEST
+from tests.discovery.test_linker import MANIFEST
 
 GRAPH = GraphSnapshot(nodes=(
     NodeInfo("temp_sensor", "/powertrain/engine"), NodeInfo("stray", "/a"),
