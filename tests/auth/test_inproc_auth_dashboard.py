@@ -307,3 +307,18 @@ def test_bearer_errors(gateway: Runner) -> None:
         assert status == 200
 
     gateway(scenario, settings=ROLE_AUTH)
+
+
+def test_a_form_grant_without_a_client_with_auth_off(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json(
+            "POST", "/api/v1/auth/authorize", data=b"grant_type=client_credentials",
+            headers={"Content-Type": "application/x-www-form-urlencoded"})
+        if gw.profile == "medkit":
+            assert status == 404
+            assert body == {"error": "resource-not-found",
+                            "error_description": "Authentication is not enabled"}
+        else:  # available (spec), answering in the OAuth2 shape
+            assert status == 400 and body["error"] == "invalid_request"
+
+    gateway(scenario)

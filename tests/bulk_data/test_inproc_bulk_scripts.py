@@ -444,3 +444,50 @@ def test_a_run_and_its_execution_routes(gateway: Runner, tmp_path: Path) -> None
         await gw.error("GET", path, 404)
 
     gateway(scenario, settings=settings)
+
+
+def test_fan_out_header_and_the_default_category(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        header = {"spec": "X-Vendor-No-Fan-Out", "medkit": "X-Medkit-No-Fan-Out"}[gw.profile]
+        status, _ = await gw.json("GET", f"{APP}/data", headers={header: "1"})
+        assert status == 200
+        status, body = await gw.json("GET", f"{APP}/bulk-data")
+        assert body["items"] == ["rosbags"]
+        await gw.error("POST", "/api/v1/functions/chassis/bulk-data/uploads", 405, data=b"x")
+
+    gateway(scenario)
+
+
+def test_script_run_codes(gateway: Runner, tmp_path: Path) -> None:
+    scripts_dir = Path(_scripts_dir(tmp_path))
+    (scripts_dir / "slow.sh").write_text("echo slow\nsleep 60\n")
+    (scripts_dir / "hello.sh").write_text("echo hello\n")
+    settings = (*_scripts(str(scripts_dir)), "scripts.max_concurrent_executions=1")
+    codes = {"spec": {"running": "script-running", "not-running": "script-not-running",
+                      "limit": "script-concurrency-limit"},
+             "medkit": {"running": "x-medkit-script-running",
+                        "not-running": "x-medkit-script-not-running",
+                        "limit": "x-medkit-concurrency-limit"}}
+
+    async def scenario(gw: Gw) -> None:
+        code = codes[gw.profile]
+        now = {"execution_type": "now"}
+        async with gw.client.post(f"{APP}/scripts/slow/executions", json=now) as resp:
+            assert resp.status == 202, await resp.text()
+            location = resp.headers["Location"]
+        try:
+            body = await gw.error("POST", f"{APP}/scripts/hello/executions", 429, json=now)
+            assert (body["error_code"], body["vendor_code"]) == ("vendor-error", code["limit"])
+            body = await gw.error("DELETE", location, 409)
+            assert body["vendor_code"] == code["running"]
+        finally:
+            status, _ = await gw.json("PUT", location, json={"action": "forced_termination"})
+            assert status in (200, 202)
+        body = await finished(gw, location)
+        assert body["status"] == "terminated"
+        body = await gw.error("PUT", location, 409, json={"action": "stop"})
+        assert body["vendor_code"] == code["not-running"]
+        status, _ = await gw.json("DELETE", location)
+        assert status == 204
+
+    gateway(scenario, settings=settings)

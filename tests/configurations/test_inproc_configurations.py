@@ -258,3 +258,82 @@ def test_a_bare_id_two_members_share(gateway: Runner) -> None:
         assert (status, body["value"]) == (200, "watch")
 
     gateway(scenario, nodes=_nodes_with_rules())
+
+
+# --- wire profiles (medkit-wire.md rows) -------------------------------------------------------
+
+
+def test_configuration_list_parameters(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", CFG)
+        xv = body[gw.xv]
+        assert xv["entity_id"] == "actuator"
+        params = {p["name"]: p for p in xv["parameters"]}
+        assert set(params) == {"max_pressure", "mode", "serial"}
+        mp = params["max_pressure"]
+        assert mp["value"] == 80.0 and mp["type"] == "double"
+        assert mp[gw.xv] == {"source": "actuator", "node": ACTUATOR}
+        item = next(i for i in body["items"] if i["id"] == "max_pressure")
+        assert item["value"] == 80.0 and item["type"] == "parameter"  # the spec's item stays
+
+    gateway(scenario)
+
+
+def test_configuration_get_value(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", f"{CFG}/max_pressure")
+        assert body["id"] == "max_pressure" and body["value"] == body["data"] == 80.0
+        xv = body[gw.xv]
+        assert xv["parameter"]["name"] == "max_pressure" and xv["parameter"]["value"] == 80.0
+        assert xv["parameter"]["type"] == "double" and xv["parameter"]["read_only"] is False
+        assert xv["ros2"]["node"] == ACTUATOR
+        assert xv["entity_id"] == "actuator" and xv["source"] == "runtime"
+
+    gateway(scenario)
+
+
+def test_configuration_put_accepts_data_and_value(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        for key in ("data", "value"):
+            for value in (0.75, 0.5):
+                status, body = await gw.json("PUT", f"{CFG}/max_pressure", json={key: value})
+                assert status == 200, body
+                assert body["data"] == body["value"] == value
+                assert body[gw.xv]["parameter"]["value"] == value
+                assert _param(gw, ACTUATOR, "max_pressure") == value
+
+    gateway(scenario)
+
+
+def test_configuration_put_without_value_names_data(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        body = await gw.error("PUT", f"{CFG}/max_pressure", 400, json={"valeu": 1.0})
+        assert body["error_code"] == "invalid-request" and "data" in body["message"]
+        assert body["parameters"]["fields"][0]["field"] == "data"
+        body = await gw.error("PUT", f"{CFG}/max_pressure", 400, json={"data": "warm"})
+        assert body["parameters"]["fields"][0]["field"] == "data"
+
+    gateway(scenario)
+
+
+def test_configuration_errors_name_the_node_and_entity(gateway: Runner) -> None:
+    comp = f"/api/v1/components/{HOST}/configurations"
+
+    async def scenario(gw: Gw) -> None:
+        next(n for n in gw.nodes if n.fqn == MONITOR).online = False
+        body = await gw.error("GET", "/api/v1/apps/monitor/configurations", 503)
+        assert body["vendor_code"] == f"{gw.xv}-ros2-node-unavailable"
+        assert body["parameters"]["entity_id"] == "monitor"
+        if gw.profile == "spec":  # 207 only names members of other gateways
+            body = await gw.error("DELETE", comp, 503)
+            assert body["error_code"] == "vendor-error"
+            assert body["parameters"]["node"] == MONITOR
+            return
+        status, body = await gw.json("DELETE", comp)
+        assert status == 207, body
+        assert body["entity_id"] == HOST and body["items"]
+        by_app = {r["app_id"]: r for r in body["results"]}
+        assert by_app["monitor"]["success"] is False and by_app["monitor"]["node"] == MONITOR
+        assert by_app["actuator"]["success"] is True
+
+    gateway(scenario)

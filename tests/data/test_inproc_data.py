@@ -201,3 +201,84 @@ def test_a_nested_fields_error_names_its_path(gateway: Runner) -> None:
         assert gw.pool.published == []
 
     gateway(scenario, nodes=nodes)
+
+
+# --- wire profiles (medkit-wire.md rows) -------------------------------------------------------
+
+
+def test_data_list_name_and_read_body(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", f"{APP}/data")
+        item = next(i for i in body["items"] if i["id"] == PRESSURE)
+        assert item["name"] == PRESSURE and item["category"] == "currentData"
+        assert item[gw.xv]["ros2"]["topic"] == PRESSURE
+        gw.pool.put(PRESSURE, FLOAT32, cdr_float32(1.0), STAMP)
+        status, body = await gw.json("GET", f"{APP}/data{PRESSURE}")
+        xv = body[gw.xv]
+        assert xv["status"] == "data" and isinstance(xv["timestamp"], int)
+        assert xv["ros2"] == {"topic": PRESSURE, "type": FLOAT32}
+        assert xv["publisher_count"] == 1 and xv["entity_id"] == "actuator"
+        assert "data" in xv["type_info"]["default_value"]
+        # a topic on the graph that is not this app's
+        if gw.profile == "spec":
+            await gw.error("GET", f"{APP}/data{LIDAR_STATUS}", 404)
+        else:
+            status, body = await gw.json("GET", f"{APP}/data{LIDAR_STATUS}")
+            assert status == 200 and body[gw.xv]["status"] in ("data", "metadata_only")
+
+    gateway(scenario)
+
+
+def test_data_write_topic_the_entity_lacks(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        envelope = {"type": FLOAT32, "data": {"data": 1.5}}
+        if gw.profile == "spec":
+            body = await gw.error("PUT", f"{APP}/data/wire_test/probe", 404, json=envelope)
+            assert body["error_code"] == "resource-not-found"
+            assert gw.pool.published == []
+            return
+        status, body = await gw.json("PUT", f"{APP}/data/wire_test/probe", json=envelope)
+        assert status == 200, body
+        assert body[gw.xv]["ros2"] == {"topic": "/wire_test/probe", "type": FLOAT32}
+        # a bare body needs the topic on the graph for its type: the reference's 400 naming it
+        body = await gw.error("PUT", f"{APP}/data/wire_test/other", 400, json={"data": 1.5})
+        assert body["error_code"] == "invalid-request"
+        assert body["message"].startswith("type: missing required field"), body
+
+    gateway(scenario)
+
+
+def test_data_put_body_forms(gateway: Runner) -> None:
+    forms: list[tuple[dict[str, object], float]] = [
+        ({"type": FLOAT32, "data": {"data": 1.5}}, 1.5),  # the envelope
+        ({"data": 2.5}, 2.5),  # the bare message
+        ({"type": FLOAT32, "data": {"data": 3.5}, "extra": 1}, 3.5),
+        ({"value": {"type": FLOAT32, "data": {"data": 4.5}}}, 4.5),
+    ]
+
+    async def scenario(gw: Gw) -> None:
+        for body, value in forms:
+            status, answer = await gw.json("PUT", f"{APP}/data{COMMAND}", json=body)
+            assert status == 200, (body, answer)
+            assert answer["id"] == COMMAND and answer["data"] == {"data": value}
+            xv = answer[gw.xv]
+            assert xv["ros2"] == {"topic": COMMAND, "type": FLOAT32}
+            assert xv["entity_id"] == "actuator" and xv["status"] == "published"
+            assert gw.pool.published[-1][2].data == value
+
+    gateway(scenario)
+
+
+def test_data_put_type_and_field_errors(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        url = f"{APP}/data{COMMAND}"
+        body = await gw.error("PUT", url, 400, json={"type": "Float32", "data": {"data": 1}})
+        assert body["error_code"] == "invalid-parameter"
+        assert body["message"] == "Invalid message type format"
+        assert body["parameters"]["type"] == "Float32"
+        body = await gw.error("PUT", url, 400, json={"type": FLOAT32, "data": {"data": "yes"}})
+        assert body["error_code"] == "invalid-request"
+        assert body["parameters"]["fields"][0]["field"] == "data.data"
+        assert gw.pool.published == []
+
+    gateway(scenario)

@@ -4,6 +4,8 @@ health, and the 404/400/405 answers of both wire profiles."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from yarl import URL
 
 from tests.inproc.inproc_gateway import Gw, Runner
@@ -296,3 +298,133 @@ def test_manifest_status_and_health_without_linking(gateway: Runner) -> None:
         assert "linking" not in body["discovery"]
 
     gateway(scenario)
+
+
+# --- wire profiles (medkit-wire.md rows) -------------------------------------------------------
+
+
+def test_entity_items_node_and_source(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", f"{API}/apps")
+        xv = next(i for i in body["items"] if i["id"] == "actuator")[gw.xv]
+        assert xv["ros2"]["node"] == ACTUATOR
+        assert xv["source"] == "heuristic" and xv["component_id"]
+        status, body = await gw.json("GET", f"{API}/components")
+        assert body["items"][0][gw.xv]["source"] == "runtime"
+        status, body = await gw.json("GET", f"{API}/functions")
+        assert {f[gw.xv]["source"] for f in body["items"]} == {"runtime"}
+
+    gateway(scenario)
+
+
+def test_entity_detail_links_and_uris(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, detail = await gw.json("GET", f"{API}/apps/actuator")
+        expected = {"spec": f"{API}/apps/actuator/is-located-on",
+                    "medkit": f"{API}/components/{HOST}"}[gw.profile]
+        assert detail["_links"]["is-located-on"] == detail["is-located-on"] == expected
+        assert detail["_links"]["collection"] == f"{API}/apps"
+        assert detail["data"] == f"{API}/apps/actuator/data"
+        assert detail["configurations"] == f"{API}/apps/actuator/configurations"
+        assert {"name": "faults", "href": f"{API}/apps/actuator/faults"} in \
+            detail["capabilities"]
+        status, body = await gw.json("GET", f"{API}/components/{HOST}/subcomponents")
+        assert body["_links"]["parent"] == f"{API}/components/{HOST}"
+        status, body = await gw.json("GET", f"{API}/components/{HOST}/hosts")
+        assert body["_links"]["component"] == f"{API}/components/{HOST}"
+
+    gateway(scenario)
+
+
+def test_invalid_entity_id_is_400(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        for path, bad in (("/apps/app;drop", "app;drop"), ("/apps/a.b/data", "a.b"),
+                          ("/components/x%20y", "x y"), ("/functions/f$/hosts", "f$"),
+                          ("/apps/a%3Bb/is-located-on", "a;b")):
+            body = await gw.error("GET", URL(f"{API}{path}", encoded=True), 400)
+            assert body["error_code"] == "invalid-parameter", path
+            assert body["parameters"]["entity_id"] == bad, path
+            assert "Only alphanumeric" in body["parameters"]["details"]
+
+    gateway(scenario)
+
+
+def test_unknown_route_and_collection_of_another_entity_type(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        body = await gw.error("GET", f"{API}/apps/actuator/foo", 404)
+        assert body["error_code"] == "resource-not-found"
+        assert body["parameters"]["status"] == 404
+        if gw.profile == "medkit":  # locks: components and apps only
+            body = await gw.error("GET", f"{API}/functions/chassis/locks", 400)
+            assert body["error_code"] == "collection-not-supported"
+            assert body["parameters"] == {"entity_id": "chassis", "collection": "locks"}
+            assert body["message"] == "Function entities do not support locks collection"
+        else:
+            body = await gw.error("GET", f"{API}/functions/chassis/locks", 404)
+            assert body["error_code"] == "resource-not-found"
+        body = await gw.error("GET", f"{API}/functions/chassis/no-such-collection", 404)
+        assert body["error_code"] == "resource-not-found"
+
+    gateway(scenario)
+
+
+def test_collection_docs(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        for kind in ("apps", "components", "areas", "functions"):
+            status, body = await gw.json("GET", f"{API}/{kind}/docs")
+            assert status == 200, (kind, body)
+            paths = body["paths"]
+            assert f"/{kind}" in paths and all(p.startswith(f"/{kind}") for p in paths)
+            if kind == "apps":
+                assert "/apps/{app_id}/data/{data_id}" in paths
+
+    gateway(scenario)
+
+
+def test_nested_discovery_unknown_id(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        for path, kind in (("/areas/ghost/subareas", "area"), ("/areas/ghost/contains", "area"),
+                           ("/components/ghost/subcomponents", "component"),
+                           ("/functions/ghost/hosts", "function")):
+            body = await gw.error("GET", f"{API}{path}", 404)
+            if gw.profile == "medkit":
+                assert body["error_code"] == "entity-not-found"
+                assert body["message"] == f"{kind.capitalize()} not found"
+            else:
+                assert body["error_code"] == "resource-not-found"
+            assert body["parameters"][f"{kind}_id"] == "ghost"
+
+    gateway(scenario)
+
+
+def test_detail_uris_follow_the_features(gateway: Runner, tmp_path: Path) -> None:
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    on = (f"scripts.scripts_dir={scripts}", "scripts.allow_anonymous=true",
+          "scripts.allow_root=true", "plugins=[graph_provider]")
+    off = ("locking.enabled=false", "triggers.enabled=false")
+    app = f"{API}/apps/actuator"
+
+    async def served(gw: Gw) -> None:
+        status, detail = await gw.json("GET", app)
+        for word in ("locks", "scripts", "cyclic-subscriptions", "triggers", "status", "logs"):
+            assert detail[word] == f"{app}/{word}", word
+            assert {"name": word, "href": f"{app}/{word}"} in detail["capabilities"]
+        status, func = await gw.json("GET", f"{API}/functions/chassis")
+        graph = f"{gw.xv}-graph"
+        assert func[graph] == f"{API}/functions/chassis/{graph}"
+        # the graph plugin reads receive statistics the fake pool does not keep: none yet
+        setattr(gw.pool, "topic_stats", lambda topic: None)  # noqa: B010
+        status, body = await gw.json("GET", f"{API}/functions/chassis/{graph}")
+        assert status == 200, body
+        assert "hosts" in func
+
+    async def absent(gw: Gw) -> None:
+        status, detail = await gw.json("GET", app)
+        names = {c["name"] for c in detail["capabilities"]}
+        for word in ("locks", "scripts", "triggers"):  # only when served
+            assert word not in detail and word not in names, word
+        assert detail["cyclic-subscriptions"] == f"{app}/cyclic-subscriptions"
+
+    gateway(served, settings=on)
+    gateway(absent, settings=off)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 from gateway.faults.keys import FAULT_SERVICE
-from gateway.faults.model import CRITICAL, ERROR, Report
+from gateway.faults.model import CRITICAL, ERROR, INFO, WARN, Report
 from tests.inproc.inproc_gateway import Gw, Runner
 from tests.inproc.inproc_robot import ACTUATOR, FLOAT32, MONITOR, PRESSURE, cdr_float32
 
@@ -297,3 +298,83 @@ def test_the_stream_client_cap_and_slot_release(gateway: Runner) -> None:
                 assert four.status == 200
 
     gateway(scenario, settings=("sse.max_clients=2",))
+
+
+# --- wire profiles (medkit-wire.md rows) -------------------------------------------------------
+
+
+def test_fault_list_wire_fields(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        await report(gw, Report("RANGE_INVALID", "FAILED", ERROR, "range invalid", ACTUATOR),
+                     Report("FREQ_UNSUPPORTED", "FAILED", WARN, "bad rate", ACTUATOR))
+        status, body = await gw.json("GET", FAULTS)
+        items = {i["fault_code"]: i for i in body["items"]}
+        # severity: the spec's label, the reference's number (a CONFLICT row)
+        assert items["RANGE_INVALID"]["severity"] == {"spec": "ERROR", "medkit": 2}[gw.profile]
+        assert items["RANGE_INVALID"]["severity_label"] == "ERROR"
+        item = items["FREQ_UNSUPPORTED"]
+        # the spec's fields stay, the reference's beside them
+        assert item["message"] == "bad rate" and item["timestamp"].endswith("Z")
+        assert item["source"] == ACTUATOR
+        assert item["description"] == item["message"] and item["severity_label"] == "WARN"
+        assert isinstance(item["first_occurred"], float)
+        assert isinstance(item["last_occurred"], float)
+        assert abs(item["last_occurred"] - time.time()) < 3600
+        assert item["first_occurred"] <= item["last_occurred"]
+        assert item["reporting_sources"] == [ACTUATOR]
+        assert item["status"] == "CONFIRMED" and item["occurrence_count"] >= 1
+        for path in (FAULTS, "/api/v1/faults", "/api/v1/functions/chassis/faults"):
+            status, body = await gw.json("GET", path)
+            xv = body[gw.xv]
+            assert xv["count"] == xv["total_count"] == len(body["items"]) == 2, path
+            assert {i["status"] for i in body["items"]} <= {"PREFAILED", "CONFIRMED"}
+        status, body = await gw.json("GET", FAULTS)
+        assert body[gw.xv]["entity_id"] == "actuator" and body[gw.xv]["source_id"] == ACTUATOR
+        status, body = await gw.json("GET", "/api/v1/functions/chassis/faults")
+        assert body[gw.xv]["aggregation_level"] == "function"
+        assert body[gw.xv]["aggregated"] is True
+        status, body = await gw.json("GET", "/api/v1/faults")
+        assert body[gw.xv]["muted_count"] == body["muted_count"] == 0
+
+    gateway(scenario)
+
+
+def test_fault_detail_wire_fields(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        await report(gw, Report("RANGE_INVALID", "FAILED", ERROR, "range invalid", ACTUATOR))
+        status, body = await gw.json("GET", f"{FAULTS}/RANGE_INVALID")
+        assert status == 200
+        assert body["item"]["severity"] == 2 and body["item"]["code"] == "RANGE_INVALID"
+        xv = body[gw.xv]
+        assert xv["status_raw"] == "CONFIRMED" and xv["severity_label"] == "ERROR"
+        assert xv["reporting_sources"] == [ACTUATOR] and xv["occurrence_count"] >= 1
+        records = body["environment_data"]["extended_data_records"]
+        assert records["first_occurrence"].endswith("Z")
+
+    gateway(scenario)
+
+
+def test_fault_stream_cleared_frame(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        await report(gw, Report("CALIBRATION_REQUIRED", "FAILED", INFO, "calibrate", ACTUATOR))
+        async with gw.client.get("/api/v1/faults/stream") as resp:
+            assert resp.status == 200
+            stream = Stream(resp)
+            status, _ = await gw.json("DELETE", f"{FAULTS}/CALIBRATION_REQUIRED")
+            assert status == 204
+            event = await stream.next()
+        assert event["event"] == "fault_cleared" and isinstance(event["id"], int)
+        data = event["data"]
+        assert data["event_type"] == "fault_cleared"
+        fault = data["fault"]
+        assert fault["severity"] == {"spec": "INFO", "medkit": 0}[gw.profile]
+        assert isinstance(fault["first_occurred"], float)
+        assert fault["reporting_sources"] == [ACTUATOR]
+        assert data[gw.xv]["entity_id"] == "actuator"
+        assert data[gw.xv]["entity_type"] == {"spec": "app", "medkit": "apps"}[gw.profile]
+        if gw.profile == "medkit":
+            assert isinstance(data["timestamp"], float)
+        else:
+            assert data["timestamp"].endswith("Z")
+
+    gateway(scenario)

@@ -19,13 +19,16 @@ def profile(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def gateway(tmp_path: Path, profile: str) -> Runner:
-    """run(scenario, settings=(), nodes=None): one in-process gateway per call."""
+    """run(scenario, settings=(), nodes=None, manifest=None, mode="hybrid", inventory=None):
+    one in-process gateway per call (behind a manifest when one is given)."""
     count = 0
 
     def run(scenario: Scenario, settings: tuple[str, ...] = (),
-            nodes: list[FakeNode] | None = None) -> None:
+            nodes: list[FakeNode] | None = None, manifest: str | None = None,
+            mode: str = "hybrid", inventory: str | None = None) -> None:
         nonlocal count
         count += 1
-        run_gateway(tmp_path / f"gw{count}", profile, scenario, settings, nodes)
+        run_gateway(tmp_path / f"gw{count}", profile, scenario, settings, nodes, manifest,
+                    mode, inventory)
 
     return run

@@ -10,11 +10,19 @@ A test takes the `gateway` fixture (conftest.py, parametrized over both wire pro
             status, body = await gw.json("GET", "/api/v1/apps")
         gateway(scenario)
 
+A scenario may run behind a manifest (`manifest=` its YAML text, `mode=` hybrid or
+manifest_only, `inventory=` an asset CSV): the files are written beside the gateway's state
+and the real manifest discovery builds the entity set, linking the fake nodes in hybrid mode.
+Its file watch is off (a reload on a file change is a real gateway's test); a test that wants
+it sets `discovery.manifest.watch_interval_ms`.
+
 Real: the registry and middleware, the entity cache over a graph snapshot (runtime
-discovery), the parameter store, /rosout buffer, fault manager and its SQLite store, the
-lock, script, push, upload and plugin services. Fake (inproc_robot.py): the ROS bridge and its
-nodes, the sample pool, the graph poller, the service caller (the nodes' parameter services
-and two user services) and the action manager (goals accepted or rejected by `order`).
+discovery, or the manifest's areas, components, apps and functions), the parameter store,
+/rosout buffer, fault manager and its SQLite store, the lock, script, push, upload and plugin
+services. Fake (inproc_robot.py): the ROS bridge and its nodes, the sample pool, the graph
+poller, the service caller (the nodes' parameter services and two user services) and the
+action manager (goals accepted or rejected by `order`). inproc_demo.py: the demo robot's
+nodes, which the shipped deploy/demo_manifest.yaml links.
 """
 
 from __future__ import annotations
@@ -31,7 +39,9 @@ from yarl import URL
 
 from gateway.app import feature_services, make_app
 from gateway.discovery.cache import EntityCache
+from gateway.discovery.keys import DISCOVERY
 from gateway.discovery.runtime import HostInfo
+from gateway.faults.keys import FAULT_SERVICE
 from gateway.http.state import STATE, GatewayState
 from gateway.settings.config import load
 from tests.inproc.inproc_robot import (
@@ -52,6 +62,7 @@ BASE_SETTINGS = ("faults.rosout_bridge.enabled=false", "faults.action_bridge.ena
                  "faults.diagnostics_bridge.enabled=false", "discovery.mode=runtime_only",
                  # a node that did not answer is asked again at once unless a test says not
                  "parameter_negative_cache_sec=0")
+MODES = ("hybrid", "manifest_only")
 
 
 @dataclass
@@ -89,6 +100,16 @@ class Gw:
         assert isinstance(body, dict) and body.get("error_code"), body
         return body
 
+    async def report_faults(self, *reports: Any) -> None:
+        """Hand fault reports (faults.model.Report) to the fault manager; wait for their commit."""
+        faults = self.client.app[FAULT_SERVICE]
+        faults.submit(reports)
+        for _ in range(300):  # the flush runs on the next loop turns
+            await asyncio.sleep(0.01)
+            if faults.stats["reports_applied"] >= faults.stats["reports_received"]:
+                break
+        await faults.settled()
+
     def regraph(self) -> None:
         """The fake nodes changed: the cache rebuilds from a new snapshot."""
         self.state.cache.apply(snapshot(self.nodes))
@@ -112,6 +133,9 @@ def robot_lifecycle(nodes: list[FakeNode], bridge: FakeBridge, pool: FakePool,
         bridge.start(asyncio.get_running_loop())
         cache = EntityCache(s["entity_cache.capacity"], HostInfo(HOST, "Linux", "x86_64"),
                             events=state.events)
+        discovery = app.get(DISCOVERY)
+        if discovery is not None:  # as app._ros_side: the cache builds from the manifest
+            discovery.attach(cache, state.events)
         cache.apply(snapshot(nodes))
         rosout = RosoutLog(bridge, s["logs.buffer_size"])  # type: ignore[arg-type]
         rosout.publish_records(state.events)  # as app._ros_side: log triggers hear the bus
@@ -125,20 +149,43 @@ def robot_lifecycle(nodes: list[FakeNode], bridge: FakeBridge, pool: FakePool,
                 yield
         finally:
             await rosout.stop()
+            if discovery is not None:
+                await discovery.stop()
             bridge.close()
 
     return lifecycle
 
 
+def manifest_settings(tmp: Path, manifest: str | None, mode: str, inventory: str | None
+                      ) -> list[str]:
+    """Write the manifest (and inventory CSV) under `tmp`; the settings that load them."""
+    if manifest is None:
+        assert inventory is None, "an inventory CSV is read only beside a manifest"
+        return []
+    assert mode in MODES, mode
+    tmp.mkdir(parents=True, exist_ok=True)
+    path = tmp / "manifest.yaml"
+    path.write_text(manifest)
+    out = [f"discovery.mode={mode}", f"discovery.manifest_path={path}",
+           "discovery.manifest.watch_interval_ms=0"]
+    if inventory is not None:
+        (tmp / "inventory.csv").write_text(inventory)
+        out.append(f"discovery.inventory.csv_path={tmp / 'inventory.csv'}")
+    return out
+
+
 def run_gateway(tmp: Path, profile: str, scenario: Scenario, settings: tuple[str, ...] = (),
-                nodes: list[FakeNode] | None = None) -> None:
-    """Build the app over a fresh fake robot, serve it in process, run the scenario."""
+                nodes: list[FakeNode] | None = None, manifest: str | None = None,
+                mode: str = "hybrid", inventory: str | None = None) -> None:
+    """Build the app over a fresh fake robot (behind `manifest` when given), serve it in
+    process, run the scenario."""
     nodes = default_nodes() if nodes is None else nodes
     bridge, pool, caller, actions = FakeBridge(), FakePool(), FakeCaller(nodes), FakeActions()
+    found = manifest_settings(tmp, manifest, mode, inventory)
 
     async def go() -> None:
         cfg = load(None, [f"state_dir={tmp}", f"api.profile={profile}", *BASE_SETTINGS,
-                          *settings])
+                          *found, *settings])
         app = make_app(cfg, ros=robot_lifecycle(nodes, bridge, pool, caller, actions))
         async with TestClient(TestServer(app)) as client:
             await scenario(Gw(client, app[STATE], profile, bridge, pool, caller, actions,

@@ -25,7 +25,7 @@ from typing import Any
 from gateway.events import DATA, Event, EventBus
 from gateway.ros.calls.services import CallFailed, InFlightLimiter, NotAvailable
 from gateway.ros.graph.snapshot import PARAM_SERVICE_SUFFIXES, GraphSnapshot, NodeInfo, TopicInfo
-from gateway.ros.topics.pool import DataSample
+from gateway.ros.topics.pool import DataSample, TopicStats
 
 HOST = "testhost"  # the host component's id (discovery.runtime.HostInfo)
 FLOAT32 = "std_msgs/msg/Float32"
@@ -318,6 +318,16 @@ class FakePool:
 
     def stats(self, events: Any) -> dict[str, Any]:
         return {"pooled_topics": len(self.entries)}
+
+    def topic_stats(self, topic: str) -> TopicStats | None:
+        """Receive statistics of a pooled topic (its newest sample's), as SamplePool."""
+        entry = self.entries.get(topic)
+        if entry is None:
+            return None
+        sample = entry.sample
+        if sample is None:
+            return TopicStats(0, 0, 0, (), None)
+        return TopicStats(sample.seq, 0, sample.received_ns, (sample.received_ns,), None)
 
 
 class FakePoller:

@@ -1,5 +1,6 @@
 """Scripts on a real gateway: managed and uploaded scripts, runs that print, fail and hang
-(stopped, then killed, no process left in the group), timeout, concurrency cap, uploads."""
+(stopped, then killed, no process left in the group), uploads (the concurrency cap and the
+timeout: tests/scripts/test_inproc_scripts.py)."""
 
 from __future__ import annotations
 
@@ -30,10 +31,8 @@ SCRIPTS = {
     # ignores SIGTERM (saying so), leaves a background child in its group, and hangs
     "hang.sh": "trap 'echo got TERM' TERM\nsleep 300 &\necho started\n"
                "while true; do sleep 0.1; done\n",
-    "slow.sh": "echo slow\nsleep 60\n",
     "count.py": "import argparse\np = argparse.ArgumentParser()\n"
                 "p.add_argument('--count', type=int)\nprint('count=%d' % p.parse_args().count)\n",
-    "nap.bash": "sleep 60\n",
 }
 SIDECARS = {
     "count.json": {"name": "Counter", "description": "prints its count",
@@ -41,7 +40,6 @@ SIDECARS = {
                    "parameters_schema": {"type": "object", "required": ["count"],
                                          "properties": {"count": {"type": "integer",
                                                                   "minimum": 1}}}},
-    "nap.json": {"timeout_sec": 1},
 }
 
 
@@ -139,28 +137,9 @@ def test_a_script_that_hangs_is_stopped_then_killed(gw: Gateway) -> None:
     assert_error(gw.get(path), 404)
 
 
-def test_timeout_terminates(gw: Gateway) -> None:
-    body = finished(gw, started(gw, "nap"))
-    assert body["status"] == "terminated" and body["error"]["error_code"] == "script-timeout"
-
-
 def test_parameters_become_arguments(gw: Gateway) -> None:
     body = finished(gw, started(gw, "count", count=3))
     assert body["parameters"]["stdout"] == "count=3\n"
-
-
-def test_concurrency_cap(gw: Gateway) -> None:
-    paths = [started(gw, "slow"), started(gw, "slow")]
-    resp = run(gw, "hello")
-    body = assert_error(resp, 429, "vendor-error", "script-concurrency-limit")
-    assert "retry-after" not in resp.headers and "x-ratelimit-limit" not in resp.headers
-    assert body["parameters"]["max_concurrent_executions"] == 2
-    for path in paths:
-        assert gw.request("PUT", path, {"action": "forced_termination"}).status == 202
-    for path in paths:
-        assert finished(gw, path)["status"] == "terminated"
-    items = gw.get(f"{APP}/scripts/slow/executions").json()["items"]
-    assert {i["status"] for i in items} == {"terminated"}
 
 
 def test_upload_run_and_delete(gw: Gateway, uploads: Path) -> None:

@@ -1,4 +1,6 @@
-"""Software updates through the first-party update provider plugin, on a real gateway."""
+"""Software updates through the first-party update provider plugin, on a real gateway: the
+full cycle with a post-install script, and the rollback when it fails (pruning and the
+archive checks: tests/updates/test_inproc_update_provider.py)."""
 
 from __future__ import annotations
 
@@ -130,78 +132,9 @@ def test_failing_post_install_rolls_back(gw: Gateway, root: Path) -> None:
     assert not [p for p in releases.rglob("*") if "app_v3" in p.name]  # failed release removed
 
 
-def tar_bytes(members: list[tuple[tarfile.TarInfo, bytes]]) -> bytes:
-    """A tar.gz of (header, data) pairs."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for info, data in members:
-            info.size = len(data) if info.isfile() else 0
-            tar.addfile(info, io.BytesIO(data) if info.isfile() else None)
-    return buf.getvalue()
-
-
-def file_member(name: str, data: bytes) -> tuple[tarfile.TarInfo, bytes]:
-    return tarfile.TarInfo(name), data
-
-
-def link_member(name: str, target: str) -> tuple[tarfile.TarInfo, bytes]:
-    info = tarfile.TarInfo(name)
-    info.type = tarfile.SYMTYPE
-    info.linkname = target
-    return info, b""
-
-
-def register_file(gw: Gateway, root: Path, uid: str, data: bytes, **pkg: Any) -> None:
-    path = root / f"{uid}.pkg"
-    path.write_bytes(data)
-    reg = {"id": uid, "package": {"path": str(path), "sha256": sha(data), **pkg}}
-    resp = gw.request("POST", "/updates", reg)
-    assert resp.status == 201, resp
-
-
 def run(gw: Gateway, uid: str, op: str = "automated") -> dict[str, Any]:
+    """Start `op` on an update; its status once it ended (test_updates_security.py too)."""
     assert gw.request("PUT", f"/updates/{uid}/{op}").status == 202
     final = ("executed", "failed") if op != "prepare" else ("prepared", "failed")
     return status(gw, uid, lambda b: b["x-vendor"]["phase"] in final and b["status"] in (
         "completed", "failed"))
-
-
-def test_pruning_keeps_every_other_install_name(gw: Gateway, root: Path) -> None:
-    register_file(gw, root, "navx_1", package("x1", script=False), install_as="nav-x")
-    assert run(gw, "navx_1")["x-vendor"]["phase"] == "executed"
-    for n in (1, 2, 3):
-        register_file(gw, root, f"nav_{n}", package(str(n), script=False), install_as="nav")
-        assert run(gw, f"nav_{n}")["x-vendor"]["phase"] == "executed"
-    installed = root / "installed"
-    assert (installed / "nav" / "app" / "version.txt").read_text() == "3"
-    assert (installed / "nav-x" / "app" / "version.txt").read_text() == "x1"  # live, untouched
-    assert len(list((installed / ".releases" / "nav").iterdir())) == 2  # live + one previous
-
-
-def test_expansion_caps_refuse_archive_bombs(gw: Gateway, root: Path) -> None:
-    staging = root / "state" / "updates" / "staging"
-    bomb = tar_bytes([file_member("zeros.bin", bytes(3 << 20))])  # 3 MiB of zeros, ~3 KiB
-    register_file(gw, root, "bomb", bomb)
-    body = run(gw, "bomb", "prepare")
-    assert body["status"] == "failed", body
-    assert "max_expansion_ratio" in body["error"]["message"], body
-    assert not (staging / "bomb").exists()
-    big = tar_bytes([file_member("noise.bin", os.urandom(5 << 20))])  # incompressible 5 MiB
-    register_file(gw, root, "too_big", big)
-    body = run(gw, "too_big", "prepare")
-    assert body["status"] == "failed" and "max_unpacked_bytes" in body["error"]["message"], body
-    assert not (staging / "too_big").exists()
-
-
-@pytest.mark.parametrize("target", ["/etc/passwd", "../../../etc/passwd"])
-def test_linked_archives_are_refused_by_name(gw: Gateway, root: Path, target: str) -> None:
-    uid = "linked_abs" if target.startswith("/") else "linked_rel"
-    data = tar_bytes([file_member("app/version.txt", b"1"), link_member("app/passwd", target)])
-    register_file(gw, root, uid, data)
-    body = run(gw, uid, "prepare")
-    assert body["status"] == "failed", body
-    message = body["error"]["message"]
-    assert "app/passwd" in message and target in message and "outside the package" in message
-    assert "Plugin threw exception" not in message and "Traceback" not in message
-    assert not (root / "state" / "updates" / "staging" / uid).exists()
-

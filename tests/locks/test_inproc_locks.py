@@ -358,3 +358,23 @@ def test_openapi_declares_the_lock_routes(gateway: Runner) -> None:
         assert "locks" in caps and "scripts" not in caps  # no scripts backend here
 
     gateway(scenario)
+
+
+def test_lock_body_and_a_scoped_conflict(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, held = await lock(gw, APP, A, scopes=["configurations", "faults"])
+        assert status == 201, held
+        assert set(held) == {"id", "owned", "scopes", "lock_expiration"} and held["owned"]
+        status, listed = await gw.json("GET", f"{APP}/locks", headers=B)
+        assert [i["id"] for i in listed["items"]] == [held["id"]]
+        assert listed["items"][0]["owned"] is False
+        assert listed[gw.xv]["total_count"] == 1
+        body = await gw.error("DELETE", f"{APP}/faults/SOME_FAULT", 409, headers=B)
+        assert body["error_code"] == "lock-broken"
+        assert body["parameters"]["collection"] == "faults"
+        assert body["parameters"]["entity_id"] == "actuator"
+        status, body = await gw.json("PUT", f"{APP}/data{COMMAND}", json={"data": 3.0},
+                                     headers=B)
+        assert status == 200, body  # data: not in the lock's scopes
+
+    gateway(scenario)

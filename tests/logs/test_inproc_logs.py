@@ -198,3 +198,23 @@ def test_configuration_body_errors(gateway: Runner) -> None:
             assert body["parameters"]["entity_id"] == "ghost"
 
     gateway(scenario)
+
+
+def test_an_empty_configuration_body_and_the_context_filter(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        robot_logs(gw)
+        status, _ = await gw.json("PUT", CFG, data=b"",
+                                  headers={"Content-Type": "application/json"})
+        assert status == 204  # an empty body changes nothing
+        status, body = await gw.json("GET", CFG)
+        assert body == DEFAULT
+        status, body = await gw.json("GET", f"{LOGS}?context=brakes/actuator")
+        assert nodes(body) == {ACTUATOR}
+        status, body = await gw.json("GET", f"{LOGS}?context=no_such_node")
+        assert body["items"] == []
+        status, body = await gw.json("GET", LOGS)
+        entry = body["items"][-1]
+        assert {"id", "timestamp", "severity", "message", "context"} <= set(entry)
+        assert entry["context"]["node"] == ACTUATOR
+
+    gateway(scenario)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.ros.calls.services import CallTimeout
 from tests.inproc.inproc_gateway import Gw, Runner
 from tests.inproc.inproc_robot import (
     ACTUATOR,
@@ -364,5 +365,160 @@ def test_service_and_action_descriptions(gateway: Runner) -> None:
         assert (xv["ros2_kind"], xv["ros2_type"]) == ("action", FIBONACCI)
         assert xv["ros2_action"] == "/chassis/brakes/actuator/brake_test"
         assert set(xv["type_info"]) == {"goal", "result", "feedback"}
+
+    gateway(scenario)
+
+
+# --- wire profiles (medkit-wire.md rows) -------------------------------------------------------
+
+
+def test_operation_metadata_nested_and_flat(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", OPS)
+        items = {i["id"]: i for i in body["items"]}
+        xv = items["brake_test"][gw.xv]
+        assert xv["ros2"] == {"kind": "action", "action": f"{ACTUATOR}/brake_test",
+                              "type": FIBONACCI}
+        assert (xv["ros2_kind"], xv["ros2_type"]) == ("action", FIBONACCI)
+        assert xv["entity_id"] == "actuator" and xv["source"]
+        assert set(xv["type_info"]) == {"goal", "result", "feedback"}
+        status, detail = await gw.json("GET", f"{OPS}/calibrate")
+        assert detail["item"][gw.xv]["ros2"]["service"] == CALIBRATE
+
+    gateway(scenario)
+
+
+SERVICE_BODIES: list[Any] = [
+    None, {}, {"parameters": {}}, {"request": {}}, {"request": {}, "type": TRIGGER},
+    {"type": "", "request": {}}, {"timeout": 5, "extra": [1]}, {"order": 3, "goal": None},
+    {"input": {}}]
+GOAL_BODIES: list[dict[str, Any]] = [
+    {"parameters": {"order": 3}}, {"goal": {"order": 3}},
+    {"type": FIBONACCI, "goal": {"order": 3}, "order": 40},
+    {"parameters": {"order": 3}, "goal": {"order": 40}}, {"order": 3}, {"input": {"order": 3}}]
+
+
+def test_service_execution_body_forms(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        for body in SERVICE_BODIES:  # None: an empty request body
+            kw: dict[str, Any] = ({"data": b"", "headers": {"Content-Type": "application/json"}}
+                                  if body is None else {"json": body})
+            status, answer = await gw.json("POST", f"{OPS}/calibrate/executions", **kw)
+            assert status == 200, (body, answer)
+            assert answer["parameters"]["success"] is True
+
+    gateway(scenario)
+
+
+def test_action_execution_body_forms(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        for n, body in enumerate(GOAL_BODIES):
+            async with gw.client.post(FIB, json=body) as resp:
+                assert resp.status == 202, (body, await resp.text())
+                started = await resp.json()
+                location = resp.headers["Location"]
+            assert started["status"] == "running" and started["id"]
+            assert location == f"{FIB}/{started['id']}"
+            assert gw.actions.goals[n].order == 3, body  # the goal the form names
+            gw.actions.finish(started["id"], {"sequence": [0, 1, 1, 2]})
+            status, done = await gw.json("GET", location)
+            assert (status, done["status"]) == (200, "completed")
+            assert done["parameters"]["sequence"] == [0, 1, 1, 2]
+            assert done["result"] == {"sequence": [0, 1, 1, 2]}
+
+    gateway(scenario)
+
+
+def test_execution_body_errors_name_each_field(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        body = await gw.error("POST", FIB, 400, json={"goal": {"order": "x", "bogus": 1}})
+        assert body["error_code"] == "invalid-request"
+        assert {f["field"] for f in body["parameters"]["fields"]} == {"goal.order",
+                                                                      "goal.bogus"}
+        body = await gw.error("POST", FIB, 400, json={"goal": [1], "type": 7})
+        assert {f["field"] for f in body["parameters"]["fields"]} == {"goal", "type"}
+        body = await gw.error("POST", FIB, 400, json={"goal": {}, "type": TRIGGER})
+        assert body["parameters"]["fields"][0]["field"] == "type"
+        body = await gw.error("POST", FIB, 400, data=b"{nope",
+                              headers={"Content-Type": "application/json"})
+        assert body["error_code"] == "invalid-request"
+        assert body["message"].startswith("Malformed JSON")
+        assert gw.actions.goals == []
+
+    gateway(scenario)
+
+
+def test_execution_status_and_ros2_status_casing(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        _, started, location = await _start_goal(gw, 2)
+        assert location is not None
+        gw.actions.finish(started["id"], {"sequence": [0, 1, 1]})
+        status, done = await gw.json("GET", location)
+        xv = done[gw.xv]
+        assert xv["ros2_status"] == {"spec": "SUCCEEDED", "medkit": "succeeded"}[gw.profile]
+        assert xv["ros2"] == {"action": f"{ACTUATOR}/brake_test", "type": FIBONACCI}
+        assert xv["ros2_action"] == f"{ACTUATOR}/brake_test"
+        assert done["capability"] == "execute" and xv["goal_id"] == started["id"]
+
+    gateway(scenario)
+
+
+def test_execution_stop_and_execute(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        _, _, location = await _start_goal(gw, 40)
+        assert location is not None
+        if gw.profile == "medkit":
+            body = await gw.error("PUT", location, 409, json={"capability": "execute"})
+            assert body["error_code"] == "precondition-not-fulfilled"
+        else:
+            body = await gw.error("PUT", location, 400, json={"capability": "execute"})
+            assert body["error_code"] == "invalid-parameter"
+        body = await gw.error("PUT", location, 400, data=b"",  # an empty body is {}
+                              headers={"Content-Type": "application/json"})
+        assert body["parameters"]["fields"] == [{"field": "capability",
+                                                 "message": "missing required field"}]
+        async with gw.client.put(location, json={"capability": "stop"}) as resp:
+            assert resp.status == 202
+            stop = await resp.json()
+            assert resp.headers["Location"] == location
+        assert stop["id"] and stop["status"] == "failed"
+
+    gateway(scenario)
+
+
+def test_delete_execution_behaviour(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        _, started, location = await _start_goal(gw, 40)
+        assert location is not None
+        status, _ = await gw.json("DELETE", location)
+        assert status == 204
+        if gw.profile == "medkit":  # the goal stays readable, canceled
+            status, body = await gw.json("GET", location)
+            assert (status, body["status"]) == (200, "failed")
+            assert body[gw.xv]["ros2_status"] == "canceled"
+        else:  # the spec: terminated and removed
+            body = await gw.error("GET", location, 404)
+            assert body["error_code"] == "resource-not-found"
+            assert body["parameters"]["execution_id"] == started["id"]
+
+    gateway(scenario)
+
+
+def test_a_service_call_that_times_out(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        def late(request: Any) -> Any:
+            raise CallTimeout(f"{CALIBRATE} did not answer within 1e-06 s", 1e-6)
+
+        gw.caller.handlers[CALIBRATE] = late
+        if gw.profile == "medkit":
+            body = await gw.error("POST", f"{OPS}/calibrate/executions", 500,
+                                  json={"timeout": 1e-6})
+            assert body["error_code"] == "vendor-error"
+            assert body["vendor_code"] == f"{gw.xv}-ros2-service-unavailable"
+            assert body["message"] == "Service call failed"
+        else:
+            body = await gw.error("POST", f"{OPS}/calibrate/executions", 504,
+                                  json={"timeout": 1e-6})
+            assert body["error_code"] == "not-responding"
 
     gateway(scenario)

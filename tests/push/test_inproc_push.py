@@ -450,3 +450,26 @@ def test_fault_trigger_body_errors(gateway: Runner, body: dict[str, Any]) -> Non
         assert listing["items"] == []
 
     gateway(scenario)
+
+
+def test_fault_trigger_rules_stop_at_the_cap(gateway: Runner) -> None:
+    def rule(code: str) -> dict[str, Any]:
+        return {"data_name": PRESSURE, "operator": ">", "threshold": 5, "fault_code": code}
+
+    async def scenario(gw: Gw) -> None:
+        made = []
+        for n in range(3):
+            status, body = await gw.json("POST", f"{APP}/fault-triggers", json=rule(f"CAP_{n}"))
+            assert status == 201, body
+            made.append(body["id"])
+        err = await gw.error("POST", f"{APP}/fault-triggers", 503, json=rule("CAP_X"))
+        assert err["error_code"] == "service-unavailable"
+        assert "fault_triggers.max_rules" in err["message"] and "3" in err["message"]
+        status, body = await gw.json("GET", f"{APP}/fault-triggers")
+        assert len(body["items"]) == 3
+        status, _ = await gw.json("DELETE", f"{APP}/fault-triggers/{made[0]}")
+        assert status == 204
+        status, _ = await gw.json("POST", f"{APP}/fault-triggers", json=rule("CAP_X"))
+        assert status == 201
+
+    gateway(scenario, settings=("fault_triggers.max_rules=3",))

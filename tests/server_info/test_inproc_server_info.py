@@ -3,6 +3,7 @@ OpenAPI document and its scoped projections, and the 501 answers of unbuilt rout
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import quote
 
 from tests.inproc.inproc_gateway import Gw, Runner
@@ -149,3 +150,73 @@ def test_unbuilt_and_unsupported_collections_answer_501(gateway: Runner) -> None
         assert "/apps/{app_id}/data-categories" in doc["paths"]
 
     gateway(scenario)
+
+
+# --- wire profiles (medkit-wire.md rows) -------------------------------------------------------
+
+
+def test_root_version_and_health_wire(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, root = await gw.json("GET", f"{API}/")
+        assert {"locking", "scripts", "vendor_extensions", "authentication"} <= set(
+            root["capabilities"])
+        status, body = await gw.json("GET", f"{API}/version-info")
+        assert set(body["items"][0]["vendor_info"]) == {"version", "name"}
+        status, health = await gw.json("GET", f"{API}/health")
+        assert health["status"] == "healthy" and f"{gw.xv}-data-provider" in health
+
+    gateway(scenario)
+
+
+def test_log_configuration_schema_in_docs(gateway: Runner) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, doc = await gw.json("GET", f"{API}/docs")
+        op = doc["paths"]["/apps/{app_id}/logs/configuration"]["get"]
+        ref = op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+        schema = doc["components"]["schemas"][ref.rsplit("/", 1)[-1]]
+        assert set(schema["properties"]) == {"severity_filter", "max_entries"}
+
+    gateway(scenario)
+
+
+OFF = ("locking.enabled=false", "triggers.enabled=false", "fault_triggers.enabled=false",
+       "docs.enabled=false")
+
+
+def test_absent_features_answer_501_not_implemented(gateway: Runner) -> None:
+    app = f"{API}/apps/actuator"
+
+    async def scenario(gw: Gw) -> None:
+        for path, feature, message in (
+            (f"{app}/locks", "locks", "Locking is not enabled on this gateway"),
+            (f"{app}/scripts", "scripts", "Scripts backend not configured"),
+            (f"{API}/updates", "updates", "Software updates backend not configured"),
+            (f"{app}/triggers", "triggers", "Triggers not available"),
+            (f"{app}/fault-triggers", "fault-triggers", "Fault triggers not available"),
+            (f"{API}/docs", "docs", "Capability description is disabled"),
+        ):
+            body = await gw.error("GET", path, 501)
+            assert body["error_code"] == "not-implemented", path
+            assert body["message"] == message
+            assert body["parameters"]["feature"] == feature and body["parameters"]["details"]
+
+    gateway(scenario, settings=OFF)
+
+
+def test_root_capabilities_follow_the_features(gateway: Runner, tmp_path: Path) -> None:
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    on = (f"scripts.scripts_dir={scripts}", "scripts.allow_anonymous=true",
+          "scripts.allow_root=true", "plugins=[update_provider]",
+          f"plugins.update_provider.install_root={tmp_path / 'installed'}")
+    seen: dict[str, dict[str, bool]] = {}
+
+    async def scenario(gw: Gw) -> None:
+        status, root = await gw.json("GET", f"{API}/")
+        seen["off" if "on" in seen else "on"] = root["capabilities"]
+
+    gateway(scenario, settings=on)
+    gateway(scenario, settings=OFF)
+    for key in ("locking", "scripts", "triggers", "updates"):
+        assert seen["on"][key] is True and seen["off"][key] is False, key
+    assert "vendor_extensions" in seen["on"]

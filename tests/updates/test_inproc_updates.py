@@ -209,3 +209,15 @@ def test_registration_refusals_name_the_reason(gateway: Runner, tmp_path: Path) 
         assert body == {"items": []}
 
     gateway(scenario, settings=_settings(tmp_path))
+
+
+def test_an_unknown_update_is_named(gateway: Runner, tmp_path: Path) -> None:
+    async def scenario(gw: Gw) -> None:
+        status, body = await gw.json("GET", UPD)
+        assert (status, body["items"]) == (200, [])
+        body = await gw.error("GET", f"{UPD}/ghost/status", 404)
+        assert (body["error_code"], body["vendor_code"]) == ("vendor-error",
+                                                             f"{gw.xv}-update-not-found")
+        assert body["parameters"]["update_id"] == "ghost"
+
+    gateway(scenario, settings=_settings(tmp_path))
