@@ -12,10 +12,11 @@ OPEN, DATA, CLOSE, CREDIT), payload. Streams are opened by the primary only.
 Flow control is per stream: each end may have WINDOW bytes of a stream's data unconfirmed;
 the receiving end confirms (CREDIT, a 4-byte count) what it has handed to the local
 connection, once a quarter of the window waits (CONFIRM_AT), so a client reading one
-download slowly holds back only that stream, never the tunnel's other streams (health probes, reads, other downloads). An end announces that it
-counts credits with an empty CREDIT when a stream opens; an end that never announced it (an
-earlier version, which ignores CREDIT frames) is sent to, and read from, as before: one
-stream's slow reader then holds the whole tunnel.
+download slowly holds back only that stream, never the tunnel's other streams (health probes,
+reads, other downloads). An end announces that it counts credits with an empty CREDIT when a
+stream opens; an end that never announced it (an earlier version, which ignores CREDIT
+frames) is sent to, and read from, as before: one stream's slow reader then holds the whole
+tunnel.
 """
 
 from __future__ import annotations
