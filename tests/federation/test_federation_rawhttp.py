@@ -87,3 +87,26 @@ def test_an_answer_larger_than_one_read() -> None:
             pool.close()
 
     asyncio.run(scenario())
+
+
+def test_connections_sharing_the_read_buffer_get_their_own_answers() -> None:
+    # Every connection of a thread reads into one buffer; answers larger than it, read at
+    # once on many connections, interleave their reads and still arrive whole and apart.
+    bodies = {k: {"items": [str(k) * 1000] * 200} for k in range(8)}
+
+    async def items(request: web.Request) -> web.Response:
+        return web.json_response(bodies[int(request.match_info["k"])])
+
+    async def scenario() -> None:
+        app = web.Application()
+        app.router.add_get("/api/v1/big/{k}", items)
+        async with TestServer(app) as server:
+            pools = [RawPool("127.0.0.1", server.port) for _ in bodies]
+            got = await asyncio.gather(*(pool.get(f"/api/v1/big/{k}", {}, 1 << 22)
+                                         for k, pool in enumerate(pools)))
+            for k, (status, body) in enumerate(got):
+                assert status == 200 and json.loads(body) == bodies[k]
+            for pool in pools:
+                pool.close()
+
+    asyncio.run(scenario())
