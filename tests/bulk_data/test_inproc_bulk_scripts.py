@@ -407,7 +407,7 @@ def test_script_upload_errors_write_nothing(gateway: Runner, tmp_path: Path) -> 
 async def finished(gw: Gw, path: str) -> dict[str, Any]:
     """The execution once it is no longer running."""
     body: dict[str, Any] = {}
-    for _ in range(500):
+    for _ in range(1500):  # 30 s
         status, body = await gw.json("GET", path)
         assert status == 200, body
         if body["status"] not in ("prepared", "running"):

@@ -14,7 +14,7 @@ import pytest
 
 from gateway.demo.robot import NODES, Robot, ros_env
 from tests.conftest import free_port
-from tests.discovery.test_inproc_manifest import ENTITY, INVALID
+from tests.discovery.test_inproc_manifest import BOUND, ENTITY, HOSTED, INVALID
 from tests.harness import Gateway
 
 pytestmark = pytest.mark.integration
@@ -22,21 +22,6 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "deploy" / "demo_manifest.yaml"
 CSV = ROOT / "deploy" / "demo_inventory.csv"
-# the demo nodes the shipped manifest binds (the robot may run more: unmanifested in hybrid),
-# with the component hosting each and the namespace of its node
-HOSTED = {"temp_sensor": ("engine-sensor-board", "/powertrain/engine"),
-          "temp_monitor": ("engine-ecu", "/powertrain/engine"),
-          "rpm_sensor": ("engine-sensor-board", "/powertrain/engine"),
-          "pressure_sensor": ("brake-ecu", "/chassis/brakes"),
-          "status_sensor": ("door-module-fl", "/body/door/front_left"),
-          "lidar_sensor": ("perception-computer", "/perception/lidar"),
-          "actuator": ("brake-ecu", "/chassis/brakes"),
-          "controller": ("light-module", "/body/lights"),
-          "calibration": ("engine-ecu", "/powertrain/engine"),
-          "long_calibration": ("engine-ecu", "/powertrain/engine"),
-          "managed_lifecycle": ("main-computer", "/"),
-          "unresponsive_param": ("main-computer", "/")}
-BOUND = tuple(HOSTED)
 
 
 def start(domain: int, tmp: Path, name: str, mode: str) -> Gateway:

@@ -4,11 +4,10 @@ terminated."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
-from typing import Any
 
+from tests.bulk_data.test_inproc_bulk_scripts import finished
 from tests.inproc.inproc_gateway import Gw, Runner
 
 APP = "/api/v1/apps/actuator"
@@ -38,16 +37,6 @@ async def started(gw: Gw, script: str) -> str:
         return str(resp.headers["Location"])
 
 
-async def finished(gw: Gw, path: str) -> dict[str, Any]:
-    """The execution once it is no longer running."""
-    body: dict[str, Any] = {}
-    for _ in range(1500):
-        status, body = await gw.json("GET", path)
-        assert status == 200, body
-        if body["status"] not in ("prepared", "running"):
-            return body
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"the run did not finish: {body}")
 
 
 def test_concurrency_cap(gateway: Runner, tmp_path: Path) -> None:
