@@ -15,7 +15,11 @@ from collections.abc import Callable
 from typing import Any, cast
 from urllib.parse import urlsplit
 
-# Idle connections kept per peer (fan-out reads in flight at once rarely exceed this).
+# Idle connections kept per peer (fan-out reads in flight at once rarely exceed this). A call
+# takes the one idle the longest: a connection opened for a read that met the peer's only one
+# busy (a health probe out) is then used in turn with it and stays open under a robot's
+# keep-alive timeout (aiohttp's 75 s), instead of being closed idle and opened again, one
+# round trip more, at the next such read.
 MAX_IDLE = 32
 MAX_REQUESTS = 256  # prebuilt request bytes kept per peer
 READ_BUFFER = 64 * 1024
@@ -189,7 +193,7 @@ class RawPool:
         self.host_header = f"{host}:{port}"
         self.fixed = [f"{k}: {v}" for k, v in (fixed or {}).items()]  # on every request
         self.fixed_names = frozenset(fixed or ())
-        self._idle: list[_Conn] = []
+        self._idle: list[_Conn] = []  # oldest first
         self._requests: dict[tuple[str, tuple[tuple[str, str], ...]], bytes] = {}
         self.calls = 0
 
@@ -211,7 +215,7 @@ class RawPool:
         """Send GET target on an idle connection at once: (connection, answer future), or None
         when no idle connection is open. Give the connection back with `finish`."""
         while self._idle:
-            conn = self._idle.pop()
+            conn = self._idle.pop(0)  # idle the longest (see MAX_IDLE)
             if not conn.closed:
                 self.calls += 1
                 return conn, conn.request(self.request_bytes(target, headers), cap)
@@ -223,7 +227,7 @@ class RawPool:
         body) or None, exception or None) with conn.tag = tag; None when no idle connection
         is open. Give the connection back with `finish`."""
         while self._idle:
-            conn = self._idle.pop()
+            conn = self._idle.pop(0)  # idle the longest (see MAX_IDLE)
             if not conn.closed:
                 self.calls += 1
                 conn.tag = tag

@@ -110,3 +110,25 @@ def test_connections_sharing_the_read_buffer_get_their_own_answers() -> None:
                 pool.close()
 
     asyncio.run(scenario())
+
+
+def test_calls_take_the_connection_idle_the_longest() -> None:
+    # Two kept connections (one opened while the other was busy) are used in turn, so
+    # neither sits idle long enough for the peer's keep-alive timeout to close it.
+    async def scenario() -> None:
+        async with TestServer(make_app()) as server:
+            pool = RawPool("127.0.0.1", server.port)
+            both = await asyncio.gather(pool.get("/api/v1/items", {}, 1 << 20),
+                                        pool.get("/api/v1/items", {}, 1 << 20))
+            assert [status for status, _ in both] == [200, 200]
+            assert len(pool._idle) == 2
+            used = []
+            for _ in range(4):
+                started = pool.start("/api/v1/items", {}, 1 << 20)
+                assert started is not None
+                used.append(started[0])
+                await pool._await(*started)
+            assert used[0] is not used[1] and used[0] is used[2] and used[1] is used[3]
+            pool.close()
+
+    asyncio.run(scenario())
