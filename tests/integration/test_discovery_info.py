@@ -181,21 +181,30 @@ def test_a_node_frozen_past_its_lease_comes_back(gw: Gateway, domain: int) -> No
 
 def freeze_and_resume(gw: Gateway, talker: subprocess.Popen[str]) -> float:
     """Stop the talker past its lease and resume it; seconds until it is listed again."""
-    wait_until(lambda: "frozen_talker" in apps(gw), 60, "the talker to be listed")
+    until_listed(gw, 60, "the talker to be listed")
     os.kill(talker.pid, signal.SIGSTOP)
     wait_until(lambda: "frozen_talker" not in apps(gw), 30,
                "the gateway to drop the stopped node (lease expiry)")
     os.kill(talker.pid, signal.SIGCONT)
     resumed = time.monotonic()
+    until_listed(gw, 30, "the resumed node to be listed again")
+    return time.monotonic() - resumed
+
+
+def until_listed(gw: Gateway, timeout: float, what: str) -> None:
+    """Wait until the talker is listed; past the timeout, fail with what DDS and the gateway
+    say (whether a fresh participant sees the node, the readiness and discovery figures)."""
     try:
-        wait_until(lambda: "frozen_talker" in apps(gw), 30, "the resumed node to be listed again")
+        wait_until(lambda: "frozen_talker" in apps(gw), timeout, what)
     except AssertionError as exc:
         figures = gw.get("/health").json()
         seen = fresh_participant_sees_talker(gw.domain)
+        log = gw.log_path.read_text(errors="replace").splitlines()[-40:] if gw.log_path else []
         raise AssertionError(
             f"{exc}; a fresh DDS participant {'sees' if seen else 'does not see'} the node; "
-            f"readiness={figures['x-vendor-readiness']}") from None
-    return time.monotonic() - resumed
+            f"readiness={figures['x-vendor-readiness']}; discovery_info="
+            f"{figures['x-vendor-ros-types']['discovery_info']}; the gateway's log ends:\n"
+            + "\n".join(log)) from None
 
 
 def check_resumed(gw: Gateway) -> None:
