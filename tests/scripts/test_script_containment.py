@@ -26,8 +26,11 @@ from tests.scripts.test_script_runner import until
 
 # A child that keeps the output pipe open, in the script's group, then the script exits.
 BACKGROUND = "sleep 1000 &\necho child=$!\nexit 0\n"
-# A child in a session of its own (no group, no session in common with the script).
-SETSID = "setsid sleep 1000 &\necho child=$!\nexit 0\n"
+# A child in a session of its own (no group, no session in common with the script). The
+# script exits once the child runs sleep (setsid has made its session by then): before that,
+# the script's own group ends it, and it does not count as a descendant left behind.
+SETSID = ("setsid sleep 1000 &\necho child=$!\n"
+          "while [ \"$(cat /proc/$!/comm 2>/dev/null)\" != sleep ]; do :; done\nexit 0\n")
 # Ignores SIGTERM, leaves a setsid child holding the pipes, and hangs.
 STUBBORN = ("trap 'echo got TERM' TERM\nsetsid sleep 1000 &\necho child=$!\n"
             "while true; do sleep 0.1; done\n")
