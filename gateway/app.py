@@ -339,8 +339,7 @@ async def _ros_side(app: web.Application, prestarted: RosBridge | None) -> Async
             lag.start()  # how long the event loop is busy at a stretch (docs/performance.md)
             state.health["x-vendor-event-loop"] = lag.health
             gc_policy = GcPolicy()
-            gc_policy.settle(server.gc_freeze, server.gc_young_threshold,
-                             asyncio.get_running_loop())
+            gc_policy.settle(server.gc_freeze, server.gc_young_threshold)
             state.health["x-vendor-gc"] = gc_policy.health
             try:
                 yield

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import gc
 from collections.abc import Iterator
 
 import pytest
 
-from gateway.process import gcpolicy
 from gateway.process.gcpolicy import GcPolicy
 
 
@@ -59,61 +57,3 @@ def test_settle_without_freeze_or_threshold_changes_nothing(restore_gc: None) ->
         assert policy.health()["frozen_objects"] == gc.get_freeze_count() == 0
     finally:
         policy.close()
-
-
-def test_a_slow_full_collection_freezes_what_survived_it(restore_gc: None,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gcpolicy, "REFREEZE_MS", -1.0)  # every full collection counts as slow
-
-    async def run() -> None:
-        policy = GcPolicy()
-        policy.settle(freeze=True, young_threshold=0, loop=asyncio.get_running_loop())
-        try:
-            grown = _Marker()  # built after the start: the fleet's peers, say
-            assert _tracked(grown)
-            gc.collect()
-            await asyncio.sleep(0)  # the refreeze runs on the loop
-            assert not _tracked(grown)
-            health = policy.health()
-            assert health["refreezes"] == 1 and health["thaws"] == 0
-            assert health["frozen_objects"] > 0
-        finally:
-            policy.close()
-
-    asyncio.run(run())
-
-
-def test_a_fast_full_collection_freezes_nothing(restore_gc: None) -> None:
-    async def run() -> None:
-        policy = GcPolicy()
-        policy.settle(freeze=True, young_threshold=0, loop=asyncio.get_running_loop())
-        try:
-            grown = _Marker()
-            gc.collect()  # a test process's heap: far below REFREEZE_MS
-            await asyncio.sleep(0)
-            assert _tracked(grown) and policy.health()["refreezes"] == 0
-        finally:
-            policy.close()
-
-    asyncio.run(run())
-
-
-def test_the_frozen_heap_is_thawed_once_thaw_s_passed(restore_gc: None,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    # Cyclic garbage among frozen objects is freed once the heap is given back.
-    monkeypatch.setattr(gcpolicy, "REFREEZE_MS", -1.0)
-    monkeypatch.setattr(gcpolicy, "THAW_S", 0.0)
-
-    async def run() -> None:
-        policy = GcPolicy()
-        policy.settle(freeze=True, young_threshold=0, loop=asyncio.get_running_loop())
-        try:
-            assert gc.get_freeze_count() > 0
-            gc.collect()
-            await asyncio.sleep(0)
-            assert gc.get_freeze_count() == 0
-            assert policy.health()["thaws"] == 1 and policy.health()["frozen_objects"] == 0
-        finally:
-            policy.close()
-
-    asyncio.run(run())
