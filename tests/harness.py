@@ -17,6 +17,20 @@ from urllib.parse import quote
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def expect_line(stream: Any, token: str, limit: int = 200) -> None:
+    """Read a child's output until a line that is `token` (AssertionError with what it printed
+    otherwise); lines before it (DDS log lines) are skipped."""
+    seen = []
+    for _ in range(limit):
+        line = stream.readline()
+        if not line:
+            break
+        if line.strip() == token:
+            return
+        seen.append(line)
+    raise AssertionError(f"expected {token!r} from the child; it printed: {''.join(seen)!r}")
+
+
 def wait_until(predicate: Callable[[], Any], timeout: float, what: str,
                interval: float = 0.1) -> Any:
     """Poll predicate until it is true (AssertionError naming `what` past `timeout`); its

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pytest
 
 from gateway.discovery.readiness import Readiness
-from gateway.ros.graph.census import UNKNOWN_NODE, count
+from gateway.ros.graph.census import UNKNOWN_NODE, count, missing
 
 
 @dataclass
@@ -178,3 +178,14 @@ def test_an_empty_closed_world_is_ready_at_once_with_no_count_it_settles() -> No
     assert not unknown.observe(False, 1.0, complete=True, others=0, local=None)
     assert unknown.observe(False, 1.6, complete=True, others=0, local=None)
     assert unknown.reason == "settled"
+
+
+def test_a_rejoin_waits_only_for_endpoints_of_participants_it_discovered() -> None:
+    """The endpoints of a participant the new one has not discovered (frozen, gone) do not
+    count as missing; those of one it has discovered do."""
+    a, b = b"A" * 12, b"B" * 12
+    known = frozenset({a + b"\0\0\0\1", a + b"\0\0\0\2", b + b"\0\0\0\1"})
+    assert missing(known, frozenset({a + b"\0\0\0\1"}), frozenset({a})) == 1
+    assert missing(known, frozenset({a + b"\0\0\0\1", a + b"\0\0\0\2"}), frozenset({a})) == 0
+    assert missing(known, frozenset({a + b"\0\0\0\1", a + b"\0\0\0\2"}),
+                   frozenset({a, b})) == 1

@@ -39,7 +39,7 @@ from gateway.demo.robot import ros_env
 from gateway.ros.graph.discovery_layout import NodeEntities, ParticipantEntities, encode
 from gateway.ros.rejoin import portcensus
 from tests.conftest import free_port
-from tests.harness import Gateway, enc, wait_until
+from tests.harness import Gateway, enc, expect_line, wait_until
 from tests.integration.own_node import OwnNode
 from tests.integration.raw_writer import RawTopicWriter
 from tests.integration.test_push_support import Stream
@@ -133,7 +133,7 @@ def running_talker(domain: int) -> Iterator[subprocess.Popen[str]]:
     proc = subprocess.Popen([sys.executable, "-c", TALKER], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "READY"
+    expect_line(proc.stdout, "READY")
     try:
         yield proc
     finally:
@@ -278,11 +278,11 @@ def make_the_gateway_rejoin(gw: Gateway, domain: int) -> None:
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdin is not None and proc.stdout is not None
     try:
-        assert proc.stdout.readline().strip() == "READY"
+        expect_line(proc.stdout, "READY")
         wait_until(lambda: "vanisher" in apps(gw), 60, "the vanisher to be listed")
         proc.stdin.write("\n")
         proc.stdin.flush()
-        assert proc.stdout.readline().strip() == "BOUND"
+        expect_line(proc.stdout, "BOUND")
         before = rejoins(gw)
         wait_until(lambda: rejoins(gw) > before, 60, "the gateway to re-join DDS")
     finally:

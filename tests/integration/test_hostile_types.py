@@ -20,7 +20,7 @@ import pytest
 
 from gateway.demo.robot import ros_env
 from tests.conftest import free_port
-from tests.harness import Gateway, enc
+from tests.harness import Gateway, enc, expect_line
 
 ROOT = Path(__file__).resolve().parents[2]
 HEALTH_BUDGET_S = 0.1
@@ -87,8 +87,7 @@ class HostileNode:
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                      start_new_session=True)
         assert self.proc.stdout is not None
-        first = self.proc.stdout.readline()
-        assert first.strip() == "READY", first + self.proc.stdout.read()
+        expect_line(self.proc.stdout, "READY")
 
     def stop(self) -> None:
         """Terminate it."""

@@ -23,7 +23,7 @@ import pytest
 
 from gateway.demo.robot import ros_env
 from tests.conftest import free_port
-from tests.harness import Gateway, enc, wait_until
+from tests.harness import Gateway, enc, expect_line, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +52,7 @@ class Listener:
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True, start_new_session=True)
         assert self.proc.stdout is not None
-        assert self.proc.stdout.readline().strip() == "READY"
+        expect_line(self.proc.stdout, "READY")
         self.got: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()

@@ -23,7 +23,7 @@ from ...process.settings import ServerSettings
 from ...process.waits import within
 from ...settings.config import ConfigError
 from ..calls.replies import ReplyHub
-from ..graph.census import take_census
+from ..graph.census import endpoint_gids, missing, take_census
 from ..graph.discovery_info import DiscoveryInfo
 from ..graph.discovery_info import attach as attach_discovery_info
 from ..interfaces.interface_paths import install
@@ -44,6 +44,8 @@ SPIN_WAKE_S = 1.0
 WAIT_SET_SPIN_WAKE_S = 10.0
 # A rejoin waits this long at most for its new participant to discover the graph.
 REJOIN_DISCOVERY_S = 2.0
+# ... and, once it has, this long at most for their endpoints.
+REJOIN_ENDPOINTS_S = 6.0
 
 
 def start_ros(settings: Any) -> RosBridge:
@@ -327,14 +329,26 @@ class RosBridge:
                                       parameter_overrides=[Parameter(
                                           "start_type_description_service", value=False)])
         # Let it discover the others first (the old participant included, hence more than
-        # before), so the graph polls do not see the robot vanish (bounded).
-        deadline = time.monotonic() + REJOIN_DISCOVERY_S
-        while time.monotonic() < deadline:
+        # before) and their endpoints (a node listed without its topics would answer 404 for
+        # them), so the graph polls do not see the robot vanish (bounded).
+        known = endpoint_gids(self.node)
+        lacking = len(known)
+        start = time.monotonic()
+        while time.monotonic() - start < REJOIN_ENDPOINTS_S:
             census = take_census(new.probe)
             if len(census.participants) > before and \
                     len(census.with_nodes) >= len(census.participants) - 1:
-                break
-            time.sleep(0.02)
+                # endpoints of participants it has not discovered (a frozen or gone process)
+                # are not waited for
+                lacking = missing(known, endpoint_gids(new.probe), census.participants)
+                if not lacking:
+                    break
+            elif time.monotonic() - start >= REJOIN_DISCOVERY_S:
+                break  # a participant is not there (frozen or gone): as good as it gets
+            time.sleep(0.05)
+        else:
+            log.warning("rejoin: the new participant had not discovered the graph's endpoints "
+                        "within %.0f s (%d missing); it goes on", REJOIN_ENDPOINTS_S, lacking)
         self._joined.stop()  # no callback runs on an old entity from here on
         return new
 

@@ -58,3 +58,25 @@ def take_census(node: Any) -> Census:
     # know of them is known: they have an entity of their own.
     return Census(found.participants | nameless, found.with_nodes | nameless,
                   found.unnamed_endpoints)
+
+
+
+def endpoint_gids(node: Any) -> frozenset[bytes]:
+    """The GUIDs of every topic and service endpoint the graph shows through `node` (blocking;
+    call from a worker thread)."""
+    names = [name for name, _types in node.get_topic_names_and_types()]
+    dds = [(name, False) for name in names]
+    for name, _types in node.get_service_names_and_types():  # the rmw's request/reply topics
+        dds += [(f"rq{name}Request", True), (f"rr{name}Reply", True)]
+    gids: set[bytes] = set()
+    for name, raw in dds:
+        for infos in (node.get_publishers_info_by_topic(name, no_mangle=raw),
+                      node.get_subscriptions_info_by_topic(name, no_mangle=raw)):
+            gids.update(bytes(i.endpoint_gid[:GUID_BYTES]) for i in infos)
+    return frozenset(gids)
+
+
+def missing(known: frozenset[bytes], seen: frozenset[bytes],
+            participants: frozenset[bytes]) -> int:
+    """How many endpoints of `known` that belong to one of `participants` `seen` lacks."""
+    return sum(1 for gid in known if gid[:PREFIX_BYTES] in participants and gid not in seen)
