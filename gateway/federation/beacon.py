@@ -11,7 +11,9 @@ stopped peer) counts as a probe that timed out; a closed
 stream (a killed peer) wakes the probe loop, which probes /health at once: offline detection
 is what the probes give. While the beacon is fresh the probe loop skips
 its /health request (a full one still goes every FULL_PROBE_S, which also sees a degraded
-peer) and asks `/x-vendor-entities` only when the beacon's ETag differs from the one held.
+peer, unless another request of the primary was answered by the peer's HTTP stack within
+FULL_PROBE_S: a fleet under live reads sends no /health to hold a robot's pooled connection
+while a read wants it) and asks `/x-vendor-entities` only when the beacon's ETag differs from the one held.
 """
 
 from __future__ import annotations
@@ -113,22 +115,23 @@ class BeaconReader:
         out, self.timed_out = self.timed_out, False
         return out
 
-    def stands_in(self, now: float) -> bool:
-        """True when the beacon may stand in for a /health probe now."""
+    def stands_in(self, now: float, answered: float = float("-inf")) -> bool:
+        """True when the beacon may stand in for a /health probe now (`answered`: when the
+        peer last answered another request, which stands in for a full probe)."""
         if not self.fresh(now):
             return False
-        if now - self.last_full >= FULL_PROBE_S:
+        if now - max(self.last_full, answered) >= FULL_PROBE_S:
             self.last_full = now
             return False
         return True
 
-    def quiet_s(self, now: float) -> float:
+    def quiet_s(self, now: float, answered: float = float("-inf")) -> float:
         """Seconds the probe loop may sleep now: until the next full probe while the beacon is
         fresh (the reader wakes the loop itself on a new ETag, a closed stream or a line
         missed past its budget: on_change, on_stale), else 0."""
         if not self.fresh(now):
             return 0.0
-        return max(0.0, self.last_full + FULL_PROBE_S - now)
+        return max(0.0, max(self.last_full, answered) + FULL_PROBE_S - now)
 
     def start(self) -> None:
         """Open the stream (again) unless it is open or the peer serves no beacon."""

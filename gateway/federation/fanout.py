@@ -9,6 +9,7 @@ combine.py for the same fleet view).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,7 +24,10 @@ _Call = tuple[str, str, dict[str, str]]
 
 
 def _answer(peer: Peer, path: str, status: int, raw: bytes) -> PeerAnswer:
-    """The peer's answer for these bytes: the one it gave last time when they are the same."""
+    """The peer's answer for these bytes: the one it gave last time when they are the same.
+    An answer under 500 shows the peer's HTTP stack serves (peers.py `answered_at`)."""
+    if status < 500:
+        peer.answered_at = time.monotonic()
     memo = peer.answers.get(path)
     if memo is not None and memo[0] == status and memo[1] == raw:
         return memo[2]

@@ -66,6 +66,9 @@ class Peer:
     # probe that timed out meanwhile waited behind that transfer on the peer's link
     last_bytes: float = float("-inf")
     probes_passed_by_transfer: int = 0
+    # when the peer's HTTP stack last answered a fan-out read (time.monotonic(); fanout.py):
+    # with a fresh beacon, it stands in for the full /health probe (beacon.py)
+    answered_at: float = float("-inf")
     # a robot whose tunnel closed (connect_in.py): not probed, listed offline until then
     # (time.monotonic()), with the proof its last connection gave (connect_auth.py)
     held_until: float | None = None
@@ -273,7 +276,7 @@ class PeerTable:
         if beacon is not None:
             if beacon.verdict():
                 return self._timed_out(peer)
-            if beacon.stands_in(time.monotonic()):
+            if beacon.stands_in(time.monotonic(), peer.answered_at):
                 return True, None
         peer.probes += 1
         started = time.monotonic()
@@ -382,5 +385,5 @@ class PeerTable:
                 # a fresh beacon stands in for the probes until the next full one: waking
                 # every interval only to find it fresh cost a task and a timer per peer twice
                 # a second (0.1 ms/s per idle peer; bench/fleet_sim.py)
-                delay = max(delay, peer.beacon.quiet_s(time.monotonic()))
+                delay = max(delay, peer.beacon.quiet_s(time.monotonic(), peer.answered_at))
             await wait_event(peer.wake, delay)

@@ -184,14 +184,31 @@ class _Conn(asyncio.BufferedProtocol):
             self.transport.close()
 
 
+_TAILS: dict[tuple[tuple[str, tuple[tuple[str, str], ...]], frozenset[str]], bytes] = {}
+
+
+def _tail(key: tuple[str, tuple[tuple[str, str], ...]], fixed_names: frozenset[str]) -> bytes:
+    """The header lines of a request after Host, up to the blank line (shared by the pools)."""
+    tail = _TAILS.get((key, fixed_names))
+    if tail is None:
+        tail = "".join(f"{k}: {v}\r\n" for k, v in key[1] if k not in fixed_names
+                       ).encode("latin-1") + b"\r\n"
+        if len(_TAILS) >= MAX_REQUESTS:
+            _TAILS.clear()
+        _TAILS[(key, fixed_names)] = tail
+    return tail
+
+
 class RawPool:
     """Keep-alive connections to one http:// peer."""
 
     def __init__(self, host: str, port: int, fixed: dict[str, str] | None = None) -> None:
         self.host = host
         self.port = port
-        self.host_header = f"{host}:{port}"
-        self.fixed = [f"{k}: {v}" for k, v in (fixed or {}).items()]  # on every request
+        self.host_bytes = f"{host}:{port}".encode("latin-1")
+        # header lines on every request, after Host
+        self.fixed_bytes = "".join(f"{k}: {v}\r\n" for k, v in (fixed or {}).items()
+                                   ).encode("latin-1")
         self.fixed_names = frozenset(fixed or ())
         self._idle: list[_Conn] = []  # oldest first
         self._requests: dict[tuple[str, tuple[tuple[str, str], ...]], bytes] = {}
@@ -202,9 +219,10 @@ class RawPool:
         key = (target, tuple(headers.items()))
         raw = self._requests.get(key)
         if raw is None:
-            lines = [f"GET {target} HTTP/1.1", f"Host: {self.host_header}", *self.fixed]
-            lines += [f"{k}: {v}" for k, v in headers.items() if k not in self.fixed_names]
-            raw = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+            # what follows the Host line is the same for every peer of a fan-out
+            raw = b"GET %b HTTP/1.1\r\nHost: %b\r\n%b%b" % (
+                target.encode("latin-1"), self.host_bytes, self.fixed_bytes,
+                _tail(key, self.fixed_names))
             if len(self._requests) >= MAX_REQUESTS:
                 self._requests.clear()
             self._requests[key] = raw

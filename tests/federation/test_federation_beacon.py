@@ -44,6 +44,24 @@ def test_a_full_probe_still_goes_every_full_probe_period() -> None:
     _with_open_stream(check)
 
 
+def test_an_answered_read_stands_in_for_the_full_probe() -> None:
+    """While reads of the peer are answered, no full /health probe goes; once they stop, the
+    next one is due FULL_PROBE_S after the last answer."""
+    def check(reader: BeaconReader) -> None:
+        reader.last_line = 100.0
+        assert not reader.stands_in(100.1)  # the first full probe
+        answered = 100.0 + FULL_PROBE_S - 1.0
+        reader.last_line = 100.0 + FULL_PROBE_S
+        assert reader.stands_in(100.1 + FULL_PROBE_S, answered)
+        assert reader.quiet_s(100.1 + FULL_PROBE_S, answered) == pytest.approx(
+            answered + FULL_PROBE_S - (100.1 + FULL_PROBE_S))
+        reader.last_line = answered + FULL_PROBE_S
+        assert not reader.stands_in(answered + FULL_PROBE_S, answered)  # reads stopped
+        reader.last_line = 100.0 + 3 * FULL_PROBE_S
+        assert not reader.stands_in(100.1 + 3 * FULL_PROBE_S)  # no answer: as before
+    _with_open_stream(check)
+
+
 def test_no_stream_no_stand_in_and_a_silent_stream_is_one_timeout() -> None:
     reader = _reader()
     reader.last_line = 100.0

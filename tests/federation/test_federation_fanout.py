@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from aiohttp import web
@@ -25,6 +26,10 @@ def data(topic: str, member: str) -> dict[str, Any]:
                  "member_ids": [member]}}
 
 
+async def broken(_request: web.Request) -> web.Response:
+    return web.json_response({"error_code": "x"}, status=503)
+
+
 def make_app() -> web.Application:
     async def items(request: web.Request) -> web.Response:
         return web.json_response({"items": [data(STATE["topic"], "temp")], XV: {}})
@@ -45,6 +50,7 @@ def make_app() -> web.Application:
     app.router.add_get("/api/v1/items", items)
     app.router.add_get("/api/v1/chunked", chunked)
     app.router.add_get("/api/v1/slow", slow)
+    app.router.add_get("/api/v1/broken", broken)
     return app
 
 
@@ -96,6 +102,23 @@ def test_calls_answers_reuse_and_the_deadline() -> None:
             assert (await gather(table, calls[:1], 2.0))[0].ok
             for p in (a, b, off):
                 await p.client.close()
+
+    asyncio.run(scenario())
+
+
+def test_an_answer_under_500_marks_the_peer_answering() -> None:
+    """An answered read stands in for a full health probe (beacon.py): it is noted per peer,
+    but not for an error status of the peer's own."""
+    async def scenario() -> None:
+        async with TestServer(make_app()) as server:
+            a = peer("a", server.port)
+            table: Any = Table([a])
+            await gather(table, [("a", "/broken", {})], 2.0)
+            assert a.answered_at == float("-inf")
+            before = time.monotonic()
+            assert (await gather(table, [("a", "/items", {})], 2.0))[0].ok
+            assert before <= a.answered_at <= time.monotonic()
+            await a.client.close()
 
     asyncio.run(scenario())
 

@@ -132,3 +132,19 @@ def test_calls_take_the_connection_idle_the_longest() -> None:
             pool.close()
 
     asyncio.run(scenario())
+
+
+def test_request_bytes_per_peer_share_their_header_lines() -> None:
+    """Each peer's request names its own host; a fixed header replaces the caller's; what
+    follows Host is built once for the peers of a fan-out and is the same."""
+    a = RawPool("10.0.0.1", 8080, {"X-Tunnel": "secret"})
+    b = RawPool("10.0.0.2", 9090)
+    headers = {"Accept": "application/json", "X-Tunnel": "forged", "X-Client-Id": "c1"}
+    assert a.request_bytes("/api/v1/apps?x=1", headers) == (
+        b"GET /api/v1/apps?x=1 HTTP/1.1\r\nHost: 10.0.0.1:8080\r\nX-Tunnel: secret\r\n"
+        b"Accept: application/json\r\nX-Client-Id: c1\r\n\r\n")
+    assert b.request_bytes("/api/v1/apps?x=1", headers) == (
+        b"GET /api/v1/apps?x=1 HTTP/1.1\r\nHost: 10.0.0.2:9090\r\n"
+        b"Accept: application/json\r\nX-Tunnel: forged\r\nX-Client-Id: c1\r\n\r\n")
+    assert b.request_bytes("/api/v1/apps", {}) == (
+        b"GET /api/v1/apps HTTP/1.1\r\nHost: 10.0.0.2:9090\r\n\r\n")
