@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 # keep-alive timeout (aiohttp's 75 s), instead of being closed idle and opened again, one
 # round trip more, at the next such read.
 MAX_IDLE = 32
-MAX_REQUESTS = 256  # prebuilt request bytes kept per peer
+MAX_REQUESTS = 256  # header blocks of requests kept (all peers share them)
 READ_BUFFER = 64 * 1024
 _buffers = threading.local()  # the read buffer of this thread's connections
 
@@ -184,18 +184,20 @@ class _Conn(asyncio.BufferedProtocol):
             self.transport.close()
 
 
-_TAILS: dict[tuple[tuple[str, tuple[tuple[str, str], ...]], frozenset[str]], bytes] = {}
+_TAILS: dict[tuple[tuple[tuple[str, str], ...], frozenset[str]], bytes] = {}
 
 
-def _tail(key: tuple[str, tuple[tuple[str, str], ...]], fixed_names: frozenset[str]) -> bytes:
-    """The header lines of a request after Host, up to the blank line (shared by the pools)."""
-    tail = _TAILS.get((key, fixed_names))
+def _tail(headers: dict[str, str], fixed_names: frozenset[str]) -> bytes:
+    """The header lines of a request after Host, up to the blank line (shared by the pools:
+    MAX_REQUESTS kept in all)."""
+    key = (tuple(headers.items()), fixed_names)
+    tail = _TAILS.get(key)
     if tail is None:
-        tail = "".join(f"{k}: {v}\r\n" for k, v in key[1] if k not in fixed_names
+        tail = "".join(f"{k}: {v}\r\n" for k, v in key[0] if k not in fixed_names
                        ).encode("latin-1") + b"\r\n"
         if len(_TAILS) >= MAX_REQUESTS:
             _TAILS.clear()
-        _TAILS[(key, fixed_names)] = tail
+        _TAILS[key] = tail
     return tail
 
 
@@ -211,22 +213,16 @@ class RawPool:
                                    ).encode("latin-1")
         self.fixed_names = frozenset(fixed or ())
         self._idle: list[_Conn] = []  # oldest first
-        self._requests: dict[tuple[str, tuple[tuple[str, str], ...]], bytes] = {}
         self.calls = 0
 
     def request_bytes(self, target: str, headers: dict[str, str]) -> bytes:
-        """The GET request for target (path and query) with these headers (built once)."""
-        key = (target, tuple(headers.items()))
-        raw = self._requests.get(key)
-        if raw is None:
-            # what follows the Host line is the same for every peer of a fan-out
-            raw = b"GET %b HTTP/1.1\r\nHost: %b\r\n%b%b" % (
-                target.encode("latin-1"), self.host_bytes, self.fixed_bytes,
-                _tail(key, self.fixed_names))
-            if len(self._requests) >= MAX_REQUESTS:
-                self._requests.clear()
-            self._requests[key] = raw
-        return raw
+        """The GET request for target (path and query) with these headers. What follows the
+        Host line is built once for the peers of a fan-out (`_tail`); nothing is kept per
+        peer (a live read's unique X-Client-Id made each peer keep MAX_REQUESTS requests,
+        objects the garbage collector went through again and again)."""
+        return b"GET %b HTTP/1.1\r\nHost: %b\r\n%b%b" % (
+            target.encode("latin-1"), self.host_bytes, self.fixed_bytes,
+            _tail(headers, self.fixed_names))
 
     def start(self, target: str, headers: dict[str, str], cap: int
               ) -> tuple[_Conn, asyncio.Future[tuple[int, bytes]]] | None:

@@ -263,8 +263,12 @@ class FederationService:
         ages: list[float] = []
         oldest = now
         live: list[tuple[int, tuple[str, str, dict[str, str]], Any, tuple[int, int]]] = []
+        sorted_headers: dict[int, tuple[tuple[str, str], ...]] = {}  # calls share header dicts
         for i, (name, path, headers) in enumerate(calls):
-            key = (name, path, tuple(sorted(headers.items())))
+            fields = sorted_headers.get(id(headers))
+            if fields is None:
+                fields = sorted_headers[id(headers)] = tuple(sorted(headers.items()))
+            key = (name, path, fields)
             hit = cache.get(name, key, now)
             if hit is not None:
                 answers[i] = hit[0]
