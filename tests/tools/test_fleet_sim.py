@@ -224,3 +224,52 @@ def test_primary_settings_per_join_mode(tmp_path: Any) -> None:
     top = gateway_settings("primary", "mdns", {}, "_s", "k", tmp_path,
                            ["site0=http://127.0.0.1:1"])
     assert "aggregation.peer_names=[site0]" in top and "aggregation.discover=true" not in top
+
+
+def test_a_link_hands_the_bytes_to_the_robot_in_process() -> None:
+    """A connection through a robot's emulated link reaches its protocol without a socket: an
+    answer comes after the link's round trips, the stream keeps the robot's transport, and a
+    close on either side reaches the other."""
+    from bench._sim_inproc import InProcClient
+    from bench._sim_robot import RobotHttp
+
+    rtt = 0.05
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        robot = _robot()
+        protocols: list[RobotHttp] = []
+
+        def protocol() -> RobotHttp:
+            protocols.append(RobotHttp(robot))
+            return protocols[-1]
+
+        link = LossyLink(rtt, 0, 0.0, ("127.0.0.1", 1))
+        server = await loop.create_server(lambda: InProcClient(link, "up", protocol),
+                                          "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        started = loop.time()
+        writer.write(b"GET /api/v1/health HTTP/1.1\r\nHost: r7\r\n\r\n")
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+        assert head.startswith(b"HTTP/1.1 200"), head
+        assert loop.time() - started >= 2 * rtt * 0.9  # the inner handshake, then a round trip
+        length = int(_split(head + b"")[1]["content-length"])
+        assert is_health_document(orjson.loads(await reader.readexactly(length)))
+        # the robot closes (a request asking so): the peer reads the end of the stream
+        writer.write(b"GET /api/v1/health HTTP/1.1\r\nHost: r7\r\nConnection: close\r\n\r\n")
+        rest = await asyncio.wait_for(reader.read(), 10)
+        assert rest.startswith(b"HTTP/1.1 200") and protocols[0].transport is not None
+        assert protocols[0].transport.is_closing()
+        writer.close()
+        # the peer closes: the robot's protocol hears it
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /api/v1/health HTTP/1.1\r\nHost: r7\r\n\r\n")
+        await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+        lost = asyncio.Event()
+        protocols[1].connection_lost = lambda _exc: lost.set()  # type: ignore[method-assign]
+        writer.close()
+        await asyncio.wait_for(lost.wait(), 10)
+        server.close()
+
+    asyncio.run(run())
