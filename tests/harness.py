@@ -17,9 +17,10 @@ from urllib.parse import quote
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def expect_line(stream: Any, token: str, limit: int = 200) -> None:
+def expect_line(stream: Any, token: str, limit: int = 200, proc: Any = None) -> None:
     """Read a child's output until a line that is `token` (AssertionError with what it printed
-    otherwise); lines before it (DDS log lines) are skipped."""
+    otherwise, after killing `proc`: nothing is left running); lines before it (DDS log
+    lines) are skipped."""
     seen = []
     for _ in range(limit):
         line = stream.readline()
@@ -28,6 +29,9 @@ def expect_line(stream: Any, token: str, limit: int = 200) -> None:
         if line.strip() == token:
             return
         seen.append(line)
+    if proc is not None:
+        proc.kill()
+        proc.wait(10)
     raise AssertionError(f"expected {token!r} from the child; it printed: {''.join(seen)!r}")
 
 

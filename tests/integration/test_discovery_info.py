@@ -133,8 +133,8 @@ def running_talker(domain: int) -> Iterator[subprocess.Popen[str]]:
     proc = subprocess.Popen([sys.executable, "-c", TALKER], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     assert proc.stdout is not None
-    expect_line(proc.stdout, "READY")
     try:
+        expect_line(proc.stdout, "READY")
         yield proc
     finally:
         os.kill(proc.pid, signal.SIGCONT)

@@ -87,7 +87,7 @@ class HostileNode:
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                      start_new_session=True)
         assert self.proc.stdout is not None
-        expect_line(self.proc.stdout, "READY")
+        expect_line(self.proc.stdout, "READY", proc=self.proc)
 
     def stop(self) -> None:
         """Terminate it."""

@@ -52,7 +52,7 @@ class Listener:
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True, start_new_session=True)
         assert self.proc.stdout is not None
-        expect_line(self.proc.stdout, "READY")
+        expect_line(self.proc.stdout, "READY", proc=self.proc)
         self.got: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
