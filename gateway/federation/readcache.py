@@ -23,6 +23,10 @@ from typing import Any
 CACHEABLE = frozenset({"data", "operations", "faults", "version-info"})
 MAX_ENTRIES = 4096
 MAX_BODIES = 1024
+# Bytes of merged bodies kept in all: a merged read over 1,000 robots is up to a few MiB, and
+# each caller (its X-Client-Id and credential key the body) gets its own; the oldest kept go
+# first.
+MAX_BODY_BYTES = 64 * 2**20
 
 
 @dataclass
@@ -50,7 +54,8 @@ class ReadCache:
         self._peer_versions: dict[str, int] = {}
         self._all = 0  # bumped by changes that may touch every peer's answers
         self.epoch = 0  # bumped by every change signal (merged bodies hold within one)
-        self._bodies: dict[Hashable, _Body] = {}
+        self._bodies: dict[Hashable, _Body] = {}  # oldest kept first
+        self._body_bytes = 0
         self.body_hits = 0
         self.hits = 0
         self.misses = 0
@@ -101,12 +106,22 @@ class ReadCache:
     def body_put(self, key: Hashable, stamp: object, epoch: int, oldest: float,
                  head: bytes, tail: bytes) -> None:
         """Keep a merged body built from answers taken in epoch, the oldest fetched at oldest."""
-        if len(self._bodies) >= MAX_BODIES and key not in self._bodies:
-            self._bodies.clear()
-        self._bodies[key] = _Body(head, tail, stamp, epoch, oldest)
+        bodies = self._bodies
+        replaced = bodies.pop(key, None)
+        if replaced is not None:
+            self._body_bytes -= len(replaced.head) + len(replaced.tail)
+        size = len(head) + len(tail)
+        if size > MAX_BODY_BYTES:
+            return  # served, not kept
+        while bodies and (len(bodies) >= MAX_BODIES
+                          or self._body_bytes + size > MAX_BODY_BYTES):
+            first = bodies.pop(next(iter(bodies)))
+            self._body_bytes -= len(first.head) + len(first.tail)
+        bodies[key] = _Body(head, tail, stamp, epoch, oldest)
+        self._body_bytes += size
 
     def stats(self) -> dict[str, Any]:
         """Figures for /health."""
         return {"max_age_ms": round(self.max_age_s * 1000), "entries": len(self._entries),
-                "bodies": len(self._bodies), "hits": self.hits, "body_hits": self.body_hits,
+                "bodies": len(self._bodies), "body_bytes": self._body_bytes, "hits": self.hits, "body_hits": self.body_hits,
                 "misses": self.misses, "invalidations": self.invalidations}

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from gateway.federation import readcache
 from gateway.federation.readcache import ReadCache
 
 
@@ -49,3 +52,27 @@ def test_a_body_built_across_a_change_is_stale_at_once() -> None:
     cache.all_changed()
     cache.body_put("k", stamp=None, epoch=epoch, oldest=100.0, head=b"", tail=b"")
     assert cache.body_get("k", None, now=100.0) is None
+
+
+def test_merged_bodies_are_bounded_in_bytes_the_oldest_going_first(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each caller's merged body is kept apart: what is kept stays within MAX_BODY_BYTES (and
+    MAX_BODIES), the oldest kept dropped first; a body larger than the bound is not kept."""
+    monkeypatch.setattr(readcache, "MAX_BODY_BYTES", 1000)
+    monkeypatch.setattr(readcache, "MAX_BODIES", 4)
+    cache = ReadCache(max_age_s=10.0)
+    for k in range(3):
+        cache.body_put(k, stamp=0, epoch=cache.epoch, oldest=100.0, head=b"h" * 300, tail=b"")
+    assert cache.stats()["body_bytes"] == 900
+    cache.body_put(3, stamp=0, epoch=cache.epoch, oldest=100.0, head=b"h" * 300, tail=b"")
+    assert cache.body_get(0, 0, now=100.0) is None  # the oldest made room
+    assert all(cache.body_get(k, 0, now=100.0) is not None for k in (1, 2, 3))
+    assert cache.stats()["body_bytes"] == 900
+    cache.body_put(2, stamp=0, epoch=cache.epoch, oldest=100.0, head=b"h" * 50, tail=b"")
+    assert cache.stats()["body_bytes"] == 650  # a body kept again replaces its bytes
+    for k in range(4, 8):  # small ones: the count bounds too
+        cache.body_put(k, stamp=0, epoch=cache.epoch, oldest=100.0, head=b"h", tail=b"")
+    assert cache.stats()["bodies"] == 4
+    cache.body_put("huge", stamp=0, epoch=cache.epoch, oldest=100.0, head=b"h" * 1001,
+                   tail=b"")
+    assert cache.body_get("huge", 0, now=100.0) is None and cache.stats()["bodies"] == 4
