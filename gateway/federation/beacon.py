@@ -13,7 +13,8 @@ is what the probes give. While the beacon is fresh the probe loop skips
 its /health request (a full one still goes every FULL_PROBE_S, which also sees a degraded
 peer, unless another request of the primary was answered by the peer's HTTP stack within
 FULL_PROBE_S: a fleet under live reads sends no /health to hold a robot's pooled connection
-while a read wants it) and asks `/x-vendor-entities` only when the beacon's ETag differs from the one held.
+while a read wants it) and asks `/x-vendor-entities` only when the beacon's ETag differs
+from the one held.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ log = logging.getLogger(__name__)
 MIN_INTERVAL_MS, MAX_INTERVAL_MS = 100, 10000
 MAX_UNREAD_BYTES = 64 * 1024
 MAX_BEACONS = 32  # streams one gateway serves at once (one per primary)
-FULL_PROBE_S = 10.0
-RETRY_SILENT_S = 60.0  # a beacon that never sent a line is tried again after this  # a fresh beacon still lets one /health probe through this often
+FULL_PROBE_S = 10.0  # a fresh beacon still lets one /health probe through this often
+RETRY_SILENT_S = 60.0  # a beacon that never sent a line is tried again after this
 _OPEN = [0]  # beacons this process serves now (one gateway per process)
 
 

@@ -123,5 +123,6 @@ class ReadCache:
     def stats(self) -> dict[str, Any]:
         """Figures for /health."""
         return {"max_age_ms": round(self.max_age_s * 1000), "entries": len(self._entries),
-                "bodies": len(self._bodies), "body_bytes": self._body_bytes, "hits": self.hits, "body_hits": self.body_hits,
-                "misses": self.misses, "invalidations": self.invalidations}
+                "bodies": len(self._bodies), "body_bytes": self._body_bytes,
+                "hits": self.hits, "body_hits": self.body_hits, "misses": self.misses,
+                "invalidations": self.invalidations}
