@@ -34,6 +34,8 @@ def _read_buffer() -> memoryview:
     if buf is None:
         buf = _buffers.buf = memoryview(bytearray(READ_BUFFER))
     return buf
+
+
 _HEAD_END = b"\r\n\r\n"
 
 

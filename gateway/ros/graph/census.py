@@ -62,16 +62,12 @@ def take_census(node: Any) -> Census:
 
 
 def endpoint_gids(node: Any) -> frozenset[bytes]:
-    """The GUIDs of every topic and service endpoint the graph shows through `node` (blocking;
-    call from a worker thread)."""
-    names = [name for name, _types in node.get_topic_names_and_types()]
-    dds = [(name, False) for name in names]
-    for name, _types in node.get_service_names_and_types():  # the rmw's request/reply topics
-        dds += [(f"rq{name}Request", True), (f"rr{name}Reply", True)]
+    """The GUIDs of every endpoint the graph shows through `node`, on every DDS topic (the
+    services' request and reply topics too; blocking: call from a worker thread)."""
     gids: set[bytes] = set()
-    for name, raw in dds:
-        for infos in (node.get_publishers_info_by_topic(name, no_mangle=raw),
-                      node.get_subscriptions_info_by_topic(name, no_mangle=raw)):
+    for dds_name, _types in node.get_topic_names_and_types(no_demangle=True):
+        for infos in (node.get_publishers_info_by_topic(dds_name, no_mangle=True),
+                      node.get_subscriptions_info_by_topic(dds_name, no_mangle=True)):
             gids.update(bytes(i.endpoint_gid[:GUID_BYTES]) for i in infos)
     return frozenset(gids)
 
